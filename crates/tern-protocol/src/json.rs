@@ -1,0 +1,156 @@
+//! JSON helpers shared by the wire types: the open-object alias, string tags that
+//! must hold one fixed value, and number formatting.
+
+use serde::{Deserialize, Deserializer, Serializer};
+
+/// A JSON object whose keys are kept in the order they arrived.
+///
+/// Used wherever the spec leaves an object open (`_meta`, `experimental`,
+/// schemas, `arguments`, `metadata`): every key survives a round trip.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+/// Declares a zero-sized type that serialises as one fixed string and refuses
+/// every other string when decoding, naming what it found.
+macro_rules! string_tag {
+    ($(#[$meta:meta])* $name:ident = $lit:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        pub struct $name;
+
+        impl $name {
+            /// The one value this tag takes on the wire.
+            pub const VALUE: &'static str = $lit;
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str($lit)
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let found = $crate::json::TagStr::deserialize(d)?;
+                if found.0 == $lit {
+                    Ok($name)
+                } else {
+                    Err(<D::Error as ::serde::de::Error>::custom(format_args!(
+                        "expected \"{}\", found \"{}\"",
+                        $lit, found.0
+                    )))
+                }
+            }
+        }
+    };
+}
+pub(crate) use string_tag;
+
+/// A string read for comparison with a tag; says what it found when it is not
+/// a string at all.
+#[derive(Debug)]
+pub(crate) struct TagStr(pub(crate) String);
+
+impl<'de> Deserialize<'de> for TagStr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = TagStr;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TagStr, E> {
+                Ok(TagStr(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<TagStr, E> {
+                Ok(TagStr(v))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The largest integer JSON peers agree on (2^53 − 1).
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// Writes an `f64` that holds a whole number as a JSON integer (`50`, not
+/// `50.0`), so a value read as `50` is written back as `50`.
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's serialize_with passes fields by reference"
+)]
+pub(crate) fn compact_f64<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.fract() == 0.0 && v.abs() <= MAX_SAFE_INTEGER {
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "checked above: a whole number within ±2^53"
+        )]
+        s.serialize_i64(*v as i64)
+    } else {
+        s.serialize_f64(*v)
+    }
+}
+
+/// [`compact_f64`] for optional fields.
+#[allow(
+    clippy::ref_option,
+    reason = "serde's serialize_with passes fields by reference"
+)]
+pub(crate) fn compact_opt_f64<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => compact_f64(v, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// Deserialises a field that must be present to count, keeping an explicit
+/// `null` distinguishable from an absent key (`Some(Value::Null)` vs `None`).
+pub(crate) fn present<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::result::CompleteTag as Hello;
+
+    #[test]
+    fn tag_round_trips_and_names_what_it_found() {
+        assert_eq!(serde_json::to_string(&Hello).unwrap(), "\"complete\"");
+        assert_eq!(
+            serde_json::from_str::<Hello>("\"complete\"").unwrap(),
+            Hello
+        );
+        let err = serde_json::from_str::<Hello>("\"bye\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("expected \"complete\", found \"bye\""),
+            "{err}"
+        );
+        assert!(serde_json::from_str::<Hello>("1").is_err());
+    }
+
+    #[test]
+    fn whole_floats_are_written_as_integers() {
+        #[derive(serde::Serialize)]
+        struct N {
+            #[serde(serialize_with = "compact_f64")]
+            n: f64,
+        }
+        assert_eq!(
+            serde_json::to_string(&N { n: 50.0 }).unwrap(),
+            r#"{"n":50}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&N { n: 0.5 }).unwrap(),
+            r#"{"n":0.5}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&N { n: 1e300 }).unwrap(),
+            r#"{"n":1e+300}"#
+        );
+    }
+}

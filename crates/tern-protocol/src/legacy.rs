@@ -1,0 +1,179 @@
+//! The 2025-11-25 subset a dual-era server or client needs (spec §8.2):
+//! `initialize` and its result, `notifications/initialized`, `ping`, and the
+//! server-to-client requests (with ids) that MRTR replaced.
+//!
+//! Legacy results carry no `resultType`.
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::capabilities::{ClientCapabilities, Implementation, ServerCapabilities};
+use crate::elicitation::ElicitRequestParams;
+use crate::json::JsonObject;
+use crate::jsonrpc::{RequestId, serialize_request};
+use crate::roots::ListRootsRequestParams;
+use crate::sampling::CreateMessageRequestParams;
+
+/// Params of `initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeRequestParams {
+    /// The version the client wants.
+    pub protocol_version: String,
+    /// The client's capabilities for the session (legacy members such as
+    /// `roots.listChanged` are kept).
+    pub capabilities: ClientCapabilities,
+    /// The client.
+    pub client_info: Implementation,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+/// The result of `initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The version chosen for the session.
+    pub protocol_version: String,
+    /// The server's capabilities.
+    pub capabilities: ServerCapabilities,
+    /// The server.
+    pub server_info: Implementation,
+    /// How to use this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+/// Params of `ping` (either direction, 2025-11-25 only), at most a `_meta`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PingParams {
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+/// A server-to-client request of the 2025-11-25 era: each MRTR question
+/// becomes one of these on the legacy leg.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LegacyServerRequest {
+    /// `elicitation/create`.
+    Elicit(ElicitRequestParams),
+    /// `sampling/createMessage`.
+    CreateMessage(CreateMessageRequestParams),
+    /// `roots/list`.
+    ListRoots(Option<ListRootsRequestParams>),
+    /// `ping`.
+    Ping(Option<PingParams>),
+}
+
+impl LegacyServerRequest {
+    /// The method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Elicit(_) => "elicitation/create",
+            Self::CreateMessage(_) => "sampling/createMessage",
+            Self::ListRoots(_) => "roots/list",
+            Self::Ping(_) => "ping",
+        }
+    }
+
+    /// Writes this request as a JSON-RPC request with `id`.
+    pub fn serialize_with_id<S: Serializer>(
+        &self,
+        id: &RequestId,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Elicit(p) => serialize_request(id, self.method(), Some(p), s),
+            Self::CreateMessage(p) => serialize_request(id, self.method(), Some(p), s),
+            Self::ListRoots(p) => serialize_request(id, self.method(), p.as_ref(), s),
+            Self::Ping(p) => serialize_request(id, self.method(), p.as_ref(), s),
+        }
+    }
+
+    /// This request as a JSON-RPC message with `id`.
+    pub fn to_message(&self, id: &RequestId) -> serde_json::Value {
+        self.serialize_with_id(id, serde_json::value::Serializer)
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::elicitation::ElicitRequestUrlParams;
+    use crate::request::ClientRequest;
+
+    #[test]
+    fn initialize_round_trips_with_legacy_capabilities() {
+        let params = json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"roots": {"listChanged": true}, "elicitation": {"form": {}}, "tasks": {"list": {}}},
+            "clientInfo": {"name": "old-client", "version": "0.9"}
+        });
+        let raw = serde_json::value::to_raw_value(&params).unwrap();
+        let ClientRequest::Initialize(init) =
+            ClientRequest::decode("initialize", Some(&raw)).unwrap()
+        else {
+            panic!("initialize decodes as Initialize");
+        };
+        assert!(init.capabilities.roots());
+        assert!(
+            init.capabilities.extra.contains_key("tasks"),
+            "legacy members are kept"
+        );
+        assert_eq!(serde_json::to_value(&init).unwrap(), params);
+
+        let result = InitializeResult {
+            protocol_version: "2025-11-25".into(),
+            capabilities: ServerCapabilities::default(),
+            server_info: Implementation::new("tern", "0.1.0"),
+            instructions: None,
+            meta: None,
+        };
+        let value = serde_json::to_value(&result).unwrap();
+        assert!(
+            value.get("resultType").is_none(),
+            "legacy results carry no resultType"
+        );
+        assert_eq!(value["serverInfo"]["name"], "tern");
+    }
+
+    #[test]
+    fn server_to_client_requests_carry_ids() {
+        let url = ElicitRequestUrlParams {
+            elicitation_id: Some("e-1".into()),
+            ..ElicitRequestUrlParams::new("Connect", "https://example.com/c")
+        };
+        let msg = LegacyServerRequest::Elicit(ElicitRequestParams::Url(url))
+            .to_message(&RequestId::Number(7));
+        assert_eq!(
+            msg,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "elicitation/create",
+                   "params": {"mode": "url", "message": "Connect", "url": "https://example.com/c", "elicitationId": "e-1"}})
+        );
+        let ping = LegacyServerRequest::Ping(None).to_message(&RequestId::from("p"));
+        assert_eq!(ping, json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
+        let roots = LegacyServerRequest::ListRoots(None).to_message(&RequestId::Number(1));
+        assert_eq!(roots["method"], "roots/list");
+    }
+
+    #[test]
+    fn removed_methods_stay_raw_for_a_method_not_found_answer() {
+        let raw = serde_json::value::to_raw_value(&json!({"level": "debug"})).unwrap();
+        let req = ClientRequest::decode("logging/setLevel", Some(&raw)).unwrap();
+        assert!(
+            matches!(&req, ClientRequest::Other { method, params: Some(_) } if method == "logging/setLevel")
+        );
+        assert!(crate::method::REMOVED.contains(&req.method()));
+        assert!(matches!(
+            ClientRequest::decode("ping", None).unwrap(),
+            ClientRequest::Ping(None)
+        ));
+    }
+}

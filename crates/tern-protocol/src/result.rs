@@ -1,0 +1,378 @@
+//! Results, decoded by the method of the request they answer plus
+//! `resultType` (never by trying shapes in turn).
+//!
+//! - R1: every result carries `resultType`; tern's result types hold a tag
+//!   field ([`CompleteTag`] and friends) so that no serialisation path can
+//!   forget it.
+//! - R4: an unknown `resultType` is an error that names it.
+//! - R5: a missing `resultType` reads as `complete` (pre-2026 servers).
+//! - S2: `input_required` only answers `tools/call`, `prompts/get` and
+//!   `resources/read`.
+//! - Tasks: `task` only answers `tools/call`, and only where the caller says
+//!   the extension is in play ([`ResultContext::tasks`]).
+//!
+//! Caching hints (`ttlMs`, `cacheScope`) are optional on decode although the
+//! schema requires them on discover, list and read results: the spec says a
+//! missing `ttlMs` "is treated as 0, which only happens with old servers", and
+//! the official `ReadResourceResultResponse` example omits both (digest §9.9).
+//! tern's server always sends them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::completion::CompleteResult;
+use crate::discover::DiscoverResult;
+use crate::error::DecodeError;
+use crate::json::{JsonObject, string_tag};
+use crate::legacy::InitializeResult;
+use crate::meta::ResultMeta;
+use crate::method;
+use crate::mrtr::InputRequiredResult;
+use crate::prompt::{GetPromptResult, ListPromptsResult};
+use crate::resource::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
+use crate::subscription::SubscriptionsListenResult;
+use crate::task::{CreateTaskResult, GetTaskResult};
+use crate::tool::{CallToolResult, ListToolsResult};
+
+string_tag!(
+    /// `resultType: "complete"`: a final result.
+    CompleteTag = "complete"
+);
+string_tag!(
+    /// `resultType: "input_required"`: the request needs input first.
+    InputRequiredTag = "input_required"
+);
+string_tag!(
+    /// `resultType: "task"`: a task was created (Tasks extension).
+    TaskTag = "task"
+);
+
+/// The `resultType`s tern recognises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResultType {
+    /// `complete`.
+    Complete,
+    /// `input_required`.
+    InputRequired,
+    /// `task` (Tasks extension).
+    Task,
+}
+
+/// Intended scope of a cached result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    /// No user-specific data: any cache may share it.
+    Public,
+    /// Reusable only within the same authorization context.
+    Private,
+}
+
+/// The outcome of a request that may need input or become a task.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Outcome<T> {
+    /// The final result.
+    Complete(T),
+    /// The server asks for input; retry with the answers (MRTR).
+    InputRequired(InputRequiredResult),
+    /// The server created a task (`tools/call` with the Tasks extension).
+    Task(CreateTaskResult),
+}
+
+/// A result with nothing but `resultType: "complete"` and `_meta`
+/// (`EmptyResult`), the acknowledgement of `tasks/update` and `tasks/cancel`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmptyResult {
+    /// Always `complete`.
+    #[serde(default)]
+    pub result_type: CompleteTag,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+}
+
+/// Any result (`Result`): a `resultType`, a `_meta`, and every other member
+/// kept as sent. What an unknown method's result decodes to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnyResult {
+    /// The `resultType`, as sent.
+    pub result_type: String,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// The common shape of cacheable results (`CacheableResult`): discover, the
+/// list methods and `resources/read`. Never an interim `input_required` (S17).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheableResult {
+    /// Always `complete`.
+    #[serde(default)]
+    pub result_type: CompleteTag,
+    /// How long the client may cache the result, in ms (0: stale at once).
+    pub ttl_ms: u64,
+    /// Who may share the cached result.
+    pub cache_scope: CacheScope,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// What the caller knows when decoding a result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResultContext {
+    /// The request declared the Tasks extension and the server advertises it,
+    /// so `tools/call` may answer with `resultType: "task"`.
+    pub tasks: bool,
+}
+
+impl ResultContext {
+    /// A context in which the Tasks extension is in play.
+    pub fn with_tasks() -> Self {
+        Self { tasks: true }
+    }
+}
+
+/// A result decoded by the method of the request it answers.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerResult {
+    /// `server/discover`.
+    Discover(DiscoverResult),
+    /// `tools/list`.
+    ListTools(ListToolsResult),
+    /// `tools/call`.
+    CallTool(Outcome<CallToolResult>),
+    /// `resources/list`.
+    ListResources(ListResourcesResult),
+    /// `resources/templates/list`.
+    ListResourceTemplates(ListResourceTemplatesResult),
+    /// `resources/read`.
+    ReadResource(Outcome<ReadResourceResult>),
+    /// `prompts/list`.
+    ListPrompts(ListPromptsResult),
+    /// `prompts/get`.
+    GetPrompt(Outcome<GetPromptResult>),
+    /// `completion/complete`.
+    Complete(CompleteResult),
+    /// `subscriptions/listen` (the graceful close).
+    Listen(SubscriptionsListenResult),
+    /// `tasks/get`.
+    GetTask(GetTaskResult),
+    /// `tasks/update` and `tasks/cancel`.
+    Empty(EmptyResult),
+    /// `initialize` (2025-11-25; no `resultType`).
+    Initialize(InitializeResult),
+    /// The result of a method tern does not know.
+    Other(AnyResult),
+}
+
+impl ServerResult {
+    /// Decodes the JSON text of a `result` that answers a request of `method`.
+    pub fn decode(method: &str, result: &str, ctx: ResultContext) -> Result<Self, DecodeError> {
+        let value: serde_json::Value =
+            serde_json::from_str(result).map_err(|e| DecodeError::result(method, e))?;
+        Self::decode_value(method, value, ctx)
+    }
+
+    /// [`ServerResult::decode`] for a parsed value.
+    pub fn decode_value(
+        method: &str,
+        value: serde_json::Value,
+        ctx: ResultContext,
+    ) -> Result<Self, DecodeError> {
+        if !value.is_object() {
+            return Err(DecodeError::result(
+                method,
+                "a result must be a JSON object",
+            ));
+        }
+        if method == method::INITIALIZE {
+            return typed(method, value).map(Self::Initialize);
+        }
+        let result_type = result_type(method, &value)?;
+        match result_type {
+            ResultType::Complete => {}
+            ResultType::InputRequired if is_mrtr_method(method) => {}
+            ResultType::InputRequired => {
+                return Err(DecodeError::result(
+                    method,
+                    "resultType \"input_required\" is only allowed for tools/call, prompts/get \
+                     and resources/read (S2)",
+                ));
+            }
+            ResultType::Task if method == method::TOOLS_CALL && ctx.tasks => {}
+            ResultType::Task if method == method::TOOLS_CALL => {
+                return Err(DecodeError::result(
+                    method,
+                    "resultType \"task\" but the Tasks extension is not in play for this request",
+                ));
+            }
+            ResultType::Task => {
+                return Err(DecodeError::result(
+                    method,
+                    "resultType \"task\" is only allowed for tools/call (Tasks extension)",
+                ));
+            }
+        }
+        Ok(match method {
+            method::DISCOVER => Self::Discover(typed(method, value)?),
+            method::TOOLS_LIST => Self::ListTools(typed(method, value)?),
+            method::TOOLS_CALL => Self::CallTool(outcome(method, result_type, value)?),
+            method::RESOURCES_LIST => Self::ListResources(typed(method, value)?),
+            method::RESOURCES_TEMPLATES_LIST => Self::ListResourceTemplates(typed(method, value)?),
+            method::RESOURCES_READ => Self::ReadResource(outcome(method, result_type, value)?),
+            method::PROMPTS_LIST => Self::ListPrompts(typed(method, value)?),
+            method::PROMPTS_GET => Self::GetPrompt(outcome(method, result_type, value)?),
+            method::COMPLETION_COMPLETE => Self::Complete(typed(method, value)?),
+            method::SUBSCRIPTIONS_LISTEN => Self::Listen(typed(method, value)?),
+            method::TASKS_GET => Self::GetTask(typed(method, value)?),
+            method::TASKS_UPDATE | method::TASKS_CANCEL | method::PING => {
+                Self::Empty(typed(method, value)?)
+            }
+            _ => Self::Other(typed(method, value)?),
+        })
+    }
+}
+
+impl Serialize for ServerResult {
+    /// Writes the result object itself, `resultType` included.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Discover(r) => r.serialize(s),
+            Self::ListTools(r) => r.serialize(s),
+            Self::CallTool(r) => r.serialize(s),
+            Self::ListResources(r) => r.serialize(s),
+            Self::ListResourceTemplates(r) => r.serialize(s),
+            Self::ReadResource(r) => r.serialize(s),
+            Self::ListPrompts(r) => r.serialize(s),
+            Self::GetPrompt(r) => r.serialize(s),
+            Self::Complete(r) => r.serialize(s),
+            Self::Listen(r) => r.serialize(s),
+            Self::GetTask(r) => r.serialize(s),
+            Self::Empty(r) => r.serialize(s),
+            Self::Initialize(r) => r.serialize(s),
+            Self::Other(r) => r.serialize(s),
+        }
+    }
+}
+
+/// Reads `resultType` (R4, R5).
+fn result_type(method: &str, value: &serde_json::Value) -> Result<ResultType, DecodeError> {
+    match value.get("resultType") {
+        None => Ok(ResultType::Complete),
+        Some(serde_json::Value::String(t)) => match t.as_str() {
+            CompleteTag::VALUE => Ok(ResultType::Complete),
+            InputRequiredTag::VALUE => Ok(ResultType::InputRequired),
+            TaskTag::VALUE => Ok(ResultType::Task),
+            other => Err(DecodeError::result(
+                method,
+                format_args!("unknown resultType \"{other}\" (R4)"),
+            )),
+        },
+        Some(other) => Err(DecodeError::result(
+            method,
+            format_args!("resultType must be a string, found {other}"),
+        )),
+    }
+}
+
+fn is_mrtr_method(method: &str) -> bool {
+    matches!(
+        method,
+        method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
+    )
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    method: &str,
+    value: serde_json::Value,
+) -> Result<T, DecodeError> {
+    T::deserialize(value).map_err(|e| DecodeError::result(method, e))
+}
+
+fn outcome<T: serde::de::DeserializeOwned>(
+    method: &str,
+    result_type: ResultType,
+    value: serde_json::Value,
+) -> Result<Outcome<T>, DecodeError> {
+    Ok(match result_type {
+        ResultType::Complete => Outcome::Complete(typed(method, value)?),
+        ResultType::InputRequired => Outcome::InputRequired(typed(method, value)?),
+        ResultType::Task => Outcome::Task(typed(method, value)?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(method: &str, text: &str) -> Result<ServerResult, String> {
+        ServerResult::decode(method, text, ResultContext::default()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn missing_result_type_is_complete_r5() {
+        let r = decode("tools/call", r#"{"content":[]}"#).unwrap();
+        assert!(matches!(r, ServerResult::CallTool(Outcome::Complete(_))));
+    }
+
+    #[test]
+    fn unknown_result_type_is_named_r4() {
+        let err = decode("tools/call", r#"{"resultType":"later","content":[]}"#).unwrap_err();
+        assert!(err.contains("unknown resultType \"later\""), "{err}");
+    }
+
+    #[test]
+    fn input_required_only_for_three_methods_s2() {
+        let ir = r#"{"resultType":"input_required","requestState":"s"}"#;
+        for m in ["tools/call", "prompts/get", "resources/read"] {
+            assert!(decode(m, ir).is_ok(), "{m}");
+        }
+        for m in [
+            "tools/list",
+            "server/discover",
+            "completion/complete",
+            "tasks/get",
+        ] {
+            let err = decode(m, ir).unwrap_err();
+            assert!(
+                err.contains("only allowed for tools/call, prompts/get"),
+                "{m}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn task_only_for_tools_call_with_the_extension() {
+        let task = r#"{"resultType":"task","taskId":"t","status":"working",
+            "createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":null}"#;
+        assert!(
+            decode("tools/call", task)
+                .unwrap_err()
+                .contains("not in play")
+        );
+        assert!(
+            decode("prompts/get", task)
+                .unwrap_err()
+                .contains("only allowed for tools/call")
+        );
+        let ok = ServerResult::decode("tools/call", task, ResultContext::with_tasks()).unwrap();
+        assert!(matches!(ok, ServerResult::CallTool(Outcome::Task(_))));
+    }
+
+    #[test]
+    fn input_required_needs_requests_or_state_s6() {
+        let err = decode("tools/call", r#"{"resultType":"input_required"}"#).unwrap_err();
+        assert!(err.contains("S6"), "{err}");
+    }
+}

@@ -1,0 +1,215 @@
+//! Tools: `tools/list` and `tools/call`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::capabilities::Icon;
+use crate::content::ContentBlock;
+use crate::json::JsonObject;
+use crate::meta::{RequestMeta, ResultMeta};
+use crate::mrtr::InputResponses;
+use crate::result::{CacheScope, CompleteTag};
+
+/// A tool the client can call (`Tool`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Name, `[A-Za-z0-9_.-]{1,128}` by convention.
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for people and models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments; an object schema (`"type": "object"`)
+    /// using any 2020-12 keywords, every keyword kept.
+    #[serde(deserialize_with = "object_schema")]
+    pub input_schema: JsonObject,
+    /// JSON Schema that `structuredContent` conforms to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<JsonObject>,
+    /// Icons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Behaviour hints (untrusted unless the server is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+/// Reads an `inputSchema`, which must be an object schema (`type: "object"`).
+fn object_schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<JsonObject, D::Error> {
+    let schema = JsonObject::deserialize(d)?;
+    match schema.get("type") {
+        Some(serde_json::Value::String(t)) if t == "object" => Ok(schema),
+        Some(other) => Err(serde::de::Error::custom(format_args!(
+            "inputSchema type must be \"object\", found {other}"
+        ))),
+        None => Err(serde::de::Error::custom(
+            "inputSchema must have \"type\": \"object\"",
+        )),
+    }
+}
+
+impl Tool {
+    /// The schema of a tool that takes no arguments (spec §7).
+    pub fn no_arguments_schema() -> JsonObject {
+        let mut schema = JsonObject::new();
+        schema.insert("type".into(), "object".into());
+        schema.insert("additionalProperties".into(), false.into());
+        schema
+    }
+
+    /// A tool with a name and an input schema.
+    pub fn new(name: impl Into<String>, input_schema: JsonObject) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            icons: None,
+            annotations: None,
+            meta: None,
+        }
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+/// Hints about a tool's behaviour (`ToolAnnotations`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy things.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling it twice with the same arguments does nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool reaches an open world of entities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// Params of `tools/call` (`CallToolRequestParams`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolRequestParams {
+    /// The tool.
+    pub name: String,
+    /// The arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonObject>,
+    /// Answers to the previous round's `inputRequests` (MRTR retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// The previous round's `requestState`, echoed byte for byte (C2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// The request's `_meta`.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+}
+
+impl CallToolRequestParams {
+    /// A call of `name` with `arguments`.
+    pub fn new(name: impl Into<String>, arguments: Option<JsonObject>, meta: RequestMeta) -> Self {
+        Self {
+            name: name.into(),
+            arguments,
+            input_responses: None,
+            request_state: None,
+            meta,
+        }
+    }
+}
+
+/// The final result of `tools/call` (`CallToolResult`).
+///
+/// Tool failures (bad input, a failing API, a business error) are results with
+/// `is_error: Some(true)`; unknown tools and malformed requests are JSON-RPC
+/// errors instead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Always `complete`.
+    #[serde(default)]
+    pub result_type: CompleteTag,
+    /// Unstructured content; may be empty.
+    pub content: Vec<ContentBlock>,
+    /// Any JSON value (an explicit `null` is kept); conforms to the tool's
+    /// `outputSchema` when it has one.
+    #[serde(
+        default,
+        deserialize_with = "crate::json::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub structured_content: Option<serde_json::Value>,
+    /// The tool failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+}
+
+impl CallToolResult {
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![ContentBlock::text(text)],
+            ..Self::default()
+        }
+    }
+
+    /// A tool error (`isError: true`) with one text block saying what failed.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![ContentBlock::text(text)],
+            is_error: Some(true),
+            ..Self::default()
+        }
+    }
+
+    /// The result is a tool error.
+    pub fn is_error(&self) -> bool {
+        self.is_error == Some(true)
+    }
+}
+
+/// The result of `tools/list` (`ListToolsResult`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// Always `complete`.
+    #[serde(default)]
+    pub result_type: CompleteTag,
+    /// This page of tools.
+    pub tools: Vec<Tool>,
+    /// The cursor of the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Cache lifetime; see [`crate::result`] on why it is optional here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Cache scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+}

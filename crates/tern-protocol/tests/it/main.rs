@@ -1,0 +1,18 @@
+//! Integration tests of `tern-protocol` against the official schema and
+//! examples (from `../shared/spec`, or `TERN_SPEC_DIR`).
+
+#![allow(unreachable_pub, reason = "items of the test crate's modules")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed unwrap is a failed test"
+)]
+
+#[path = "../../examples/decode/registry.rs"]
+mod registry;
+
+mod decoder;
+mod examples;
+mod fixtures;
+mod negative;
+mod properties;
+mod schema;
