@@ -1,11 +1,139 @@
-//! `tern-seal`: the `requestState` codec of tern's server.
+//! `tern-seal`: the `requestState` codec of tern's stateless server.
 //!
-//! A server that answers `input_required` (MRTR, spec §2) hands the client an
-//! opaque `requestState` and must treat whatever comes back as attacker-controlled
-//! (rules S8–S11). This crate will hold the sealing that makes that safe: a
-//! versioned token format (`t1.<key id>.<base64url>`), AEAD from `RustCrypto` with a
-//! domain-separation label, a rotating key ring, and an envelope that binds expiry,
-//! audience, principal, method, target and the digest of the canonical arguments.
-//! Time and randomness are passed in; there is no I/O and no async runtime.
+//! A server that answers `input_required` (MCP multi round-trip requests, spec
+//! §2) hands the client an opaque `requestState`, and must treat whatever comes
+//! back as attacker-controlled input (S8). This crate turns the server's state
+//! into such a token and back: authenticated encryption protects its integrity
+//! and confidentiality (S9), and the sealed envelope binds a short expiry, the
+//! audience, the principal, the method, the target and the digest of the
+//! canonical arguments, all checked on the retry (S10). Single use is the
+//! server's job, keyed by the state id (S11).
 //!
-//! Status: reserved. The sealing lands with the server issue.
+//! There is no I/O and no async runtime: keys, time and randomness are passed
+//! in.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::{Duration, SystemTime};
+//! use tern_seal::{Claims, Expect, KeyRing, OpenFailure, Sealer, SealerOptions};
+//!
+//! let ring = KeyRing::parse("k1:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA")?;
+//! let sealer = Sealer::new(ring, SealerOptions {
+//!     audience: "https://mcp.example.com".into(),
+//!     ..SealerOptions::default()
+//! });
+//! let arguments = serde_json::json!({"name": "orders"});
+//! let now = SystemTime::now();
+//!
+//! let token = sealer.seal(
+//!     &Claims {
+//!         principal: Some("user-42"),
+//!         method: "tools/call",
+//!         target: "provision_database",
+//!         arguments: Some(&arguments),
+//!         state_id: [7; 16],     // random per logical call, in practice
+//!         round: 1,
+//!         payload: b"answers so far",
+//!     },
+//!     now,
+//!     [9; 24],                   // fresh random bytes for every seal, in practice
+//! )?;
+//! assert!(token.starts_with("t1.k1."));
+//!
+//! let mut expect = Expect {
+//!     principal: Some("user-42"),
+//!     method: "tools/call",
+//!     target: "provision_database",
+//!     arguments: Some(&arguments),
+//! };
+//! let opened = sealer.open(&token, &expect, now + Duration::from_secs(5))?;
+//! assert_eq!(opened.payload, b"answers so far");
+//! assert_eq!(opened.round, 1);
+//!
+//! // Another caller cannot use it, and learns nothing about why.
+//! expect.principal = Some("mallory");
+//! let error = sealer.open(&token, &expect, now).unwrap_err();
+//! assert_eq!(error.to_string(), "invalid or expired requestState");
+//! assert_eq!(error.reason(), OpenFailure::Principal); // for the log only
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Keys
+//!
+//! A [`Key`] is a 32-byte master secret with an id; two subkeys are derived
+//! from it with HKDF-SHA256 (one for the AEAD, one for the principal MAC).
+//! A [`KeyRing`] holds one or more keys: the first seals, every key opens.
+//! To rotate, add the new key after the old one on every replica, then put it
+//! first, then drop the old key once the longest TTL has passed. All replicas
+//! of one server share the same ring; [`KeyRing::generate`] makes a
+//! process-local ring fit only for a single instance.
+//!
+//! The key ring text format, read by [`KeyRing::parse`] and written by
+//! [`KeyRing::to_text`]:
+//!
+//! ```text
+//! # requestState keys: the first entry seals.
+//! k2026b:dK9EOAOEWIKEkwkTdBIBG-g9Wk-mrmxzUUYRMrqxmRk
+//! k2026a:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA
+//! ```
+//!
+//! - Entries are separated by newlines or commas (`k2:…,k1:…` fits in one
+//!   environment variable).
+//! - Blank entries, and lines starting with `#`, are ignored.
+//! - Each entry is `<key id>:<secret>`. The key id is 1 to 16 characters of
+//!   `A-Z a-z 0-9 _ -`. The secret is exactly 32 bytes in base64url without
+//!   padding: 43 characters. Whitespace around either is ignored.
+//! - The first entry is the sealing key. Ids must be unique; a secret whose
+//!   bytes are all equal is refused as weak.
+//! - Errors name the entry number (counting entries, not lines) and never echo
+//!   the text.
+//!
+//! # Tokens
+//!
+//! `t1.<key id>.<base64url-no-pad(nonce ‖ ciphertext ‖ tag)>`, sealed with
+//! `XChaCha20-Poly1305` under a 24-byte caller-supplied random nonce. The
+//! associated data is the label `tern/requestState/t1`, a zero byte and the
+//! key id. The plaintext is a versioned binary envelope with fixed-size or
+//! length-prefixed fields and no trailing bytes. It holds the state id, round,
+//! issue and expiry times, the SHA-256 of the audience, an HMAC of the
+//! principal (never the identity itself), the method, the SHA-256 of the
+//! target, the [`arguments_digest`] and the payload.
+//!
+//! [`Sealer::open`] fails with one opaque [`OpenError`] whose message is always
+//! "invalid or expired requestState"; its [`OpenError::reason`] is for logs.
+//!
+//! # Defaults
+//!
+//! - Default TTL 10 min ([`DEFAULT_TTL`]), refreshed each round since each
+//!   round re-seals.
+//! - Default max token 64 KiB ([`DEFAULT_MAX_TOKEN_LEN`]), enforced when
+//!   sealing and checked before anything is decoded when opening.
+//! - Tokens issued more than 60 s in the future are refused
+//!   ([`MAX_CLOCK_SKEW`]).
+//!
+//! # Features
+//!
+//! None.
+//!
+//! # Stability
+//!
+//! The `t1` token format is frozen: the known-answer tests pin it byte for
+//! byte, and any change to it ships as a new version prefix (`t2`), with `t1`
+//! still opened for at least one TTL. The Rust API follows semver like the
+//! rest of tern (0.x: minor versions may break it); the error enums are
+//! `#[non_exhaustive]`.
+
+mod digest;
+mod envelope;
+mod error;
+mod key;
+mod sealer;
+
+pub use crate::digest::arguments_digest;
+pub use crate::error::{OpenError, OpenFailure, SealError};
+pub use crate::key::{Key, KeyError, KeyErrorKind, KeyRing, MAX_KEY_ID_LEN, SECRET_LEN};
+pub use crate::sealer::{
+    Claims, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, Expect, MAX_CLOCK_SKEW, Opened, Sealer,
+    SealerOptions,
+};

@@ -1,11 +1,83 @@
 //! `tern-server`: build Model Context Protocol (2026-07-28) servers from plain
-//! `async fn` handlers.
+//! `async fn` handlers, with a stateless MRTR engine.
 //!
-//! This crate will hold the registry of tools, resources, resource templates,
-//! prompts and completions; the extractors (`Args<T>`, `Ctx`, the principal); the
-//! stateless MRTR engine that lets a handler `ctx.ask(...).await` and seals what
-//! the next leg needs into `requestState`; capability gating, `server/discover`,
-//! caching hints, progress, cancellation, tasks and subscriptions; and the stdio
-//! and Streamable HTTP transports.
+//! A handler reads top to bottom and asks the client questions with
+//! [`Ctx::ask`]. tern answers the request with `input_required`, seals what
+//! the next leg needs into `requestState` (encrypted, bound to the caller, the
+//! tool and its arguments, expiring), and when the client retries with the
+//! answers it runs the handler again from the top, on whichever process
+//! receives the retry. No server memory is kept between legs.
 //!
-//! Status: reserved. It is filled by the server and HTTP issues.
+//! ```
+//! use serde::Deserialize;
+//! use tern_server::{Answer, Args, Ctx, Elicit, Server, ToolDef, ToolError};
+//!
+//! #[derive(Deserialize, schemars::JsonSchema)]
+//! struct Provision {
+//!     /// Name of the database.
+//!     name: String,
+//! }
+//!
+//! #[derive(Deserialize, schemars::JsonSchema)]
+//! struct Region {
+//!     /// Where the data lives.
+//!     region: RegionChoice,
+//! }
+//!
+//! #[derive(Debug, Deserialize, schemars::JsonSchema)]
+//! #[serde(rename_all = "kebab-case")]
+//! enum RegionChoice { EuWest1, UsEast1, ApSouth1 }
+//!
+//! async fn provision_database(ctx: Ctx, Args(a): Args<Provision>) -> Result<String, ToolError> {
+//!     let answer = ctx.ask(Elicit::<Region>::form(format!("Which region should {} live in?", a.name))).await?;
+//!     let Answer::Accept(Region { region }) = answer else { return Ok("Provisioning cancelled.".into()) };
+//!     Ok(format!("Created {} in {region:?}", a.name))
+//! }
+//!
+//! let server = Server::builder("inventory", "1.0.0")
+//!     .tool(ToolDef::new("provision_database", "Creates a database", provision_database).elicits::<Region>())
+//!     .build()?;
+//! assert!(server.serves("tools/call"));
+//! # Ok::<(), tern_server::BuildError>(())
+//! ```
+//!
+//! Secure defaults, with their numbers: `requestState` lives 10 minutes per
+//! round ([`DEFAULT_STATE_TTL`]) and is at most 64 KiB
+//! ([`DEFAULT_MAX_STATE_LEN`]); every refused state answers the same `-32602`
+//! and logs the real reason; stdio lines are at most 4 MiB. Without configured
+//! keys a random key serves one process only, and says so.
+//!
+//! Features: none yet. Stability: pre-1.0.
+
+pub mod completion;
+pub mod ctx;
+pub mod error;
+pub mod form;
+pub mod handler;
+pub mod mrtr;
+pub mod principal;
+pub mod prompt;
+pub mod question;
+pub mod replay;
+pub mod resource;
+pub mod server;
+pub(crate) mod template;
+pub mod tool;
+pub mod transport;
+
+pub use completion::{CompletionDef, CompletionRequest};
+pub use ctx::{Ctx, Notifier};
+pub use error::{AskError, BuildError, ToolError};
+pub use handler::{Args, Json, Uri};
+pub use mrtr::{Clock, SystemClock};
+pub use principal::Principal;
+pub use prompt::PromptDef;
+pub use question::{Answer, Elicit, ListRoots, Question, Sample};
+pub use replay::{MemoryReplayStore, ReplayStore};
+pub use resource::{ResourceDef, ResourceTemplateDef};
+pub use server::{
+    CacheHints, CallContext, DEFAULT_MAX_STATE_LEN, DEFAULT_PAGE_SIZE, DEFAULT_STATE_TTL, Reply,
+    Server, ServerBuilder,
+};
+pub use tern_seal::KeyRing;
+pub use tool::ToolDef;

@@ -1,14 +1,148 @@
 //! The `tern` command: call, inspect and serve Model Context Protocol servers.
 //!
-//! The command arrives with the client issue (`tern call`, `tern tools`, …) and
-//! the server issue (`tern serve demo`). Until then it only says so.
+//! Today it serves the demo server (`tern serve demo --stdio`) and makes
+//! requestState keys (`tern keys generate`); calling servers arrives with the
+//! client issue.
+//!
+//! Exit codes: 0 success, 1 runtime failure, 2 usage error.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use tern_server::KeyRing;
+use tern_server::transport::stdio::{StdioOptions, serve_stdio};
+
+mod demo;
+
+#[derive(Parser)]
+#[command(
+    name = "tern",
+    version,
+    about = "Call, inspect and serve MCP (2026-07-28) servers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve a built-in server.
+    Serve {
+        #[command(subcommand)]
+        server: Served,
+    },
+    /// Manage requestState keys.
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum Served {
+    /// The demo server: MRTR scenarios (elicitation forms and URLs, several
+    /// rounds, progress, sampling and roots).
+    Demo {
+        /// Serve over standard input and output (one JSON message per line).
+        #[arg(long)]
+        stdio: bool,
+        /// Lifetime of each round's requestState, in seconds (default 600).
+        #[arg(long, value_name = "SECONDS")]
+        state_ttl: Option<u64>,
+        /// A key file (see `tern keys generate`); without one a random key
+        /// serves this process only.
+        #[arg(long, value_name = "FILE")]
+        keys: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeysAction {
+    /// Print a new key ring in the key file format.
+    Generate,
+}
 
 fn main() -> ExitCode {
-    eprintln!(
-        "tern {}: the command-line tool is not built yet; see README.md",
-        env!("CARGO_PKG_VERSION")
-    );
-    ExitCode::from(2)
+    let cli = Cli::parse();
+    // Logs go to standard error: standard output carries protocol only.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    match cli.command {
+        Command::Keys {
+            action: KeysAction::Generate,
+        } => {
+            let ring = KeyRing::generate();
+            #[allow(clippy::print_stdout, reason = "the key text is the command's output")]
+            {
+                print!("{}", ring.to_text().as_str());
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Serve {
+            server:
+                Served::Demo {
+                    stdio,
+                    state_ttl,
+                    keys,
+                },
+        } => {
+            if !stdio {
+                eprintln!("tern serve demo: choose a transport: --stdio");
+                return ExitCode::from(2);
+            }
+            let mut builder = demo::builder();
+            if let Some(secs) = state_ttl {
+                builder = builder.state_ttl(Duration::from_secs(secs));
+            }
+            if let Some(path) = keys {
+                let text = match std::fs::read_to_string(&path) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("tern: cannot read {}: {e}", path.display());
+                        return ExitCode::from(2);
+                    }
+                };
+                match KeyRing::parse(&text) {
+                    Ok(ring) => builder = builder.keys(ring),
+                    Err(e) => {
+                        eprintln!("tern: {}: {e}", path.display());
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            let server = match builder.build() {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("tern: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("tern: cannot start the runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match runtime.block_on(serve_stdio(server, StdioOptions::default())) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("tern: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
 }

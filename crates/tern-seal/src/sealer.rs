@@ -1,0 +1,447 @@
+//! Sealing and opening `requestState` tokens.
+
+use core::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chacha20poly1305::AeadInOut as _;
+use serde_json::Value;
+use subtle::ConstantTimeEq as _;
+use zeroize::Zeroizing;
+
+use crate::digest::{arguments_digest, sha256};
+use crate::envelope::Envelope;
+use crate::key::{Key, KeyRing, MAX_KEY_ID_LEN, is_valid_key_id};
+use crate::{OpenError, OpenFailure, SealError};
+
+/// How long a token stays valid after it is sealed: 10 minutes. Each round
+/// re-seals, so this bounds one round, not the whole call (S10b).
+pub const DEFAULT_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// The largest token accepted or produced: 64 KiB.
+pub const DEFAULT_MAX_TOKEN_LEN: usize = 64 * 1024;
+
+/// How far in the future a token's issue time may lie, to allow for clock
+/// skew between replicas: 60 seconds. Anything later is refused.
+pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(60);
+
+/// The token prefix: format version 1.
+const TOKEN_VERSION: &str = "t1";
+
+/// Domain-separation label at the start of the AEAD associated data. The key
+/// id follows it, so a token's id cannot be swapped for another's (S9).
+const AAD_LABEL: &[u8] = b"tern/requestState/t1\x00";
+
+const NONCE_LEN: usize = 24;
+const TAG_LEN: usize = 16;
+
+/// Settings of a [`Sealer`]. Build with `..SealerOptions::default()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealerOptions {
+    /// Lifetime of each token from sealing; default [`DEFAULT_TTL`] (10 min).
+    /// Counted in whole seconds: sub-second parts are dropped.
+    pub ttl: Duration,
+    /// Longest token, in bytes, that [`Sealer::seal`] makes and
+    /// [`Sealer::open`] decodes; default [`DEFAULT_MAX_TOKEN_LEN`] (64 KiB).
+    pub max_token_len: usize,
+    /// Who the token is for: a token sealed for one audience does not open
+    /// for another. Use one value per logical server (for example its
+    /// canonical URL or name), the same on every replica. Default: empty.
+    pub audience: String,
+}
+
+impl Default for SealerOptions {
+    fn default() -> Self {
+        SealerOptions {
+            ttl: DEFAULT_TTL,
+            max_token_len: DEFAULT_MAX_TOKEN_LEN,
+            audience: String::new(),
+        }
+    }
+}
+
+/// What a token binds, at sealing.
+#[derive(Clone, Copy)]
+pub struct Claims<'a> {
+    /// The authenticated principal, or `None` for an anonymous caller. Only a
+    /// keyed MAC of it is stored (S10a).
+    pub principal: Option<&'a str>,
+    /// The JSON-RPC method of the request (`tools/call`, …).
+    pub method: &'a str,
+    /// The tool name, prompt name or resource URI.
+    pub target: &'a str,
+    /// The request's arguments; see [`arguments_digest`] for how they are
+    /// compared.
+    pub arguments: Option<&'a Value>,
+    /// A unique id of the logical call, the same across its rounds; it keys
+    /// single-use enforcement, which this crate does not do (S11).
+    pub state_id: [u8; 16],
+    /// The round number.
+    pub round: u32,
+    /// The application state, encrypted with the rest.
+    pub payload: &'a [u8],
+}
+
+impl fmt::Debug for Claims<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Claims")
+            .field("principal", &self.principal)
+            .field("method", &self.method)
+            .field("target", &self.target)
+            .field("arguments", &self.arguments)
+            .field("state_id", &self.state_id)
+            .field("round", &self.round)
+            .field("payload_len", &self.payload.len())
+            .finish()
+    }
+}
+
+/// What the retry must match, at opening: the same fields as [`Claims`],
+/// taken from the retried request rather than from the token.
+#[derive(Debug, Clone, Copy)]
+pub struct Expect<'a> {
+    /// The principal authenticated on the retry, or `None`.
+    pub principal: Option<&'a str>,
+    /// The retry's JSON-RPC method.
+    pub method: &'a str,
+    /// The retry's tool name, prompt name or resource URI.
+    pub target: &'a str,
+    /// The retry's arguments.
+    pub arguments: Option<&'a Value>,
+}
+
+/// An opened, fully verified token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Opened {
+    /// The logical call's id, as sealed.
+    pub state_id: [u8; 16],
+    /// The round, as sealed.
+    pub round: u32,
+    /// When the token was sealed (whole seconds).
+    pub issued_at: SystemTime,
+    /// When the token stops opening (whole seconds).
+    pub expires_at: SystemTime,
+    /// The application state, as sealed.
+    pub payload: Vec<u8>,
+}
+
+impl fmt::Debug for Opened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Opened")
+            .field("state_id", &self.state_id)
+            .field("round", &self.round)
+            .field("issued_at", &self.issued_at)
+            .field("expires_at", &self.expires_at)
+            .field("payload_len", &self.payload.len())
+            .finish()
+    }
+}
+
+/// Seals and opens `requestState` tokens with a [`KeyRing`].
+///
+/// `Debug` shows key ids and options, never key material.
+pub struct Sealer {
+    ring: KeyRing,
+    options: SealerOptions,
+    audience_digest: [u8; 32],
+}
+
+impl Sealer {
+    /// Makes a sealer.
+    pub fn new(ring: KeyRing, options: SealerOptions) -> Sealer {
+        let audience_digest = sha256(options.audience.as_bytes());
+        Sealer {
+            ring,
+            options,
+            audience_digest,
+        }
+    }
+
+    /// The key ring.
+    pub fn key_ring(&self) -> &KeyRing {
+        &self.ring
+    }
+
+    /// The options.
+    pub fn options(&self) -> &SealerOptions {
+        &self.options
+    }
+
+    /// Seals `claims` into a token with the ring's first key.
+    ///
+    /// `nonce` must be fresh random bytes for every call (24 bytes make random
+    /// collisions negligible); `now` is the current time. The token expires at
+    /// `now + ttl`. Fails when the token would exceed `max_token_len`.
+    pub fn seal(
+        &self,
+        claims: &Claims<'_>,
+        now: SystemTime,
+        nonce: [u8; NONCE_LEN],
+    ) -> Result<String, SealError> {
+        let key = self.ring.sealing_key();
+        if claims.method.len() > usize::from(u8::MAX) {
+            return Err(SealError::MethodTooLong);
+        }
+        // Size first, before any work: the state must fit the cap the opener
+        // enforces (spec §2.7: a size limit).
+        let too_large = |len| SealError::TooLarge {
+            len,
+            max: self.options.max_token_len,
+        };
+        let envelope_len = Envelope::encoded_len(claims.method.len(), claims.payload.len())
+            .ok_or(too_large(usize::MAX))?;
+        let raw_len = envelope_len
+            .checked_add(NONCE_LEN + TAG_LEN)
+            .ok_or(too_large(usize::MAX))?;
+        let token_len = token_len(key.id().len(), raw_len).unwrap_or(usize::MAX);
+        if token_len > self.options.max_token_len {
+            return Err(too_large(token_len));
+        }
+
+        let issued_at = now
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| SealError::Clock)?
+            .as_secs();
+        let expires_at = issued_at
+            .checked_add(self.options.ttl.as_secs())
+            .filter(|&secs| UNIX_EPOCH.checked_add(Duration::from_secs(secs)).is_some())
+            .ok_or(SealError::Clock)?;
+
+        let envelope = Envelope {
+            state_id: claims.state_id,
+            round: claims.round,
+            issued_at,
+            expires_at,
+            audience: self.audience_digest,
+            principal: key.principal_mac(claims.principal),
+            method: claims.method.as_bytes(),
+            target: sha256(claims.target.as_bytes()),
+            arguments: arguments_digest(claims.arguments),
+            payload: claims.payload,
+        };
+        // Exact capacity, so the plaintext is never copied by a reallocation
+        // and leaves no unzeroised trace.
+        let mut raw = Zeroizing::new(Vec::with_capacity(raw_len));
+        raw.extend_from_slice(&nonce);
+        envelope.write_to(&mut raw);
+        let tag = key
+            .aead()
+            .encrypt_inout_detached(
+                (&nonce).into(),
+                Aad::new(key).bytes(),
+                (&mut raw[NONCE_LEN..]).into(),
+            )
+            // XChaCha20-Poly1305 refuses only messages over 256 GiB.
+            .map_err(|_| too_large(token_len))?;
+        raw.extend_from_slice(&tag);
+        debug_assert_eq!(raw.len(), raw_len);
+
+        let mut token = String::with_capacity(token_len);
+        token.push_str(TOKEN_VERSION);
+        token.push('.');
+        token.push_str(key.id());
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(&raw[..], &mut token);
+        debug_assert_eq!(token.len(), token_len);
+        Ok(token)
+    }
+
+    /// Opens a token and checks every binding against `expect` and `now`.
+    ///
+    /// Checks run in this order, each failing with its own
+    /// [`reason`](OpenError::reason): length (before any decoding), format
+    /// version, key id, base64, authenticated decryption, envelope, expiry
+    /// and issue time, audience, principal, method, target, arguments. Every
+    /// failure displays the same "invalid or expired requestState" (S8, S9).
+    pub fn open(
+        &self,
+        token: &str,
+        expect: &Expect<'_>,
+        now: SystemTime,
+    ) -> Result<Opened, OpenError> {
+        self.open_inner(token, expect, now).map_err(OpenError::new)
+    }
+
+    fn open_inner(
+        &self,
+        token: &str,
+        expect: &Expect<'_>,
+        now: SystemTime,
+    ) -> Result<Opened, OpenFailure> {
+        // S8: attacker-controlled input. Bound the work before decoding it.
+        if token.len() > self.options.max_token_len {
+            return Err(OpenFailure::TooLarge);
+        }
+        let (version, rest) = token.split_once('.').ok_or(OpenFailure::Malformed)?;
+        if version != TOKEN_VERSION {
+            return Err(if is_version_tag(version) {
+                OpenFailure::UnknownVersion
+            } else {
+                OpenFailure::Malformed
+            });
+        }
+        let (key_id, body) = rest.split_once('.').ok_or(OpenFailure::Malformed)?;
+        if !is_valid_key_id(key_id) {
+            return Err(OpenFailure::Malformed);
+        }
+        let key = self.ring.find(key_id).ok_or(OpenFailure::UnknownKey)?;
+        // The engine refuses padding and non-zero trailing bits, so each byte
+        // string has exactly one accepted text.
+        let mut raw = Zeroizing::new(
+            URL_SAFE_NO_PAD
+                .decode(body)
+                .map_err(|_| OpenFailure::Malformed)?,
+        );
+        let (nonce, rest) = raw
+            .split_first_chunk_mut::<NONCE_LEN>()
+            .ok_or(OpenFailure::Malformed)?;
+        let (ciphertext, tag) = rest
+            .split_last_chunk_mut::<TAG_LEN>()
+            .ok_or(OpenFailure::Malformed)?;
+        // S9: integrity first; nothing inside is looked at unless it is ours.
+        key.aead()
+            .decrypt_inout_detached(
+                (&*nonce).into(),
+                Aad::new(key).bytes(),
+                ciphertext.into(),
+                (&*tag).into(),
+            )
+            .map_err(|_| OpenFailure::Decrypt)?;
+        let envelope = Envelope::parse(ciphertext)?;
+
+        // S10b: a short expiry. Sealed in whole seconds; `now` is exact.
+        let issued_at = unix_time(envelope.issued_at)?;
+        let expires_at = unix_time(envelope.expires_at)?;
+        if expires_at < issued_at {
+            return Err(OpenFailure::Malformed);
+        }
+        if now >= expires_at {
+            return Err(OpenFailure::Expired);
+        }
+        if now
+            .checked_add(MAX_CLOCK_SKEW)
+            .is_some_and(|latest| issued_at > latest)
+        {
+            return Err(OpenFailure::NotYetValid);
+        }
+
+        // Bindings, each compared in constant time.
+        if !ct_eq(&envelope.audience, &self.audience_digest) {
+            return Err(OpenFailure::Audience);
+        }
+        // S10a: a state sealed for one principal does not open for another.
+        if !ct_eq(&envelope.principal, &key.principal_mac(expect.principal)) {
+            return Err(OpenFailure::Principal);
+        }
+        // S10c: the identity of the originating request.
+        if !ct_eq(envelope.method, expect.method.as_bytes()) {
+            return Err(OpenFailure::Method);
+        }
+        if !ct_eq(&envelope.target, &sha256(expect.target.as_bytes())) {
+            return Err(OpenFailure::Target);
+        }
+        if !ct_eq(&envelope.arguments, &arguments_digest(expect.arguments)) {
+            return Err(OpenFailure::Arguments);
+        }
+
+        Ok(Opened {
+            state_id: envelope.state_id,
+            round: envelope.round,
+            issued_at,
+            expires_at,
+            payload: envelope.payload.to_vec(),
+        })
+    }
+}
+
+impl fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sealer")
+            .field("ring", &self.ring)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The AEAD associated data: the domain-separation label, then the key id.
+struct Aad {
+    bytes: [u8; AAD_LABEL.len() + MAX_KEY_ID_LEN],
+    len: usize,
+}
+
+impl Aad {
+    fn new(key: &Key) -> Aad {
+        let id = key.id().as_bytes();
+        let mut bytes = [0; AAD_LABEL.len() + MAX_KEY_ID_LEN];
+        bytes[..AAD_LABEL.len()].copy_from_slice(AAD_LABEL);
+        // Key ids are at most MAX_KEY_ID_LEN bytes (checked at construction).
+        let id = &id[..id.len().min(MAX_KEY_ID_LEN)];
+        bytes[AAD_LABEL.len()..AAD_LABEL.len() + id.len()].copy_from_slice(id);
+        Aad {
+            bytes,
+            len: AAD_LABEL.len() + id.len(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The length of `t1.<key id>.<base64url of raw_len bytes>`.
+fn token_len(id_len: usize, raw_len: usize) -> Option<usize> {
+    let encoded = (raw_len / 3)
+        .checked_mul(4)?
+        .checked_add([0, 2, 3][raw_len % 3])?;
+    (TOKEN_VERSION.len() + 2)
+        .checked_add(id_len)?
+        .checked_add(encoded)
+}
+
+/// `t` followed by digits: another format version, as opposed to garbage.
+fn is_version_tag(text: &str) -> bool {
+    text.strip_prefix('t')
+        .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn unix_time(secs: u64) -> Result<SystemTime, OpenFailure> {
+    UNIX_EPOCH
+        .checked_add(Duration::from_secs(secs))
+        .ok_or(OpenFailure::Malformed)
+}
+
+fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.ct_eq(b).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_len_matches_base64() {
+        for raw_len in 0..100 {
+            let encoded = URL_SAFE_NO_PAD.encode(vec![0_u8; raw_len]);
+            assert_eq!(token_len(1, raw_len), Some(5 + encoded.len()));
+        }
+        assert_eq!(token_len(1, usize::MAX), None);
+    }
+
+    #[test]
+    fn version_tags() {
+        assert!(is_version_tag("t2"));
+        assert!(is_version_tag("t10"));
+        assert!(!is_version_tag("t"));
+        assert!(!is_version_tag("x1"));
+        assert!(!is_version_tag("t1a"));
+    }
+
+    #[test]
+    fn aad_is_label_then_id() {
+        let mut secret = [0_u8; 32];
+        secret[0] = 1;
+        let key = Key::new("abc", secret).unwrap();
+        assert_eq!(Aad::new(&key).bytes(), b"tern/requestState/t1\x00abc");
+    }
+}

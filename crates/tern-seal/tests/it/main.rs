@@ -1,0 +1,8 @@
+//! Integration tests of `tern-seal`: one test binary, one module per concern.
+
+mod bindings;
+mod common;
+mod keys;
+mod limits;
+mod tamper;
+mod vectors;

@@ -1,0 +1,382 @@
+//! [`Ctx`]: what a handler knows about its request and how it talks back
+//! (questions, progress, log messages, cancellation).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tern_protocol::error::{ErrorObject, code};
+use tern_protocol::logging::{LoggingLevel, LoggingMessageNotificationParams};
+use tern_protocol::mrtr::{InputRequest, InputResponse};
+use tern_protocol::progress::ProgressNotificationParams;
+use tern_protocol::{
+    ClientCapabilities, Implementation, RequestId, RequestMeta, ServerNotification,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::AskError;
+use crate::principal::Principal;
+use crate::question::{Question, declared, fingerprint, required_capabilities};
+
+/// Where a request's notifications go: the transport's stream for that
+/// request (stdio's output, or the POST's SSE stream).
+#[derive(Debug, Clone)]
+pub struct Notifier(mpsc::Sender<ServerNotification>);
+
+impl Notifier {
+    /// A notifier and the receiving end the transport drains. Sends never
+    /// wait: when `capacity` notifications are queued, more are dropped (and
+    /// logged), so a slow client cannot stall a handler.
+    pub fn channel(capacity: usize) -> (Self, mpsc::Receiver<ServerNotification>) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        (Self(tx), rx)
+    }
+
+    pub(crate) fn send(&self, notification: ServerNotification) -> bool {
+        match self.0.try_send(notification) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(error = %e, "notification dropped");
+                false
+            }
+        }
+    }
+}
+
+/// An answer carried over from an earlier round or merged from this retry.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub(crate) struct StoredAnswer {
+    /// Fingerprint of the question it answers.
+    #[serde(rename = "f")]
+    pub(crate) fingerprint: String,
+    /// The raw answer, already checked to be of the question's kind.
+    #[serde(rename = "v")]
+    pub(crate) value: Value,
+}
+
+/// A question asked in this leg without a usable answer.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingQuestion {
+    pub(crate) fingerprint: String,
+    pub(crate) request: InputRequest,
+}
+
+/// The mutable state of one leg of a request.
+#[derive(Debug, Default)]
+pub(crate) struct Leg {
+    pub(crate) answers: BTreeMap<String, StoredAnswer>,
+    pub(crate) pending: IndexMap<String, PendingQuestion>,
+    pub(crate) memo: BTreeMap<String, Value>,
+    pub(crate) fatal: Option<ErrorObject>,
+}
+
+#[derive(Debug, Default)]
+struct ProgressState {
+    last: Option<f64>,
+    sent_at: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    request_id: RequestId,
+    meta: RequestMeta,
+    principal: Principal,
+    server: Implementation,
+    notifier: Option<Notifier>,
+    cancel: CancellationToken,
+    progress_interval: Duration,
+    leg: Mutex<Leg>,
+    progress: Mutex<ProgressState>,
+}
+
+/// The context of one request to a tool, prompt or resource handler.
+///
+/// A handler may run more than once for one logical call (once per MRTR
+/// round): everything before its last question must be repeatable, or wrapped
+/// in [`Ctx::once`].
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct CtxParts {
+    pub(crate) request_id: RequestId,
+    pub(crate) meta: RequestMeta,
+    pub(crate) principal: Principal,
+    pub(crate) server: Implementation,
+    pub(crate) notifier: Option<Notifier>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) progress_interval: Duration,
+    pub(crate) leg: Leg,
+}
+
+enum Lookup<T> {
+    Answered(T),
+    Missing(AskError),
+    Suspend,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Ctx {
+    pub(crate) fn new(parts: CtxParts) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                request_id: parts.request_id,
+                meta: parts.meta,
+                principal: parts.principal,
+                server: parts.server,
+                notifier: parts.notifier,
+                cancel: parts.cancel,
+                progress_interval: parts.progress_interval,
+                leg: Mutex::new(parts.leg),
+                progress: Mutex::default(),
+            }),
+        }
+    }
+
+    pub(crate) fn leg(&self) -> MutexGuard<'_, Leg> {
+        lock(&self.inner.leg)
+    }
+
+    pub(crate) fn take_leg(&self) -> Leg {
+        std::mem::take(&mut *self.leg())
+    }
+
+    /// The JSON-RPC id of this leg (each MRTR round has its own, C4).
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.request_id
+    }
+
+    /// The authenticated caller.
+    pub fn principal(&self) -> &Principal {
+        &self.inner.principal
+    }
+
+    /// The capabilities this request declared (never inferred from earlier
+    /// requests).
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.meta.client_capabilities
+    }
+
+    /// The client's self-description, if sent (display and logs only).
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.inner.meta.client_info.as_ref()
+    }
+
+    /// The request's whole `_meta`.
+    pub fn meta(&self) -> &RequestMeta {
+        &self.inner.meta
+    }
+
+    /// This server's self-description.
+    pub fn server_info(&self) -> &Implementation {
+        &self.inner.server
+    }
+
+    /// The request declared what `question` needs (S7), so asking it will not
+    /// end the request with `-32021`.
+    pub fn can_ask<Q: Question>(&self, question: &Q) -> bool {
+        declared(question.request(), self.client_capabilities())
+    }
+
+    /// Asks the client `question`. Returns at once with the answer when this
+    /// round carries one for exactly this question; otherwise the request is
+    /// answered with `input_required` and the handler runs again, from the
+    /// top, when the client retries with the answer.
+    ///
+    /// Questions raised in the same poll (`tokio::join!`, [`Ctx::ask_all`])
+    /// travel in one round. Fails with [`AskError`] when the request did not
+    /// declare the capability the question needs; propagated with `?`, that
+    /// ends the request with `-32021`.
+    pub async fn ask<Q: Question>(&self, question: Q) -> Result<Q::Output, AskError> {
+        match self.lookup(&question) {
+            Lookup::Answered(out) => Ok(out),
+            Lookup::Missing(e) => Err(e),
+            Lookup::Suspend => std::future::pending().await,
+        }
+    }
+
+    /// Asks several questions of one type in one round; the answers come back
+    /// in order.
+    pub async fn ask_all<Q: Question>(
+        &self,
+        questions: impl IntoIterator<Item = Q>,
+    ) -> Result<Vec<Q::Output>, AskError> {
+        let questions: Vec<Q> = questions.into_iter().collect();
+        if let Some(q) = questions.iter().find(|q| !self.can_ask(*q)) {
+            let (required, what) = required_capabilities(q.request());
+            return Err(AskError::missing(required, what));
+        }
+        let mut answers = Vec::with_capacity(questions.len());
+        let mut suspend = false;
+        for q in &questions {
+            match self.lookup(q) {
+                Lookup::Answered(out) => answers.push(out),
+                Lookup::Missing(e) => return Err(e),
+                Lookup::Suspend => suspend = true,
+            }
+        }
+        if suspend {
+            std::future::pending::<()>().await;
+        }
+        Ok(answers)
+    }
+
+    fn lookup<Q: Question>(&self, question: &Q) -> Lookup<Q::Output> {
+        if let Some(err) = question.invalid() {
+            tracing::error!(%err, "a handler asked an invalid form");
+            self.leg().fatal = Some(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"));
+            return Lookup::Suspend;
+        }
+        let request = question.request();
+        if !declared(request, self.client_capabilities()) {
+            let (required, what) = required_capabilities(request);
+            return Lookup::Missing(AskError::missing(required, what));
+        }
+        let key = question.key();
+        let fingerprint = fingerprint(request);
+        let mut leg = self.leg();
+        if let Some(answer) = leg.answers.get(&key) {
+            if answer.fingerprint == fingerprint {
+                let decoded = InputResponse::decode_as(request.kind(), &answer.value)
+                    .map_err(|e| e.to_string())
+                    .and_then(|response| question.decode(response));
+                match decoded {
+                    Ok(out) => return Lookup::Answered(out),
+                    // The answer does not satisfy the question: ask again (S15).
+                    Err(reason) => tracing::debug!(%key, %reason, "answer refused; asking again"),
+                }
+            }
+            leg.answers.remove(&key);
+        }
+        if let Some(existing) = leg.pending.get(&key) {
+            if existing.fingerprint != fingerprint {
+                tracing::error!(%key, "two different questions share one key");
+                leg.fatal = Some(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"));
+            }
+            return Lookup::Suspend;
+        }
+        leg.pending.insert(
+            key,
+            PendingQuestion {
+                fingerprint,
+                request: request.clone(),
+            },
+        );
+        Lookup::Suspend
+    }
+
+    /// Runs `step` once per logical call: its result is kept in the sealed
+    /// `requestState` and reused when the handler runs again in a later round.
+    /// Use it for work before a question that must not repeat (creating an id,
+    /// reserving something). `T` travels to the client encrypted; keep it
+    /// small.
+    pub async fn once<T, F>(&self, name: &str, step: F) -> T
+    where
+        T: Serialize + DeserializeOwned,
+        F: Future<Output = T>,
+    {
+        let remembered = self.leg().memo.get(name).cloned();
+        if let Some(value) = remembered {
+            match T::deserialize(value) {
+                Ok(t) => return t,
+                Err(e) => {
+                    tracing::warn!(%name, error = %e, "memoised step no longer decodes; running it again");
+                }
+            }
+        }
+        let out = step.await;
+        match serde_json::to_value(&out) {
+            Ok(value) => {
+                self.leg().memo.insert(name.to_owned(), value);
+            }
+            Err(e) => {
+                tracing::warn!(%name, error = %e, "step result not serialisable; it will run again");
+            }
+        }
+        out
+    }
+
+    /// Reports progress, when the request asked for it with a `progressToken`.
+    /// Values must increase; a value not above the last one sent is dropped,
+    /// and so are updates closer together than the server's progress interval
+    /// (except the one that reaches `total`). Returns whether it was sent.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let (Some(token), Some(notifier)) = (&self.inner.meta.progress_token, &self.inner.notifier)
+        else {
+            return false;
+        };
+        if self.is_cancelled() {
+            return false;
+        }
+        let mut state = lock(&self.inner.progress);
+        if state.last.is_some_and(|last| progress <= last) {
+            return false;
+        }
+        let now = Instant::now();
+        let finishing = total.is_some_and(|t| progress >= t);
+        if !finishing
+            && state
+                .sent_at
+                .is_some_and(|at| now.duration_since(at) < self.inner.progress_interval)
+        {
+            return false;
+        }
+        let sent = notifier.send(ServerNotification::Progress(ProgressNotificationParams {
+            progress_token: token.clone(),
+            progress,
+            total,
+            message: message.map(str::to_owned),
+            meta: None,
+        }));
+        if sent {
+            state.last = Some(progress);
+            state.sent_at = Some(now);
+        }
+        sent
+    }
+
+    /// Sends a log message to the client (deprecated logging, SEP-2577), only
+    /// when the request set a log level at or below `level`. Returns whether it
+    /// was sent.
+    pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) -> bool {
+        let (Some(min), Some(notifier)) = (self.inner.meta.log_level, &self.inner.notifier) else {
+            return false;
+        };
+        if level < min || self.is_cancelled() {
+            return false;
+        }
+        let Ok(data) = serde_json::to_value(data) else {
+            return false;
+        };
+        notifier.send(ServerNotification::LoggingMessage(
+            LoggingMessageNotificationParams {
+                level,
+                logger: logger.map(str::to_owned),
+                data,
+                meta: None,
+            },
+        ))
+    }
+
+    /// Resolves when the request is cancelled (the client disconnected, or
+    /// sent `notifications/cancelled`). The handler's future is dropped right
+    /// after; use this from spawned cleanup work.
+    pub async fn cancelled(&self) {
+        self.inner.cancel.cancelled().await;
+    }
+
+    /// The request has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+}

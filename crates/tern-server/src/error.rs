@@ -1,0 +1,157 @@
+//! Errors of handlers and of building a server.
+
+use std::fmt;
+
+use tern_protocol::ClientCapabilities;
+use tern_protocol::error::{ErrorObject, code};
+
+/// Why a question could not be asked: the request did not declare the client
+/// capability it needs (S7). Propagated out of a handler with `?`, it ends the
+/// request with `-32021` and `data.requiredCapabilities`; a handler that wants
+/// another path checks [`crate::Ctx::can_ask`] first or matches on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AskError {
+    required: Box<ClientCapabilities>,
+    what: &'static str,
+}
+
+impl AskError {
+    pub(crate) fn missing(required: ClientCapabilities, what: &'static str) -> Self {
+        Self {
+            required: Box::new(required),
+            what,
+        }
+    }
+
+    /// The capabilities the question needs.
+    pub fn required_capabilities(&self) -> &ClientCapabilities {
+        &self.required
+    }
+
+    pub(crate) fn to_error_object(&self) -> ErrorObject {
+        ErrorObject::missing_capability(
+            format!("This request needs the client capability {}", self.what),
+            (*self.required).clone(),
+        )
+    }
+}
+
+impl fmt::Display for AskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the client did not declare {} for this request",
+            self.what
+        )
+    }
+}
+
+impl std::error::Error for AskError {}
+
+/// A handler's failure.
+///
+/// Built from a message it is a *tool error*: the call completes with
+/// `isError: true` and the message as text, for the model to see (bad input, a
+/// failing API, a business rule). Built with [`ToolError::protocol`] it is a
+/// JSON-RPC error instead. An [`AskError`] becomes `-32021`. The two kinds are
+/// never confused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    kind: ToolErrorKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum ToolErrorKind {
+    Tool(String),
+    Protocol(Box<ErrorObject>),
+    Ask(AskError),
+}
+
+impl ToolError {
+    /// A tool error: the result is `isError: true` with `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            kind: ToolErrorKind::Tool(message.into()),
+        }
+    }
+
+    /// A JSON-RPC error.
+    pub fn protocol(error: ErrorObject) -> Self {
+        Self {
+            kind: ToolErrorKind::Protocol(Box::new(error)),
+        }
+    }
+
+    /// `-32603 Internal error` with a message for the log only: the client
+    /// sees a generic message.
+    pub fn internal(detail: impl fmt::Display) -> Self {
+        tracing::error!(%detail, "handler failed");
+        Self::protocol(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"))
+    }
+
+    /// The message of a tool error.
+    pub fn message(&self) -> Option<&str> {
+        match &self.kind {
+            ToolErrorKind::Tool(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// This ends the request with a JSON-RPC error rather than a result.
+    pub fn is_protocol(&self) -> bool {
+        !matches!(self.kind, ToolErrorKind::Tool(_))
+    }
+
+    /// The JSON-RPC error, for protocol errors.
+    pub(crate) fn error_object(&self) -> Option<ErrorObject> {
+        match &self.kind {
+            ToolErrorKind::Tool(_) => None,
+            ToolErrorKind::Protocol(e) => Some((**e).clone()),
+            ToolErrorKind::Ask(a) => Some(a.to_error_object()),
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ToolErrorKind::Tool(m) => f.write_str(m),
+            ToolErrorKind::Protocol(e) => write!(f, "{e}"),
+            ToolErrorKind::Ask(a) => write!(f, "{a}"),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl From<AskError> for ToolError {
+    fn from(e: AskError) -> Self {
+        Self {
+            kind: ToolErrorKind::Ask(e),
+        }
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(m: String) -> Self {
+        Self::new(m)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(m: &str) -> Self {
+        Self::new(m)
+    }
+}
+
+/// Why a server could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError(pub(crate) String);
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BuildError {}

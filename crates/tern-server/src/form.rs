@@ -1,0 +1,627 @@
+//! Elicitation forms derived from Rust types.
+//!
+//! A form is a flat object of primitive fields (spec §3.1): strings (with the
+//! formats `email`, `uri`, `date`, `date-time`), numbers, integers, booleans,
+//! and single- or multi-select enums. [`form_schema`] turns a type's
+//! `schemars` schema into that subset or says which field does not fit, so a
+//! nested type is caught when the form is registered
+//! ([`crate::ToolDef::elicits`]), not when a user is waiting.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde_json::Value;
+use tern_protocol::elicitation::{
+    BooleanSchema, ElicitValue, LegacyTitledEnumSchema, NumberKind, NumberSchema, PrimitiveSchema,
+    RequestedSchema, StringFormat, StringSchema, TitledItems, TitledMultiSelectEnumSchema,
+    TitledOption, TitledSingleSelectEnumSchema, UntitledItems, UntitledMultiSelectEnumSchema,
+    UntitledSingleSelectEnumSchema,
+};
+
+/// Why a type cannot be an elicitation form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormError {
+    /// The Rust type.
+    pub type_name: &'static str,
+    /// What does not fit.
+    pub reason: String,
+}
+
+impl std::fmt::Display for FormError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} cannot be an elicitation form: {}",
+            self.type_name, self.reason
+        )
+    }
+}
+
+impl std::error::Error for FormError {}
+
+/// The flat elicitation schema of `T`, computed once per type.
+pub fn form_schema<T: JsonSchema + 'static>() -> Result<Arc<RequestedSchema>, FormError> {
+    type Cache = Mutex<HashMap<TypeId, Result<Arc<RequestedSchema>, FormError>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(found) = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&TypeId::of::<T>())
+    {
+        return found.clone();
+    }
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let result = flatten(schema.as_value())
+        .map(Arc::new)
+        .map_err(|reason| FormError {
+            type_name: std::any::type_name::<T>(),
+            reason,
+        });
+    cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(TypeId::of::<T>(), result.clone());
+    result
+}
+
+/// Converts a JSON Schema into the flat elicitation subset.
+pub fn flatten(schema: &Value) -> Result<RequestedSchema, String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("the form must be an object with named fields".into());
+    }
+    let mut properties = IndexMap::new();
+    if let Some(props) = schema.get("properties") {
+        let props = props.as_object().ok_or("properties must be an object")?;
+        for (name, field) in props {
+            let field = primitive(field).map_err(|e| format!("field `{name}`: {e}"))?;
+            properties.insert(name.clone(), field);
+        }
+    }
+    let required = match schema.get("required") {
+        None => None,
+        Some(Value::Array(names)) => Some(
+            names
+                .iter()
+                .map(|n| {
+                    n.as_str()
+                        .map(str::to_owned)
+                        .ok_or("required must list field names")
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(_) => return Err("required must be an array".into()),
+    };
+    Ok(RequestedSchema {
+        properties,
+        required,
+        ..RequestedSchema::default()
+    })
+}
+
+/// `T` or `T | null` (an `Option<T>` field): the non-null part.
+fn non_null(field: &Value) -> Value {
+    let mut field = field.clone();
+    if let Some(Value::Array(types)) = field.get("type") {
+        let rest: Vec<&Value> = types
+            .iter()
+            .filter(|t| t.as_str() != Some("null"))
+            .collect();
+        if rest.len() == 1 {
+            let only = rest[0].clone();
+            field["type"] = only;
+        }
+    }
+    for union in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(options)) = field.get(union) {
+            let rest: Vec<&Value> = options
+                .iter()
+                .filter(|o| o.get("type").and_then(Value::as_str) != Some("null"))
+                .collect();
+            if rest.len() == 1 && rest.len() < options.len() {
+                let mut inner = rest[0].clone();
+                if let (Some(obj), Some(outer)) = (inner.as_object_mut(), field.as_object()) {
+                    for k in ["title", "description", "default"] {
+                        if let Some(v) = outer.get(k) {
+                            obj.entry(k).or_insert_with(|| v.clone());
+                        }
+                    }
+                }
+                return inner;
+            }
+        }
+    }
+    field
+}
+
+fn text(field: &Value, key: &str) -> Option<String> {
+    field.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn uint(field: &Value, key: &str) -> Option<u64> {
+    field.get(key).and_then(Value::as_u64)
+}
+
+/// Titled options `[{const, title}]`, from `oneOf`/`anyOf` of constants; the
+/// title falls back to the description, then the value.
+fn titled_options(options: &Value) -> Option<Vec<TitledOption>> {
+    options
+        .as_array()?
+        .iter()
+        .map(|o| {
+            let value = o.get("const").and_then(Value::as_str).or_else(|| {
+                o.get("enum")
+                    .and_then(Value::as_array)
+                    .filter(|e| e.len() == 1)
+                    .and_then(|e| e[0].as_str())
+            })?;
+            let title = text(o, "title")
+                .or_else(|| text(o, "description"))
+                .unwrap_or_else(|| value.to_owned());
+            Some(TitledOption::new(value, title))
+        })
+        .collect()
+}
+
+fn strings(list: &Value) -> Option<Vec<String>> {
+    list.as_array()?
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "one arm per field kind of the elicitation subset"
+)]
+fn primitive(field: &Value) -> Result<PrimitiveSchema, String> {
+    let field = non_null(field);
+    let title = text(&field, "title");
+    let description = text(&field, "description");
+    if field.get("$ref").is_some() {
+        return Err("references are not allowed in a form".into());
+    }
+    if let Some(options) = field.get("oneOf").or_else(|| field.get("anyOf")) {
+        let one_of =
+            titled_options(options).ok_or("a union must be a choice of string constants")?;
+        return Ok(PrimitiveSchema::TitledSingleSelect(
+            TitledSingleSelectEnumSchema {
+                title,
+                description,
+                one_of,
+                default: text(&field, "default"),
+                ..Default::default()
+            },
+        ));
+    }
+    let kind = field
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or("a field needs a single type")?;
+    Ok(match kind {
+        "string" => {
+            if let Some(options) = field.get("enum") {
+                let options = strings(options).ok_or("enum values must be strings")?;
+                if let Some(names) = field.get("enumNames") {
+                    PrimitiveSchema::LegacyTitled(LegacyTitledEnumSchema {
+                        title,
+                        description,
+                        options,
+                        enum_names: strings(names),
+                        default: text(&field, "default"),
+                        ..Default::default()
+                    })
+                } else {
+                    PrimitiveSchema::UntitledSingleSelect(UntitledSingleSelectEnumSchema {
+                        title,
+                        description,
+                        options,
+                        default: text(&field, "default"),
+                        ..Default::default()
+                    })
+                }
+            } else {
+                let format = match field.get("format").and_then(Value::as_str) {
+                    None => None,
+                    Some("email") => Some(StringFormat::Email),
+                    Some("uri") => Some(StringFormat::Uri),
+                    Some("date") => Some(StringFormat::Date),
+                    Some("date-time") => Some(StringFormat::DateTime),
+                    Some(other) => {
+                        return Err(format!(
+                            "string format `{other}` is not one elicitation allows"
+                        ));
+                    }
+                };
+                PrimitiveSchema::String(StringSchema {
+                    title,
+                    description,
+                    min_length: uint(&field, "minLength"),
+                    max_length: uint(&field, "maxLength"),
+                    format,
+                    default: text(&field, "default"),
+                    ..Default::default()
+                })
+            }
+        }
+        "number" | "integer" => PrimitiveSchema::Number(NumberSchema {
+            kind: if kind == "integer" {
+                NumberKind::Integer
+            } else {
+                NumberKind::Number
+            },
+            title,
+            description,
+            minimum: field.get("minimum").and_then(Value::as_f64),
+            maximum: field.get("maximum").and_then(Value::as_f64),
+            default: field.get("default").and_then(Value::as_f64),
+        }),
+        "boolean" => PrimitiveSchema::Boolean(BooleanSchema {
+            title,
+            description,
+            default: field.get("default").and_then(Value::as_bool),
+            ..Default::default()
+        }),
+        "array" => {
+            let items = non_null(field.get("items").ok_or("an array needs items")?);
+            let default = field.get("default").and_then(strings);
+            let (min_items, max_items) = (uint(&field, "minItems"), uint(&field, "maxItems"));
+            if let Some(options) = items.get("anyOf").or_else(|| items.get("oneOf")) {
+                let any_of =
+                    titled_options(options).ok_or("a multi-select must offer string constants")?;
+                PrimitiveSchema::TitledMultiSelect(TitledMultiSelectEnumSchema {
+                    title,
+                    description,
+                    min_items,
+                    max_items,
+                    items: TitledItems { any_of },
+                    default,
+                    ..Default::default()
+                })
+            } else if let Some(options) = items.get("enum").and_then(strings) {
+                PrimitiveSchema::UntitledMultiSelect(UntitledMultiSelectEnumSchema {
+                    title,
+                    description,
+                    min_items,
+                    max_items,
+                    items: UntitledItems {
+                        options,
+                        ..Default::default()
+                    },
+                    default,
+                    ..Default::default()
+                })
+            } else {
+                return Err("an array must be a multi-select of string options".into());
+            }
+        }
+        "object" => return Err("nested objects are not allowed in a form".into()),
+        other => return Err(format!("type `{other}` is not allowed in a form")),
+    })
+}
+
+/// Checks a form answer against the question's schema; the reason when it
+/// does not satisfy it. Unknown fields are dropped by the caller.
+pub(crate) fn check_content(
+    schema: &RequestedSchema,
+    content: &IndexMap<String, ElicitValue>,
+) -> Result<(), String> {
+    for name in schema.required.iter().flatten() {
+        if !content.contains_key(name) {
+            return Err(format!("required field `{name}` is missing"));
+        }
+    }
+    for (name, value) in content {
+        let Some(field) = schema.properties.get(name) else {
+            continue;
+        };
+        check_field(field, value).map_err(|e| format!("field `{name}`: {e}"))?;
+    }
+    Ok(())
+}
+
+fn check_field(field: &PrimitiveSchema, value: &ElicitValue) -> Result<(), String> {
+    match (field, value) {
+        (PrimitiveSchema::String(s), ElicitValue::String(v)) => {
+            let len = v.chars().count() as u64;
+            if s.min_length.is_some_and(|m| len < m) || s.max_length.is_some_and(|m| len > m) {
+                return Err("length out of bounds".into());
+            }
+            match s.format {
+                Some(StringFormat::Email) if !valid_email(v) => Err("not an e-mail address".into()),
+                Some(StringFormat::Uri) if !valid_uri(v) => Err("not a URI".into()),
+                Some(StringFormat::Date) if !valid_date(v) => Err("not a date (YYYY-MM-DD)".into()),
+                Some(StringFormat::DateTime) if !valid_date_time(v) => {
+                    Err("not a date-time (RFC 3339)".into())
+                }
+                _ => Ok(()),
+            }
+        }
+        (PrimitiveSchema::Number(n), ElicitValue::Number(v)) => {
+            let x = v.as_f64().ok_or("not a number")?;
+            if n.kind == NumberKind::Integer && !(v.is_i64() || v.is_u64()) {
+                return Err("not an integer".into());
+            }
+            if n.minimum.is_some_and(|m| x < m) || n.maximum.is_some_and(|m| x > m) {
+                return Err("out of range".into());
+            }
+            Ok(())
+        }
+        (PrimitiveSchema::Boolean(_), ElicitValue::Bool(_)) => Ok(()),
+        (PrimitiveSchema::UntitledSingleSelect(e), ElicitValue::String(v)) => {
+            one_of(v, e.options.iter())
+        }
+        (PrimitiveSchema::LegacyTitled(e), ElicitValue::String(v)) => one_of(v, e.options.iter()),
+        (PrimitiveSchema::TitledSingleSelect(e), ElicitValue::String(v)) => {
+            one_of(v, e.one_of.iter().map(|o| &o.value))
+        }
+        (PrimitiveSchema::UntitledMultiSelect(e), ElicitValue::Strings(vs)) => {
+            many(vs, e.min_items, e.max_items, || e.items.options.iter())
+        }
+        (PrimitiveSchema::TitledMultiSelect(e), ElicitValue::Strings(vs)) => {
+            many(vs, e.min_items, e.max_items, || {
+                e.items.any_of.iter().map(|o| &o.value)
+            })
+        }
+        _ => Err("wrong type".into()),
+    }
+}
+
+fn one_of<'a>(v: &str, mut options: impl Iterator<Item = &'a String>) -> Result<(), String> {
+    if options.any(|o| o == v) {
+        Ok(())
+    } else {
+        Err(format!("`{v}` is not an option"))
+    }
+}
+
+fn many<'a, I: Iterator<Item = &'a String>>(
+    values: &[String],
+    min: Option<u64>,
+    max: Option<u64>,
+    options: impl Fn() -> I,
+) -> Result<(), String> {
+    let n = values.len() as u64;
+    if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+        return Err("wrong number of choices".into());
+    }
+    values.iter().try_for_each(|v| one_of(v, options()))
+}
+
+fn valid_email(v: &str) -> bool {
+    let mut parts = v.splitn(2, '@');
+    matches!((parts.next(), parts.next()), (Some(local), Some(domain))
+        if !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
+            && !v.chars().any(char::is_whitespace))
+}
+
+fn valid_uri(v: &str) -> bool {
+    let Some((scheme, rest)) = v.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        && !rest.is_empty()
+        && !v.chars().any(char::is_whitespace)
+}
+
+#[allow(
+    clippy::many_single_char_names,
+    reason = "y, m, d are the date's parts"
+)]
+fn valid_date(v: &str) -> bool {
+    let b = v.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let num = |r: std::ops::Range<usize>| v.get(r).and_then(|s| s.parse::<u32>().ok());
+    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+#[allow(
+    clippy::many_single_char_names,
+    reason = "h, m, s are the time's parts"
+)]
+fn valid_date_time(v: &str) -> bool {
+    let Some((date, time)) = v.split_once(['T', 't']) else {
+        return false;
+    };
+    if !valid_date(date) || time.len() < 9 {
+        return false;
+    }
+    let b = time.as_bytes();
+    let two = |i: usize| time.get(i..i + 2).and_then(|s| s.parse::<u32>().ok());
+    let (Some(h), Some(mi), Some(s)) = (two(0), two(3), two(6)) else {
+        return false;
+    };
+    if b[2] != b':' || b[5] != b':' || h > 23 || mi > 59 || s > 60 {
+        return false;
+    }
+    let mut rest = &time[8..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.chars().take_while(char::is_ascii_digit).count();
+        if digits == 0 {
+            return false;
+        }
+        rest = &frac[digits..];
+    }
+    match rest {
+        "Z" | "z" => true,
+        offset => {
+            let o = offset.as_bytes();
+            o.len() == 6
+                && (o[0] == b'+' || o[0] == b'-')
+                && o[3] == b':'
+                && offset[1..3].parse::<u32>().is_ok_and(|h| h < 24)
+                && offset[4..6].parse::<u32>().is_ok_and(|m| m < 60)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde_json::json;
+
+    use super::*;
+
+    /// Which region.
+    #[derive(JsonSchema)]
+    #[allow(dead_code, reason = "only the schema is used")]
+    enum Region {
+        /// Ireland
+        #[schemars(rename = "eu-west-1")]
+        EuWest1,
+        /// Virginia
+        #[schemars(rename = "us-east-1")]
+        UsEast1,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code, reason = "only the schema is used")]
+    struct Booking {
+        /// Party size
+        #[schemars(range(min = 1, max = 12))]
+        party: u8,
+        region: Region,
+        #[schemars(email)]
+        contact: Option<String>,
+        vegetarian: bool,
+        #[schemars(length(min = 1, max = 3))]
+        tags: Vec<Tag>,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code, reason = "only the schema is used")]
+    enum Tag {
+        Window,
+        Quiet,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code, reason = "only the schema is used")]
+    struct Nested {
+        address: Address,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code, reason = "only the schema is used")]
+    struct Address {
+        city: String,
+    }
+
+    #[test]
+    fn derives_a_flat_schema_from_a_rust_type() {
+        let schema = form_schema::<Booking>().unwrap();
+        let value = serde_json::to_value(&*schema).unwrap();
+        assert_eq!(value["type"], "object");
+        assert_eq!(value["properties"]["party"]["type"], "integer");
+        assert_eq!(value["properties"]["party"]["minimum"], 1);
+        assert_eq!(value["properties"]["party"]["description"], "Party size");
+        assert_eq!(
+            value["properties"]["region"]["oneOf"][0],
+            json!({"const": "eu-west-1", "title": "Ireland"})
+        );
+        assert_eq!(value["properties"]["contact"]["format"], "email");
+        assert_eq!(value["properties"]["vegetarian"]["type"], "boolean");
+        assert_eq!(
+            value["properties"]["tags"]["items"]["enum"],
+            json!(["Window", "Quiet"])
+        );
+        assert_eq!(value["properties"]["tags"]["maxItems"], 3);
+        let required: Vec<&str> = schema
+            .required
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        assert!(
+            required.contains(&"party") && !required.contains(&"contact"),
+            "{required:?}"
+        );
+    }
+
+    #[test]
+    fn a_nested_type_is_refused_with_the_field_named() {
+        let err = form_schema::<Nested>().unwrap_err();
+        assert!(err.reason.contains("field `address`"), "{err}");
+        assert!(err.to_string().contains("Nested"));
+    }
+
+    #[test]
+    fn content_is_checked_against_the_schema() {
+        let schema = form_schema::<Booking>().unwrap();
+        let answer = |v: Value| serde_json::from_value::<IndexMap<String, ElicitValue>>(v).unwrap();
+        let good =
+            json!({"party": 4, "region": "eu-west-1", "vegetarian": false, "tags": ["Quiet"]});
+        assert_eq!(check_content(&schema, &answer(good.clone())), Ok(()));
+        let cases = [
+            (
+                json!({"party": 4, "region": "eu-west-1", "tags": ["Quiet"]}),
+                "vegetarian",
+            ),
+            (
+                json!({"party": 40, "region": "eu-west-1", "vegetarian": false, "tags": ["Quiet"]}),
+                "out of range",
+            ),
+            (
+                json!({"party": 2.5, "region": "eu-west-1", "vegetarian": false, "tags": ["Quiet"]}),
+                "not an integer",
+            ),
+            (
+                json!({"party": 4, "region": "mars", "vegetarian": false, "tags": ["Quiet"]}),
+                "not an option",
+            ),
+            (
+                json!({"party": 4, "region": "eu-west-1", "vegetarian": "no", "tags": ["Quiet"]}),
+                "wrong type",
+            ),
+            (
+                json!({"party": 4, "region": "eu-west-1", "vegetarian": false, "tags": []}),
+                "number of choices",
+            ),
+            (
+                json!({"party": 4, "region": "eu-west-1", "vegetarian": false, "tags": ["Quiet"], "contact": "nobody"}),
+                "e-mail",
+            ),
+        ];
+        for (content, want) in cases {
+            let err = check_content(&schema, &answer(content.clone())).unwrap_err();
+            assert!(err.contains(want), "{content}: {err}");
+        }
+    }
+
+    #[test]
+    fn string_formats() {
+        assert!(valid_date("2024-02-29") && !valid_date("2023-02-29") && !valid_date("2024-13-01"));
+        assert!(
+            valid_date_time("2026-07-28T10:30:00Z")
+                && valid_date_time("2026-07-28T10:30:00.5+02:00")
+        );
+        assert!(!valid_date_time("2026-07-28 10:30") && !valid_date_time("2026-07-28T25:00:00Z"));
+        assert!(
+            valid_uri("https://example.com/x")
+                && !valid_uri("no scheme")
+                && !valid_uri("1http://x")
+        );
+        assert!(valid_email("a@b.co") && !valid_email("a@b") && !valid_email("@b.co"));
+    }
+}

@@ -1,0 +1,358 @@
+//! Handlers are plain `async fn`s whose parameters are extractors: [`Ctx`],
+//! [`Args<T>`], [`Principal`] and [`Uri`], in any order, up to four.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tern_protocol::JsonObject;
+use tern_protocol::content::{
+    ContentBlock, ResourceContents, Role, TextContent, TextResourceContents,
+};
+use tern_protocol::prompt::{GetPromptResult, PromptMessage};
+use tern_protocol::resource::ReadResourceResult;
+use tern_protocol::tool::CallToolResult;
+
+use crate::ctx::Ctx;
+use crate::error::ToolError;
+use crate::principal::Principal;
+use crate::replay::BoxFuture;
+
+/// What a handler is called with.
+#[derive(Debug)]
+pub struct CallParts {
+    pub(crate) ctx: Ctx,
+    /// Tool arguments, prompt arguments, or resource template variables.
+    pub(crate) arguments: JsonObject,
+    /// The resource URI (resources only).
+    pub(crate) uri: Option<String>,
+}
+
+/// Something a handler can take as a parameter.
+pub trait FromCall: Sized + Send + 'static {
+    /// Extracts it; an error ends the call as a tool error.
+    fn from_call(parts: &CallParts) -> Result<Self, ToolError>;
+
+    /// The JSON Schema of the arguments this extractor reads, if it reads
+    /// them.
+    fn arguments_schema() -> Option<JsonObject> {
+        None
+    }
+}
+
+impl FromCall for Ctx {
+    fn from_call(parts: &CallParts) -> Result<Self, ToolError> {
+        Ok(parts.ctx.clone())
+    }
+}
+
+impl FromCall for Principal {
+    fn from_call(parts: &CallParts) -> Result<Self, ToolError> {
+        Ok(parts.ctx.principal().clone())
+    }
+}
+
+/// The resource URI a read asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Uri(pub String);
+
+impl FromCall for Uri {
+    fn from_call(parts: &CallParts) -> Result<Self, ToolError> {
+        parts
+            .uri
+            .clone()
+            .map(Uri)
+            .ok_or_else(|| ToolError::internal("Uri extracted outside a resource read"))
+    }
+}
+
+/// Typed arguments. For a tool, the `inputSchema` comes from `T`'s
+/// `JsonSchema` and arguments are validated against it before the handler
+/// runs; for a prompt, `T`'s fields are the prompt's arguments; for a resource
+/// template, they are the template's variables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args<T>(pub T);
+
+impl<T: DeserializeOwned + JsonSchema + Send + 'static> FromCall for Args<T> {
+    fn from_call(parts: &CallParts) -> Result<Self, ToolError> {
+        T::deserialize(Value::Object(parts.arguments.clone()))
+            .map(Args)
+            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
+    }
+
+    fn arguments_schema() -> Option<JsonObject> {
+        let schema = schemars::generate::SchemaSettings::draft2020_12()
+            .into_generator()
+            .into_root_schema_for::<T>();
+        match schema.to_value() {
+            Value::Object(mut o) => {
+                o.remove("$schema");
+                o.remove("title");
+                Some(o)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// An `async fn` usable as a handler, by arity and extractor types `M`,
+/// returning `R`.
+pub trait Handler<M, R>: Clone + Send + Sync + 'static {
+    /// Runs the handler.
+    fn call(&self, parts: CallParts) -> BoxFuture<'static, Result<R, ToolError>>;
+
+    /// The arguments schema from the extractors (the first that has one).
+    fn arguments_schema() -> Option<JsonObject>;
+}
+
+impl<F, Fut, R> Handler<(), R> for F
+where
+    F: Fn() -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: Send + 'static,
+{
+    fn call(&self, _parts: CallParts) -> BoxFuture<'static, Result<R, ToolError>> {
+        let f = self.clone();
+        Box::pin(async move { Ok(f().await) })
+    }
+
+    fn arguments_schema() -> Option<JsonObject> {
+        None
+    }
+}
+
+macro_rules! handler_arity {
+    ($($e:ident),+) => {
+        impl<F, Fut, R, $($e),+> Handler<($($e,)+), R> for F
+        where
+            F: Fn($($e),+) -> Fut + Clone + Send + Sync + 'static,
+            Fut: Future<Output = R> + Send + 'static,
+            R: Send + 'static,
+            $($e: FromCall,)+
+        {
+            #[allow(non_snake_case, reason = "one binding per extractor type")]
+            fn call(&self, parts: CallParts) -> BoxFuture<'static, Result<R, ToolError>> {
+                let f = self.clone();
+                $(let $e = $e::from_call(&parts);)+
+                Box::pin(async move {
+                    $(let $e = $e?;)+
+                    Ok(f($($e),+).await)
+                })
+            }
+
+            fn arguments_schema() -> Option<JsonObject> {
+                None$(.or_else($e::arguments_schema))+
+            }
+        }
+    };
+}
+
+handler_arity!(A);
+handler_arity!(A, B);
+handler_arity!(A, B, C);
+handler_arity!(A, B, C, D);
+
+/// Structured tool output: serialised into `structuredContent` and, for
+/// clients that read only text, into a text block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Json<T>(pub T);
+
+/// What a tool handler may return.
+pub trait IntoToolResult {
+    /// The result, or the error that ends the call.
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError>;
+}
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+        Ok(self)
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+impl IntoToolResult for Vec<ContentBlock> {
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult {
+            content: self,
+            ..CallToolResult::default()
+        })
+    }
+}
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+        let value = serde_json::to_value(&self.0).map_err(ToolError::internal)?;
+        let text = serde_json::to_string(&value).map_err(ToolError::internal)?;
+        Ok(CallToolResult {
+            content: vec![ContentBlock::text(text)],
+            structured_content: Some(value),
+            ..CallToolResult::default()
+        })
+    }
+}
+
+impl<T: IntoToolResult, E: Into<ToolError>> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
+        self.map_err(Into::into)?.into_tool_result()
+    }
+}
+
+/// What a prompt handler may return.
+pub trait IntoPromptResult {
+    /// The prompt, or the error that ends the request.
+    fn into_prompt_result(self) -> Result<GetPromptResult, ToolError>;
+}
+
+impl IntoPromptResult for GetPromptResult {
+    fn into_prompt_result(self) -> Result<GetPromptResult, ToolError> {
+        Ok(self)
+    }
+}
+
+impl IntoPromptResult for Vec<PromptMessage> {
+    fn into_prompt_result(self) -> Result<GetPromptResult, ToolError> {
+        Ok(GetPromptResult {
+            messages: self,
+            ..GetPromptResult::default()
+        })
+    }
+}
+
+impl IntoPromptResult for String {
+    /// One user message with this text.
+    fn into_prompt_result(self) -> Result<GetPromptResult, ToolError> {
+        Ok(GetPromptResult {
+            messages: vec![PromptMessage {
+                role: Role::User,
+                content: ContentBlock::Text(TextContent::new(self)),
+            }],
+            ..GetPromptResult::default()
+        })
+    }
+}
+
+impl<T: IntoPromptResult, E: Into<ToolError>> IntoPromptResult for Result<T, E> {
+    fn into_prompt_result(self) -> Result<GetPromptResult, ToolError> {
+        self.map_err(Into::into)?.into_prompt_result()
+    }
+}
+
+/// What a resource handler may return. Text becomes text contents of the URI
+/// read, with the resource's MIME type.
+pub trait IntoReadResult {
+    /// The contents, or the error that ends the request.
+    fn into_contents(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, ToolError>;
+}
+
+impl IntoReadResult for String {
+    fn into_contents(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, ToolError> {
+        Ok(vec![ResourceContents::Text(TextResourceContents {
+            mime_type: mime_type.map(str::to_owned),
+            ..TextResourceContents::new(uri, self)
+        })])
+    }
+}
+
+impl IntoReadResult for ResourceContents {
+    fn into_contents(
+        self,
+        _uri: &str,
+        _mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, ToolError> {
+        Ok(vec![self])
+    }
+}
+
+impl IntoReadResult for Vec<ResourceContents> {
+    fn into_contents(
+        self,
+        _uri: &str,
+        _mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, ToolError> {
+        Ok(self)
+    }
+}
+
+impl IntoReadResult for ReadResourceResult {
+    fn into_contents(
+        self,
+        _uri: &str,
+        _mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, ToolError> {
+        Ok(self.contents)
+    }
+}
+
+impl<T: IntoReadResult, E: Into<ToolError>> IntoReadResult for Result<T, E> {
+    fn into_contents(
+        self,
+        uri: &str,
+        mime_type: Option<&str>,
+    ) -> Result<Vec<ResourceContents>, ToolError> {
+        self.map_err(Into::into)?.into_contents(uri, mime_type)
+    }
+}
+
+/// A type-erased handler producing `T`.
+pub(crate) type Erased<T> =
+    Arc<dyn Fn(CallParts) -> BoxFuture<'static, Result<T, ToolError>> + Send + Sync>;
+
+pub(crate) fn erase_tool<H, M, R>(h: H) -> Erased<CallToolResult>
+where
+    H: Handler<M, R>,
+    R: IntoToolResult + Send + 'static,
+{
+    Arc::new(move |parts| {
+        let fut = h.call(parts);
+        Box::pin(async move { fut.await?.into_tool_result() })
+    })
+}
+
+pub(crate) fn erase_prompt<H, M, R>(h: H) -> Erased<GetPromptResult>
+where
+    H: Handler<M, R>,
+    R: IntoPromptResult + Send + 'static,
+{
+    Arc::new(move |parts| {
+        let fut = h.call(parts);
+        Box::pin(async move { fut.await?.into_prompt_result() })
+    })
+}
+
+pub(crate) fn erase_resource<H, M, R>(
+    h: H,
+    mime_type: Option<String>,
+) -> Erased<Vec<ResourceContents>>
+where
+    H: Handler<M, R>,
+    R: IntoReadResult + Send + 'static,
+{
+    Arc::new(move |parts| {
+        let uri = parts.uri.clone().unwrap_or_default();
+        let fut = h.call(parts);
+        let mime_type = mime_type.clone();
+        Box::pin(async move { fut.await?.into_contents(&uri, mime_type.as_deref()) })
+    })
+}

@@ -1,0 +1,391 @@
+//! Questions a handler can ask the client through MRTR: elicitation (form and
+//! URL), and the deprecated sampling and roots.
+//!
+//! Each question renders to one input request, has a key (chosen with
+//! `.key(...)` or derived from its content) and a fingerprint: the SHA-256 of
+//! the RFC 8785 form of its rendered request. An answer counts only for the
+//! exact question it was given to.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Once};
+
+use serde::de::DeserializeOwned;
+use tern_protocol::ClientCapabilities;
+use tern_protocol::elicitation::{
+    ElicitAction, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams,
+    ElicitResult, RequestedSchema,
+};
+use tern_protocol::mrtr::{InputRequest, InputResponse};
+use tern_protocol::roots::Root;
+use tern_protocol::sampling::{
+    CreateMessageRequestParams, CreateMessageResult, IncludeContext, SamplingMessage,
+};
+
+use crate::form::{FormError, form_schema};
+
+/// A type a form answer decodes into: any `Deserialize + JsonSchema` type
+/// whose schema is flat (see [`crate::form`]).
+pub trait Form: DeserializeOwned + schemars::JsonSchema + Send + 'static {}
+
+impl<T: DeserializeOwned + schemars::JsonSchema + Send + 'static> Form for T {}
+
+/// What the user did with an elicitation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer<T> {
+    /// The user answered (a form) or consented (a URL).
+    Accept(T),
+    /// The user explicitly refused.
+    Decline,
+    /// The user dismissed the question without choosing.
+    Cancel,
+}
+
+impl<T> Answer<T> {
+    /// The accepted value, if any.
+    pub fn accepted(self) -> Option<T> {
+        match self {
+            Self::Accept(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A question for the client. Implemented by [`Elicit`], [`Sample`] and
+/// [`ListRoots`] only.
+pub trait Question: sealed::Sealed + Send + Sync {
+    /// What the handler gets back.
+    type Output: Send;
+
+    /// The rendered input request.
+    fn request(&self) -> &InputRequest;
+
+    /// The key the answer travels under.
+    fn key(&self) -> String;
+
+    /// Decodes an answer; `Err` when it does not satisfy the question, which
+    /// then is asked again (S15).
+    fn decode(&self, response: InputResponse) -> Result<Self::Output, String>;
+
+    /// A question that could not be built (a form type outside the flat
+    /// subset): asking it is an internal error.
+    fn invalid(&self) -> Option<&FormError> {
+        None
+    }
+}
+
+/// The capabilities `request` needs from the client, and whether `declared`
+/// has them (S7: sub-capabilities and elicitation modes included).
+pub(crate) fn required_capabilities(request: &InputRequest) -> (ClientCapabilities, &'static str) {
+    match request {
+        InputRequest::Elicitation(e) => match &e.params {
+            ElicitRequestParams::Form(_) => (
+                ClientCapabilities::default().with_elicitation_form(),
+                "elicitation (form mode)",
+            ),
+            ElicitRequestParams::Url(_) => (
+                ClientCapabilities::default().with_elicitation_url(),
+                "elicitation (URL mode)",
+            ),
+        },
+        InputRequest::Sampling(s) => {
+            let mut caps = ClientCapabilities::default().with_sampling();
+            let needs_tools = s.params.tools.is_some() || s.params.tool_choice.is_some();
+            let needs_context = matches!(
+                s.params.include_context,
+                Some(IncludeContext::ThisServer | IncludeContext::AllServers)
+            );
+            if let Some(sampling) = caps.sampling.as_mut() {
+                if needs_tools {
+                    sampling.tools = Some(tern_protocol::JsonObject::new());
+                }
+                if needs_context {
+                    sampling.context = Some(tern_protocol::JsonObject::new());
+                }
+            }
+            let what = if needs_tools {
+                "sampling with tools"
+            } else {
+                "sampling"
+            };
+            (caps, what)
+        }
+        InputRequest::Roots(_) => (ClientCapabilities::default().with_roots(), "roots"),
+    }
+}
+
+/// `declared` covers what `request` needs.
+pub(crate) fn declared(request: &InputRequest, declared: &ClientCapabilities) -> bool {
+    match request {
+        InputRequest::Elicitation(e) => match &e.params {
+            ElicitRequestParams::Form(_) => declared.elicitation_form(),
+            ElicitRequestParams::Url(_) => declared.elicitation_url(),
+        },
+        InputRequest::Sampling(s) => {
+            let tools_ok = (s.params.tools.is_none() && s.params.tool_choice.is_none())
+                || declared.sampling_tools();
+            let context_ok = !matches!(
+                s.params.include_context,
+                Some(IncludeContext::ThisServer | IncludeContext::AllServers)
+            ) || declared.sampling_context();
+            declared.sampling() && tools_ok && context_ok
+        }
+        InputRequest::Roots(_) => declared.roots(),
+    }
+}
+
+/// The fingerprint of a rendered request: hex SHA-256 of its canonical JSON.
+pub(crate) fn fingerprint(request: &InputRequest) -> String {
+    let value = serde_json::to_value(request).unwrap_or_default();
+    let digest = tern_seal::arguments_digest(Some(&value));
+    digest
+        .iter()
+        .take(16)
+        .fold(String::with_capacity(32), |mut hex, b| {
+            use std::fmt::Write as _;
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
+}
+
+fn derived_key(prefix: &str, request: &InputRequest) -> String {
+    format!("{prefix}_{}", &fingerprint(request)[..12])
+}
+
+/// An elicitation: a form whose answer decodes into `T`, or (with `T = ()`)
+/// a URL the user is asked to open.
+pub struct Elicit<T> {
+    key: Option<String>,
+    request: InputRequest,
+    schema: Option<Arc<RequestedSchema>>,
+    error: Option<FormError>,
+    _answer: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for Elicit<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Elicit")
+            .field("key", &self.key)
+            .field("request", &self.request)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Form> Elicit<T> {
+    /// A form question: the schema comes from `T`. Servers must not ask for
+    /// secrets this way (spec §3.1); use [`Elicit::url`].
+    pub fn form(message: impl Into<String>) -> Self {
+        let (schema, error) = match form_schema::<T>() {
+            Ok(s) => (Some(s), None),
+            Err(e) => (None, Some(e)),
+        };
+        let requested = schema.as_deref().cloned().unwrap_or_default();
+        let params = ElicitRequestFormParams::new(message, requested);
+        Self {
+            key: None,
+            request: InputRequest::elicit(ElicitRequestParams::Form(params)),
+            schema,
+            error,
+            _answer: PhantomData,
+        }
+    }
+}
+
+impl Elicit<()> {
+    /// A URL-mode question: `accept` means only that the user consented to
+    /// open `url`; the outcome is learnt on a later retry (C10). The URL must
+    /// carry no credentials or personal data.
+    pub fn url(message: impl Into<String>, url: impl Into<String>) -> Self {
+        let params = ElicitRequestUrlParams::new(message, url);
+        Self {
+            key: None,
+            request: InputRequest::elicit(ElicitRequestParams::Url(params)),
+            schema: None,
+            error: None,
+            _answer: PhantomData,
+        }
+    }
+}
+
+impl<T> Elicit<T> {
+    /// Sets the key the answer travels under.
+    #[must_use]
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+}
+
+impl<T> sealed::Sealed for Elicit<T> {}
+
+impl<T: DeserializeOwned + Send + 'static> Question for Elicit<T> {
+    type Output = Answer<T>;
+
+    fn request(&self) -> &InputRequest {
+        &self.request
+    }
+
+    fn key(&self) -> String {
+        self.key
+            .clone()
+            .unwrap_or_else(|| derived_key("elicit", &self.request))
+    }
+
+    fn decode(&self, response: InputResponse) -> Result<Answer<T>, String> {
+        let InputResponse::Elicitation(ElicitResult { action, content }) = response else {
+            return Err("not an elicitation answer".into());
+        };
+        match action {
+            ElicitAction::Decline => Ok(Answer::Decline),
+            ElicitAction::Cancel => Ok(Answer::Cancel),
+            ElicitAction::Accept => {
+                let content = match &self.schema {
+                    // URL mode: consent only; any content is ignored.
+                    None => serde_json::Value::Null,
+                    Some(schema) => {
+                        let mut content = content.ok_or("a form answer needs content")?;
+                        content.retain(|k, _| schema.properties.contains_key(k));
+                        crate::form::check_content(schema, &content)?;
+                        serde_json::to_value(content).map_err(|e| e.to_string())?
+                    }
+                };
+                T::deserialize(content)
+                    .map(Answer::Accept)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    fn invalid(&self) -> Option<&FormError> {
+        self.error.as_ref()
+    }
+}
+
+static SAMPLING_WARNING: Once = Once::new();
+static ROOTS_WARNING: Once = Once::new();
+
+/// A sampling question (deprecated by SEP-2577: call the model provider
+/// directly where you can). Needs the client's `sampling` capability.
+#[derive(Debug)]
+pub struct Sample {
+    key: Option<String>,
+    request: InputRequest,
+}
+
+impl Sample {
+    /// Asks the client's model with these params.
+    #[deprecated(
+        note = "sampling is deprecated in MCP 2026-07-28 (SEP-2577); call your model provider directly"
+    )]
+    pub fn new(params: CreateMessageRequestParams) -> Self {
+        SAMPLING_WARNING
+            .call_once(|| tracing::warn!("this server asks for sampling, deprecated by SEP-2577"));
+        Self {
+            key: None,
+            request: InputRequest::sampling(params),
+        }
+    }
+
+    /// Asks the client's model one user message.
+    #[deprecated(
+        note = "sampling is deprecated in MCP 2026-07-28 (SEP-2577); call your model provider directly"
+    )]
+    #[allow(deprecated, reason = "a shorthand of the deprecated constructor")]
+    pub fn text(prompt: impl Into<String>, max_tokens: u64) -> Self {
+        Self::new(CreateMessageRequestParams {
+            messages: vec![SamplingMessage::user_text(prompt)],
+            max_tokens,
+            ..CreateMessageRequestParams::default()
+        })
+    }
+
+    /// Sets the key the answer travels under.
+    #[must_use]
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+}
+
+impl sealed::Sealed for Sample {}
+
+impl Question for Sample {
+    type Output = CreateMessageResult;
+
+    fn request(&self) -> &InputRequest {
+        &self.request
+    }
+
+    fn key(&self) -> String {
+        self.key
+            .clone()
+            .unwrap_or_else(|| derived_key("sample", &self.request))
+    }
+
+    fn decode(&self, response: InputResponse) -> Result<CreateMessageResult, String> {
+        match response {
+            InputResponse::Sampling(r) => Ok(*r),
+            _ => Err("not a sampling answer".into()),
+        }
+    }
+}
+
+/// A roots question (deprecated by SEP-2577: take paths as tool arguments
+/// where you can). Needs the client's `roots` capability.
+#[derive(Debug)]
+pub struct ListRoots {
+    key: Option<String>,
+    request: InputRequest,
+}
+
+impl ListRoots {
+    /// Asks for the client's roots.
+    #[deprecated(
+        note = "roots are deprecated in MCP 2026-07-28 (SEP-2577); take paths as arguments"
+    )]
+    #[allow(
+        clippy::new_without_default,
+        reason = "deprecated constructor; Default would hide the deprecation"
+    )]
+    pub fn new() -> Self {
+        ROOTS_WARNING
+            .call_once(|| tracing::warn!("this server asks for roots, deprecated by SEP-2577"));
+        Self {
+            key: None,
+            request: InputRequest::roots(),
+        }
+    }
+
+    /// Sets the key the answer travels under.
+    #[must_use]
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+}
+
+impl sealed::Sealed for ListRoots {}
+
+impl Question for ListRoots {
+    type Output = Vec<Root>;
+
+    fn request(&self) -> &InputRequest {
+        &self.request
+    }
+
+    fn key(&self) -> String {
+        self.key
+            .clone()
+            .unwrap_or_else(|| derived_key("roots", &self.request))
+    }
+
+    fn decode(&self, response: InputResponse) -> Result<Vec<Root>, String> {
+        match response {
+            InputResponse::Roots(r) => Ok(r.roots),
+            _ => Err("not a roots answer".into()),
+        }
+    }
+}

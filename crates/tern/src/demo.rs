@@ -1,0 +1,397 @@
+//! The demo server (`tern serve demo`): the MRTR scenarios users meet in
+//! practice, built only on `tern-server`'s public API.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tern_protocol::content::Role;
+use tern_protocol::logging::LoggingLevel;
+use tern_protocol::prompt::PromptMessage;
+use tern_protocol::{ContentBlock, Implementation};
+use tern_server::{
+    Answer, Args, BuildError, Ctx, Elicit, PromptDef, ResourceDef, Server, ServerBuilder, ToolDef,
+    ToolError, Uri,
+};
+
+#[derive(Deserialize, JsonSchema)]
+struct Provision {
+    /// Name of the database to create.
+    name: String,
+}
+
+/// Where the data will live.
+#[derive(Debug, Deserialize, JsonSchema)]
+enum RegionChoice {
+    /// Ireland (eu-west-1)
+    #[serde(rename = "eu-west-1")]
+    #[schemars(rename = "eu-west-1")]
+    EuWest1,
+    /// Virginia (us-east-1)
+    #[serde(rename = "us-east-1")]
+    #[schemars(rename = "us-east-1")]
+    UsEast1,
+    /// Mumbai (ap-south-1)
+    #[serde(rename = "ap-south-1")]
+    #[schemars(rename = "ap-south-1")]
+    ApSouth1,
+}
+
+impl RegionChoice {
+    fn as_str(&self) -> &'static str {
+        match self {
+            Self::EuWest1 => "eu-west-1",
+            Self::UsEast1 => "us-east-1",
+            Self::ApSouth1 => "ap-south-1",
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Region {
+    /// Region
+    region: RegionChoice,
+}
+
+async fn provision_database(ctx: Ctx, Args(a): Args<Provision>) -> Result<String, ToolError> {
+    let question =
+        Elicit::<Region>::form(format!("Which region should {} live in?", a.name)).key("region");
+    let Answer::Accept(Region { region }) = ctx.ask(question).await? else {
+        return Ok("Provisioning cancelled.".into());
+    };
+    Ok(format!(
+        "Created database {} in {}.",
+        a.name,
+        region.as_str()
+    ))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Booking {
+    /// The restaurant.
+    restaurant: String,
+}
+
+/// How many people.
+#[derive(Debug, Deserialize, JsonSchema)]
+enum PartySize {
+    /// 4 people
+    #[serde(rename = "4")]
+    #[schemars(rename = "4")]
+    Four,
+    /// 6 people
+    #[serde(rename = "6")]
+    #[schemars(rename = "6")]
+    Six,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Party {
+    /// Party size
+    size: PartySize,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Time {
+    /// When (RFC 3339, e.g. 2026-12-24T19:30:00Z)
+    #[schemars(extend("format" = "date-time"))]
+    at: String,
+}
+
+async fn book_table(ctx: Ctx, Args(b): Args<Booking>) -> Result<String, ToolError> {
+    // Two independent questions, one round trip.
+    let (party, time) = tokio::join!(
+        ctx.ask(
+            Elicit::<Party>::form(format!("How many people for {}?", b.restaurant)).key("party")
+        ),
+        ctx.ask(Elicit::<Time>::form("What time should the table be booked for?").key("time")),
+    );
+    let (Answer::Accept(Party { size }), Answer::Accept(Time { at })) = (party?, time?) else {
+        return Ok("Booking cancelled.".into());
+    };
+    let people = match size {
+        PartySize::Four => 4,
+        PartySize::Six => 6,
+    };
+    Ok(format!(
+        "Booked a table for {people} at {} for {at}.",
+        b.restaurant
+    ))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Transfer {
+    /// Recipient account.
+    to: String,
+    /// Amount in cents.
+    #[schemars(range(min = 1))]
+    amount: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    /// Confirm
+    confirm: bool,
+}
+
+/// Transfers made by this process: the effect that must happen once.
+static TRANSFERS: AtomicU64 = AtomicU64::new(0);
+
+async fn transfer_funds(ctx: Ctx, Args(t): Args<Transfer>) -> Result<String, ToolError> {
+    let message = format!(
+        "Transfer {}.{:02} to {}?",
+        t.amount / 100,
+        t.amount % 100,
+        t.to
+    );
+    match ctx
+        .ask(Elicit::<Confirm>::form(message).key("confirm"))
+        .await?
+    {
+        Answer::Accept(Confirm { confirm: true }) => {
+            // The side effect runs only after every answer is in; the tool is
+            // single-use and idempotent, so a duplicated retry does not repeat it.
+            let n = TRANSFERS.fetch_add(1, Ordering::SeqCst) + 1;
+            Ok(format!(
+                "Transferred {}.{:02} to {} (transfer #{n}).",
+                t.amount / 100,
+                t.amount % 100,
+                t.to
+            ))
+        }
+        _ => Ok("Transfer cancelled.".into()),
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Deploy {
+    /// The service to deploy.
+    service: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Go {
+    /// Go ahead
+    proceed: bool,
+}
+
+async fn deploy(ctx: Ctx, Args(d): Args<Deploy>) -> Result<String, ToolError> {
+    let question =
+        Elicit::<Region>::form(format!("Deploy {} to which region?", d.service)).key("region");
+    let Answer::Accept(Region { region }) = ctx.ask(question).await? else {
+        return Ok("Deployment cancelled.".into());
+    };
+    // The plan depends on the first answer, so it is a second round.
+    let plan = format!(
+        "Plan: build {0}, push the image, roll out 3 replicas of {0} in {1}. Proceed?",
+        d.service,
+        region.as_str()
+    );
+    match ctx.ask(Elicit::<Go>::form(plan).key("plan")).await? {
+        Answer::Accept(Go { proceed: true }) => {}
+        _ => return Ok("Deployment cancelled.".into()),
+    }
+    let steps = ["building", "pushing", "rolling out", "verifying"];
+    let total = 4.0;
+    for (done, step) in (0u8..).zip(steps) {
+        ctx.progress(f64::from(done), Some(total), Some(step));
+        ctx.log(
+            LoggingLevel::Info,
+            Some("deploy"),
+            format!("{step} {}", d.service),
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    ctx.progress(total, Some(total), Some("done"));
+    Ok(format!("Deployed {} to {}.", d.service, region.as_str()))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Connect {
+    /// The service to connect (github, gitlab, …).
+    service: String,
+}
+
+async fn connect_account(ctx: Ctx, Args(c): Args<Connect>) -> Result<String, ToolError> {
+    // One flow id per logical call, kept across rounds in the sealed state.
+    let flow = ctx
+        .once("flow", async { format!("{:016x}", rand_u64()) })
+        .await;
+    let url = format!("https://auth.example.com/connect/{}?flow={flow}", c.service);
+    let question = Elicit::url(
+        format!("Sign in to {} to connect your account.", c.service),
+        url,
+    )
+    .key("signin");
+    match ctx.ask(question).await? {
+        // URL mode: accept is consent only; a real server would now check its
+        // own record of the sign-in for this flow id.
+        Answer::Accept(()) => Ok(format!("Connected {} (flow {flow}).", c.service)),
+        Answer::Decline => Ok(format!("{} was not connected.", c.service)),
+        Answer::Cancel => Ok("Cancelled.".into()),
+    }
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    h.finish()
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Summarize {
+    /// The text to summarise.
+    text: String,
+}
+
+#[allow(
+    deprecated,
+    reason = "the demo shows the deprecated sampling path on purpose"
+)]
+async fn summarize(ctx: Ctx, Args(s): Args<Summarize>) -> Result<String, ToolError> {
+    let prompt = format!("Summarise in one sentence:\n\n{}", s.text);
+    let reply = ctx
+        .ask(tern_server::Sample::text(prompt, 200).key("summary"))
+        .await?;
+    Ok(format!(
+        "Summary ({}): {}",
+        reply.model,
+        reply.text().unwrap_or("(no text)")
+    ))
+}
+
+#[allow(
+    deprecated,
+    reason = "the demo shows the deprecated roots path on purpose"
+)]
+async fn workspace_files(ctx: Ctx) -> Result<String, ToolError> {
+    let roots = ctx.ask(tern_server::ListRoots::new().key("roots")).await?;
+    if roots.is_empty() {
+        return Ok("The client shares no folders.".into());
+    }
+    let list: Vec<String> = roots
+        .iter()
+        .map(|r| {
+            format!(
+                "- {}{}",
+                r.uri,
+                r.name
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    Ok(format!(
+        "The client shares {} folder(s):\n{}",
+        roots.len(),
+        list.join("\n")
+    ))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Incident {
+    /// The affected service.
+    service: String,
+}
+
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Level {
+    /// Minor
+    Minor,
+    /// Major
+    Major,
+    /// Critical
+    Critical,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Severity {
+    /// Severity
+    severity: Level,
+}
+
+async fn incident_report(
+    ctx: Ctx,
+    Args(i): Args<Incident>,
+) -> Result<Vec<PromptMessage>, ToolError> {
+    let severity = match ctx
+        .ask(
+            Elicit::<Severity>::form(format!("How severe is the incident on {}?", i.service))
+                .key("severity"),
+        )
+        .await?
+    {
+        Answer::Accept(Severity { severity }) => severity,
+        _ => Level::Minor,
+    };
+    let text = format!(
+        "Write a {severity:?} incident report for {}: impact, timeline, root cause, follow-ups.",
+        i.service
+    );
+    Ok(vec![PromptMessage {
+        role: Role::User,
+        content: ContentBlock::text(text),
+    }])
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    /// Your name
+    name: String,
+}
+
+async fn greeting(ctx: Ctx, Uri(uri): Uri) -> Result<String, ToolError> {
+    let name = match ctx
+        .ask(Elicit::<Name>::form("Who is reading the greeting?").key("reader"))
+        .await?
+    {
+        Answer::Accept(Name { name }) => name,
+        _ => "stranger".into(),
+    };
+    Ok(format!("Hello, {name}! You are reading {uri}."))
+}
+
+/// The demo server's builder, for callers to add keys and limits.
+pub(crate) fn builder() -> ServerBuilder {
+    let info = Implementation {
+        title: Some("tern demo".into()),
+        description: Some("The MRTR scenarios of tern's README".into()),
+        ..Implementation::new("tern-demo", env!("CARGO_PKG_VERSION"))
+    };
+    Server::builder("tern-demo", env!("CARGO_PKG_VERSION"))
+        .info(info)
+        .instructions("A demo of MCP 2026-07-28 multi round-trip requests: each tool asks the user something before it acts.")
+        .tool(ToolDef::new("provision_database", "Creates a database after asking which region it should live in", provision_database).elicits::<Region>())
+        .tool(ToolDef::new("book_table", "Books a restaurant table; asks party size and time in one round", book_table).elicits::<Party>().elicits::<Time>())
+        .tool(
+            ToolDef::new("transfer_funds", "Transfers money after an explicit confirmation (single use, idempotent retry)", transfer_funds)
+                .elicits::<Confirm>()
+                .single_use()
+                .idempotent_retry(),
+        )
+        .tool(ToolDef::new("deploy", "Deploys a service: asks the region, then confirms the plan, then reports progress", deploy).elicits::<Region>().elicits::<Go>())
+        .tool(ToolDef::new("connect_account", "Connects an account through a sign-in page (URL-mode elicitation)", connect_account))
+        .tool(ToolDef::new("summarize", "Summarises text with the client's model (sampling; deprecated)", summarize))
+        .tool(ToolDef::new("workspace_files", "Lists the folders the client shares (roots; deprecated)", workspace_files))
+        .prompt(PromptDef::new("incident_report", "An incident report prompt; asks the severity first", incident_report).elicits::<Severity>())
+        .resource(
+            ResourceDef::new("demo://greeting", "greeting", greeting)
+                .description("A greeting that asks who is reading it")
+                .mime_type("text/plain"),
+        )
+}
+
+/// The demo server with default settings.
+#[allow(dead_code, reason = "used by tests and the client issue's --demo")]
+pub(crate) fn server() -> Result<Server, BuildError> {
+    builder().build()
+}
