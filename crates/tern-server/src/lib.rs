@@ -62,6 +62,7 @@ pub mod replay;
 pub mod resource;
 pub mod server;
 pub(crate) mod template;
+pub mod testing;
 pub mod tool;
 pub mod transport;
 

@@ -136,7 +136,7 @@ struct Confirm {
 }
 
 /// Transfers made by this process: the effect that must happen once.
-static TRANSFERS: AtomicU64 = AtomicU64::new(0);
+pub static TRANSFERS: AtomicU64 = AtomicU64::new(0);
 
 async fn transfer_funds(ctx: Ctx, Args(t): Args<Transfer>) -> Result<String, ToolError> {
     let message = format!(
@@ -361,7 +361,7 @@ async fn greeting(ctx: Ctx, Uri(uri): Uri) -> Result<String, ToolError> {
 }
 
 /// The demo server's builder, for callers to add keys and limits.
-pub(crate) fn builder() -> ServerBuilder {
+pub fn builder() -> ServerBuilder {
     let info = Implementation {
         title: Some("tern demo".into()),
         description: Some("The MRTR scenarios of tern's README".into()),
@@ -391,7 +391,6 @@ pub(crate) fn builder() -> ServerBuilder {
 }
 
 /// The demo server with default settings.
-#[allow(dead_code, reason = "used by tests and the client issue's --demo")]
-pub(crate) fn server() -> Result<Server, BuildError> {
+pub fn server() -> Result<Server, BuildError> {
     builder().build()
 }

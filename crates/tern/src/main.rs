@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use tern_server::KeyRing;
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
 
-mod demo;
+use tern::demo;
 
 #[derive(Parser)]
 #[command(

@@ -1,0 +1,409 @@
+//! A server whose tools exercise every MRTR path.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tern_protocol::content::ResourceContents;
+use tern_protocol::sampling::{CreateMessageRequestParams, SamplingMessage};
+use tern_protocol::tool::Tool;
+use tern_server::testing::TestClient;
+use tern_server::{
+    Answer, Args, Clock, CompletionDef, Ctx, Elicit, KeyRing, PromptDef, ResourceDef,
+    ResourceTemplateDef, Server, ServerBuilder, ToolDef, ToolError, Uri,
+};
+
+/// A clock tests move by hand.
+#[derive(Debug)]
+pub struct TestClock(AtomicU64);
+
+impl TestClock {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self(AtomicU64::new(1_800_000_000)))
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_secs(), Ordering::SeqCst);
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(self.0.load(Ordering::SeqCst))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Name {
+    /// Your name
+    pub name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Color {
+    /// Favourite colour
+    pub color: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Confirm {
+    pub ok: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code, reason = "only its schema is used")]
+pub struct Nested {
+    pub inner: Name,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Who {
+    pub who: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Count {
+    /// How many.
+    #[schemars(range(min = 1, max = 10))]
+    pub count: u32,
+}
+
+/// Side effects the tests count.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub once_runs: AtomicU64,
+    pub payments: AtomicU64,
+    pub greet_runs: AtomicU64,
+    pub cancelled_seen: AtomicU64,
+    pub cancel_seen: tokio::sync::Notify,
+}
+
+async fn greet(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    counters.greet_runs.fetch_add(1, Ordering::SeqCst);
+    match ctx
+        .ask(Elicit::<Name>::form("What is your name?").key("user_name"))
+        .await?
+    {
+        Answer::Accept(Name { name }) => Ok(format!("Hello, {name}!")),
+        Answer::Decline => Ok("declined".into()),
+        Answer::Cancel => Ok("cancelled".into()),
+    }
+}
+
+async fn batch(ctx: Ctx) -> Result<String, ToolError> {
+    let (name, color) = tokio::join!(
+        ctx.ask(Elicit::<Name>::form("Name?").key("name")),
+        ctx.ask(Elicit::<Color>::form("Colour?").key("color")),
+    );
+    let (Answer::Accept(Name { name }), Answer::Accept(Color { color })) = (name?, color?) else {
+        return Ok("incomplete".into());
+    };
+    Ok(format!("{name} likes {color}"))
+}
+
+async fn ask_all(ctx: Ctx) -> Result<String, ToolError> {
+    let questions = ["a", "b", "c"].map(|k| Elicit::<Name>::form(format!("Name {k}?")).key(k));
+    let answers = ctx.ask_all(questions).await?;
+    let names: Vec<String> = answers
+        .into_iter()
+        .map(|a| a.accepted().map_or("-".into(), |n| n.name))
+        .collect();
+    Ok(names.join(","))
+}
+
+async fn three_rounds(ctx: Ctx) -> Result<String, ToolError> {
+    let Answer::Accept(Name { name }) = ctx
+        .ask(Elicit::<Name>::form("Step 1: name?").key("step1"))
+        .await?
+    else {
+        return Ok("stopped at 1".into());
+    };
+    // The second question depends on the first answer.
+    let Answer::Accept(Color { color }) = ctx
+        .ask(Elicit::<Color>::form(format!("Step 2: {name}'s colour?")).key("step2"))
+        .await?
+    else {
+        return Ok("stopped at 2".into());
+    };
+    let Answer::Accept(Confirm { ok }) = ctx
+        .ask(Elicit::<Confirm>::form(format!("Step 3: {name} likes {color}?")).key("step3"))
+        .await?
+    else {
+        return Ok("stopped at 3".into());
+    };
+    Ok(format!("{name}/{color}/{ok}"))
+}
+
+async fn once(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    let ticket = ctx
+        .once("reserve", async {
+            counters.once_runs.fetch_add(1, Ordering::SeqCst) + 100
+        })
+        .await;
+    let Answer::Accept(Name { name }) = ctx.ask(Elicit::<Name>::form("Name?").key("name")).await?
+    else {
+        return Ok("none".into());
+    };
+    let Answer::Accept(Color { color }) = ctx
+        .ask(Elicit::<Color>::form("Colour?").key("color"))
+        .await?
+    else {
+        return Ok("none".into());
+    };
+    Ok(format!("ticket {ticket} for {name} ({color})"))
+}
+
+async fn pay(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    let Answer::Accept(Confirm { ok: true }) = ctx
+        .ask(Elicit::<Confirm>::form("Pay 10?").key("confirm"))
+        .await?
+    else {
+        return Ok("not paid".into());
+    };
+    let n = counters.payments.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(format!("payment #{n}"))
+}
+
+async fn login(ctx: Ctx) -> Result<String, ToolError> {
+    match ctx
+        .ask(Elicit::url("Sign in", "https://example.com/login?flow=1").key("login"))
+        .await?
+    {
+        Answer::Accept(()) => Ok("consented".into()),
+        Answer::Decline => Ok("declined".into()),
+        Answer::Cancel => Ok("cancelled".into()),
+    }
+}
+
+#[allow(deprecated, reason = "sampling is deprecated and still supported")]
+async fn sample(ctx: Ctx) -> Result<String, ToolError> {
+    let reply = ctx
+        .ask(tern_server::Sample::text("Capital of France?", 50).key("capital"))
+        .await?;
+    Ok(format!(
+        "{}: {}",
+        reply.model,
+        reply.text().unwrap_or_default()
+    ))
+}
+
+#[allow(deprecated, reason = "sampling is deprecated and still supported")]
+async fn sample_tools(ctx: Ctx) -> Result<String, ToolError> {
+    let params = CreateMessageRequestParams {
+        messages: vec![SamplingMessage::user_text("Weather?")],
+        max_tokens: 50,
+        tools: Some(vec![Tool::new("get_weather", Tool::no_arguments_schema())]),
+        ..CreateMessageRequestParams::default()
+    };
+    let reply = ctx
+        .ask(tern_server::Sample::new(params).key("weather"))
+        .await?;
+    Ok(reply.model)
+}
+
+#[allow(deprecated, reason = "roots are deprecated and still supported")]
+async fn roots(ctx: Ctx) -> Result<String, ToolError> {
+    let roots = ctx.ask(tern_server::ListRoots::new().key("roots")).await?;
+    Ok(roots
+        .iter()
+        .map(|r| r.uri.as_str())
+        .collect::<Vec<_>>()
+        .join(","))
+}
+
+async fn fallback(ctx: Ctx) -> Result<String, ToolError> {
+    let question = Elicit::<Name>::form("Name?").key("name");
+    if !ctx.can_ask(&question) {
+        return Ok("fallback: no elicitation".into());
+    }
+    match ctx.ask(question).await? {
+        Answer::Accept(Name { name }) => Ok(name),
+        _ => Ok("none".into()),
+    }
+}
+
+async fn big_state(ctx: Ctx) -> Result<String, ToolError> {
+    let blob = ctx.once("blob", async { "x".repeat(4096) }).await;
+    ctx.ask(Elicit::<Name>::form("Name?").key("name")).await?;
+    Ok(blob.len().to_string())
+}
+
+async fn key_clash(ctx: Ctx) -> Result<String, ToolError> {
+    let _ = tokio::join!(
+        ctx.ask(Elicit::<Name>::form("One?").key("same")),
+        ctx.ask(Elicit::<Color>::form("Two?").key("same")),
+    );
+    Ok("unreachable".into())
+}
+
+async fn nested(ctx: Ctx) -> Result<String, ToolError> {
+    ctx.ask(Elicit::<Nested>::form("Nested?")).await?;
+    Ok("unreachable".into())
+}
+
+async fn progress(ctx: Ctx) -> String {
+    for i in 0..=4u8 {
+        ctx.progress(f64::from(i), Some(4.0), Some("working"));
+        ctx.log(tern_protocol::logging::LoggingLevel::Info, Some("test"), i);
+    }
+    "done".into()
+}
+
+async fn slow(ctx: Ctx, counters: Arc<Counters>) -> String {
+    let watcher = ctx.clone();
+    tokio::spawn(async move {
+        watcher.cancelled().await;
+        counters.cancelled_seen.fetch_add(1, Ordering::SeqCst);
+        counters.cancel_seen.notify_one();
+    });
+    for i in 0..1000u16 {
+        ctx.progress(f64::from(i), Some(1000.0), None);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    "finished".into()
+}
+
+async fn confirm_for(ctx: Ctx, Args(w): Args<Who>) -> Result<String, ToolError> {
+    let Answer::Accept(Confirm { ok }) = ctx
+        .ask(Elicit::<Confirm>::form(format!("Confirm for {}?", w.who)).key("confirm"))
+        .await?
+    else {
+        return Ok("no".into());
+    };
+    Ok(format!("{}: {ok}", w.who))
+}
+
+async fn typed(Args(c): Args<Count>) -> String {
+    format!("count {}", c.count)
+}
+
+async fn no_args() -> &'static str {
+    "ok"
+}
+
+async fn failing() -> Result<String, ToolError> {
+    Err(ToolError::new("the backend is down"))
+}
+
+async fn ask_prompt(ctx: Ctx, Args(w): Args<Who>) -> Result<String, ToolError> {
+    let Answer::Accept(Color { color }) = ctx
+        .ask(Elicit::<Color>::form("Colour?").key("color"))
+        .await?
+    else {
+        return Ok(format!("{} has no colour", w.who));
+    };
+    Ok(format!("{} likes {color}", w.who))
+}
+
+async fn ask_resource(ctx: Ctx, Uri(uri): Uri) -> Result<String, ToolError> {
+    let Answer::Accept(Name { name }) = ctx
+        .ask(Elicit::<Name>::form("Reader?").key("reader"))
+        .await?
+    else {
+        return Ok("anonymous".into());
+    };
+    Ok(format!("{uri} for {name}"))
+}
+
+async fn item(Args(i): Args<ItemId>) -> ResourceContents {
+    ResourceContents::Text(tern_protocol::content::TextResourceContents::new(
+        format!("res://item/{}", i.id),
+        format!("item {}", i.id),
+    ))
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ItemId {
+    pub id: String,
+}
+
+/// The fixture server's builder (keys fixed, clock injected).
+pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder {
+    let c = Arc::clone(counters);
+    let greet_tool = move |ctx: Ctx| greet(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let once_tool = move |ctx: Ctx| once(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let pay_tool = move |ctx: Ctx| pay(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let slow_tool = move |ctx: Ctx| slow(ctx, Arc::clone(&c));
+    Server::builder("fixture", "1.0.0")
+        .keys(KeyRing::parse("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap())
+        .clock(clock)
+        .tool(ToolDef::new("greet", "Asks a name", greet_tool).elicits::<Name>())
+        .tool(ToolDef::new("batch", "Two questions in one round", batch))
+        .tool(ToolDef::new(
+            "ask_all",
+            "Three questions with ask_all",
+            ask_all,
+        ))
+        .tool(ToolDef::new(
+            "three_rounds",
+            "Three dependent questions",
+            three_rounds,
+        ))
+        .tool(ToolDef::new("once", "Memoises a step", once_tool))
+        .tool(
+            ToolDef::new("pay", "Single use, idempotent", pay_tool)
+                .single_use()
+                .idempotent_retry(),
+        )
+        .tool(ToolDef::new("login", "URL mode", login))
+        .tool(ToolDef::new("sample", "Sampling", sample))
+        .tool(ToolDef::new(
+            "sample_tools",
+            "Sampling with tools",
+            sample_tools,
+        ))
+        .tool(ToolDef::new("roots", "Roots", roots))
+        .tool(ToolDef::new(
+            "fallback",
+            "Takes another path without elicitation",
+            fallback,
+        ))
+        .tool(ToolDef::new("big_state", "Grows its state", big_state))
+        .tool(ToolDef::new(
+            "key_clash",
+            "Two questions, one key",
+            key_clash,
+        ))
+        .tool(ToolDef::new("nested", "Asks a nested form", nested))
+        .tool(ToolDef::new("progress", "Progress and logs", progress))
+        .tool(ToolDef::new("typed", "Typed arguments", typed))
+        .tool(ToolDef::new(
+            "confirm_for",
+            "Arguments and a question",
+            confirm_for,
+        ))
+        .tool(ToolDef::new(
+            "slow",
+            "Reports progress until cancelled",
+            slow_tool,
+        ))
+        .tool(ToolDef::new("no_args", "No arguments", no_args))
+        .tool(ToolDef::new("failing", "Fails", failing))
+        .prompt(PromptDef::new(
+            "ask_prompt",
+            "Asks before answering",
+            ask_prompt,
+        ))
+        .resource(ResourceDef::new("res://ask", "ask", ask_resource).mime_type("text/plain"))
+        .resource_template(ResourceTemplateDef::new("res://item/{id}", "item", item))
+        .completion(CompletionDef::prompt("ask_prompt", |r| async move {
+            ["alice", "bob", "carol"]
+                .iter()
+                .filter(|n| n.starts_with(&r.value))
+                .map(|n| (*n).to_owned())
+                .collect()
+        }))
+}
+
+/// A client of a fresh fixture server.
+pub fn client() -> (TestClient, Arc<Counters>, Arc<TestClock>) {
+    let counters = Arc::new(Counters::default());
+    let clock = TestClock::new();
+    let server = builder(&counters, Arc::clone(&clock)).build().unwrap();
+    (TestClient::new(server), counters, clock)
+}

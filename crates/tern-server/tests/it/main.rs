@@ -1,0 +1,20 @@
+//! Integration tests of `tern-server`: the rules S1–S19 that apply, named
+//! after their rule; adversarial `requestState`; and the stdio transport.
+
+#![allow(unreachable_pub, reason = "items of the test crate's modules")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed unwrap is a failed test"
+)]
+#![allow(
+    clippy::needless_pass_by_value,
+    clippy::items_after_statements,
+    reason = "test code reads best with values passed and helpers declared where used"
+)]
+
+mod adversarial;
+mod fixture;
+mod protocol;
+mod rules;
+mod schema;
+mod stdio;

@@ -1,0 +1,208 @@
+//! The stdio transport, in process over an in-memory pipe: framing, limits,
+//! concurrency, cancellation and end of input.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Value, json};
+use tern_server::transport::stdio::{StdioOptions, serve};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+
+use crate::fixture::{Counters, TestClock, builder};
+
+struct Pipe {
+    input: DuplexStream,
+    output: tokio::io::Lines<BufReader<DuplexStream>>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+fn start(options: StdioOptions) -> (Pipe, Arc<Counters>) {
+    let counters = Arc::new(Counters::default());
+    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let (input, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, output) = tokio::io::duplex(1 << 16);
+    let server = tokio::spawn(serve(server, server_in, server_out, options));
+    (
+        Pipe {
+            input,
+            output: BufReader::new(output).lines(),
+            server,
+        },
+        counters,
+    )
+}
+
+fn meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+}
+
+impl Pipe {
+    async fn send(&mut self, line: &str) {
+        self.input.write_all(line.as_bytes()).await.unwrap();
+        self.input.write_all(b"\n").await.unwrap();
+    }
+
+    async fn recv(&mut self) -> Value {
+        let line = self
+            .output
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the server answers");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Closes input and collects everything the server still writes.
+    async fn finish(mut self) -> Vec<Value> {
+        self.input.shutdown().await.unwrap();
+        drop(self.input);
+        let mut rest = Vec::new();
+        while let Some(line) = self.output.next_line().await.unwrap() {
+            rest.push(serde_json::from_str(&line).unwrap());
+        }
+        self.server.await.unwrap().unwrap();
+        rest
+    }
+}
+
+#[tokio::test]
+async fn malformed_lines_get_parse_errors_and_the_stream_goes_on() {
+    let (mut p, _) = start(StdioOptions::default());
+    p.send("{not json").await;
+    let e = p.recv().await;
+    assert_eq!(e["error"]["code"], -32700);
+    assert!(e.get("id").is_none());
+    p.send(r#"{"jsonrpc":"1.0","id":1,"method":"tools/list"}"#)
+        .await;
+    assert_eq!(p.recv().await["error"]["code"], -32600);
+    p.send("").await;
+    p.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta()}})
+            .to_string(),
+    )
+    .await;
+    let r = p.recv().await;
+    assert_eq!(r["id"], 2);
+    assert!(r["result"]["tools"].is_array());
+    assert!(p.finish().await.is_empty());
+}
+
+#[tokio::test]
+async fn an_oversized_line_is_refused_without_being_kept() {
+    let (mut p, _) = start(StdioOptions {
+        max_line_len: 1024,
+        ..StdioOptions::default()
+    });
+    let huge = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "typed", "arguments": {"pad": "x".repeat(100_000)}, "_meta": meta()}});
+    p.send(&huge.to_string()).await;
+    let e = p.recv().await;
+    assert_eq!(e["error"]["code"], -32600);
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1024 byte limit")
+    );
+    p.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": meta()}}).to_string()).await;
+    assert_eq!(p.recv().await["id"], 2);
+    p.finish().await;
+}
+
+#[tokio::test]
+async fn s16_the_server_writes_no_requests_and_mrtr_works_over_stdio() {
+    let (mut p, _) = start(StdioOptions::default());
+    p.send(&json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "greet", "arguments": {}, "_meta": meta()}}).to_string()).await;
+    let r1 = p.recv().await;
+    assert_eq!(r1["result"]["resultType"], "input_required");
+    let state = r1["result"]["requestState"].clone();
+    let retry = json!({"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": {
+        "name": "greet", "arguments": {}, "requestState": state,
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ann"}}}, "_meta": meta()}});
+    p.send(&retry.to_string()).await;
+    let r2 = p.recv().await;
+    assert_eq!(r2["id"], "b");
+    assert_eq!(r2["result"]["content"][0]["text"], "Hello, Ann!");
+    for msg in [&r1, &r2] {
+        assert!(
+            !(msg.get("method").is_some() && msg.get("id").is_some()),
+            "no server-to-client request"
+        );
+    }
+    p.finish().await;
+}
+
+#[tokio::test]
+async fn requests_are_served_concurrently_and_duplicate_ids_refused() {
+    let (mut p, counters) = start(StdioOptions::default());
+    let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": meta()}});
+    p.send(&slow.to_string()).await;
+    p.send(&slow.to_string()).await;
+    let dup = p.recv().await;
+    assert_eq!(dup["id"], 1);
+    assert_eq!(dup["error"]["code"], -32600, "an id still in flight");
+    // A quick request is answered while the slow one runs.
+    p.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": meta()}}).to_string()).await;
+    assert_eq!(p.recv().await["id"], 2);
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}"#).await;
+    counters.cancel_seen.notified().await;
+    assert!(
+        p.finish().await.iter().all(|m| m["id"] != 1),
+        "nothing more for a cancelled request"
+    );
+}
+
+#[tokio::test]
+async fn cancellation_mid_progress_stops_the_handler_and_its_messages() {
+    let (mut p, counters) = start(StdioOptions::default());
+    let mut m = meta();
+    m["progressToken"] = json!("t");
+    p.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": m}}).to_string()).await;
+    let first = p.recv().await;
+    assert_eq!(first["method"], "notifications/progress");
+    assert_eq!(first["params"]["progressToken"], "t");
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#)
+        .await;
+    counters.cancel_seen.notified().await;
+    assert_eq!(
+        counters.cancelled_seen.load(Ordering::SeqCst),
+        1,
+        "ctx.cancelled() fired"
+    );
+    // Unknown and malformed cancellations are ignored.
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}"#)
+        .await;
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#)
+        .await;
+    let rest = p.finish().await;
+    assert!(
+        rest.iter().all(|m| m["id"] != 7),
+        "no result after cancellation: {rest:?}"
+    );
+    // Progress written before the cancel may still be in the pipe, but not
+    // after: the count is far below the 1000 a full run sends.
+    assert!(rest.len() < 1000);
+}
+
+#[tokio::test]
+async fn end_of_input_drains_requests_in_flight() {
+    let (mut p, _) = start(StdioOptions::default());
+    let mut m = meta();
+    m["progressToken"] = json!(9);
+    p.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "progress", "arguments": {}, "_meta": m}}).to_string()).await;
+    p.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "typed", "arguments": {"count": 2}, "_meta": meta()}}).to_string()).await;
+    let rest = p.finish().await;
+    let results: Vec<&Value> = rest.iter().filter(|m| m.get("result").is_some()).collect();
+    assert_eq!(results.len(), 2, "{rest:?}");
+    // Notifications of a request come before its result.
+    let result_at = rest.iter().position(|m| m["id"] == 3).unwrap();
+    assert!(
+        rest[..result_at]
+            .iter()
+            .any(|m| m["method"] == "notifications/progress")
+    );
+    assert!(
+        rest[result_at..]
+            .iter()
+            .all(|m| m["method"] != "notifications/progress")
+    );
+}

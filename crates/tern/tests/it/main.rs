@@ -1,0 +1,16 @@
+//! Tests of the `tern` command and its demo server: every demo tool's accept,
+//! decline and cancel paths in process, and the binary over stdio.
+
+#![allow(unreachable_pub, reason = "items of the test crate's modules")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed unwrap is a failed test"
+)]
+#![allow(
+    clippy::needless_pass_by_value,
+    clippy::items_after_statements,
+    reason = "test code reads best with values passed and helpers declared where used"
+)]
+
+mod demo;
+mod process;
