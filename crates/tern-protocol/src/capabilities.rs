@@ -39,6 +39,9 @@ pub struct SamplingCapability {
     /// `tools` and `toolChoice` are supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<JsonObject>,
+    /// Every other member, as received.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// `ClientCapabilities.elicitation`. With neither mode named, form mode only.
@@ -50,6 +53,9 @@ pub struct ElicitationCapability {
     /// URL mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<JsonObject>,
+    /// Every other member, as received.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ClientCapabilities {
@@ -165,16 +171,19 @@ impl ServerCapabilities {
 }
 
 /// `prompts` / `tools` server capability.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListChangedCapability {
     /// `list_changed` notifications are available on `subscriptions/listen`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list_changed: Option<bool>,
+    /// Every other member, as received.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// `resources` server capability.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourcesCapability {
     /// `resources/updated` for subscribed URIs is available.
@@ -183,6 +192,9 @@ pub struct ResourcesCapability {
     /// `resources/list_changed` is available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list_changed: Option<bool>,
+    /// Every other member, as received.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// A client's or server's self-description (`Implementation`).

@@ -101,3 +101,21 @@ pub struct CompleteResult {
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<ResultMeta>,
 }
+
+impl CompleteResult {
+    /// The first [`Completion::MAX_VALUES`] of `values`, with `total` and
+    /// `hasMore` saying how many there were.
+    pub fn new(mut values: Vec<String>) -> Self {
+        let total = values.len() as u64;
+        let has_more = values.len() > Completion::MAX_VALUES;
+        values.truncate(Completion::MAX_VALUES);
+        Self {
+            completion: Completion {
+                values,
+                total: Some(total),
+                has_more: Some(has_more),
+            },
+            ..Self::default()
+        }
+    }
+}

@@ -31,3 +31,23 @@ pub struct DiscoverResult {
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<ResultMeta>,
 }
+
+impl DiscoverResult {
+    /// What a server supports, with its caching hints (required on the wire).
+    pub fn new(
+        supported_versions: Vec<String>,
+        capabilities: ServerCapabilities,
+        ttl_ms: u64,
+        cache_scope: CacheScope,
+    ) -> Self {
+        Self {
+            result_type: CompleteTag,
+            supported_versions,
+            capabilities,
+            instructions: None,
+            ttl_ms: Some(ttl_ms),
+            cache_scope: Some(cache_scope),
+            meta: None,
+        }
+    }
+}

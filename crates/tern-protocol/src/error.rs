@@ -235,6 +235,12 @@ impl DecodeError {
         self.kind == DecodeErrorKind::Result
     }
 
+    /// A value did not fit the type it was decoded as (an input response for
+    /// its question, say).
+    pub fn is_value(&self) -> bool {
+        self.kind == DecodeErrorKind::Value
+    }
+
     /// The JSON-RPC error object to send back for this failure.
     pub fn to_error_object(&self) -> ErrorObject {
         let code = match self.kind {

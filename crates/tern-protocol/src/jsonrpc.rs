@@ -171,12 +171,18 @@ struct Envelope {
     id: Option<serde_json::Value>,
     #[serde(default, deserialize_with = "crate::json::present")]
     method: Option<serde_json::Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "raw_present")]
     params: Option<Box<RawValue>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "raw_present")]
     result: Option<Box<RawValue>>,
     #[serde(default, deserialize_with = "crate::json::present")]
     error: Option<serde_json::Value>,
+}
+
+/// A raw member that counts as present even when it is `null` (the default
+/// `Option` handling would read `null` as absent).
+fn raw_present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
 }
 
 impl Message {
@@ -225,13 +231,12 @@ impl Message {
                     "a message with a method cannot also carry result or error",
                 ));
             }
-            if let Some(params) = &env.params {
-                let first = params.get().as_bytes().first();
-                if !matches!(first, Some(b'{' | b'[')) {
-                    return Err(DecodeError::envelope(
-                        "params must be an object or an array",
-                    ));
-                }
+            // MCP params are always an object (the schema's `params`), never
+            // JSON-RPC's positional array, never null.
+            if let Some(params) = &env.params
+                && !params.get().starts_with('{')
+            {
+                return Err(DecodeError::envelope("params must be an object"));
             }
             return Ok(match id {
                 Some(id) => Self::Request(Request {
@@ -252,6 +257,9 @@ impl Message {
             (Some(_), Some(_)) => Err(DecodeError::envelope(
                 "a response cannot carry both result and error",
             )),
+            (Some(result), None) if result.get() == "null" => {
+                Err(DecodeError::envelope("result must not be null"))
+            }
             (Some(result), None) => match id {
                 Some(id) => Ok(Self::Response(Response {
                     id: id.map_err(DecodeError::envelope)?,
@@ -483,7 +491,22 @@ mod tests {
         assert!(err(r#"{"jsonrpc":"2.0","id":1,"method":7}"#).contains("method must be a string"));
         assert!(
             err(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#)
-                .contains("object or an array")
+                .contains("params must be an object")
+        );
+        assert!(
+            err(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#)
+                .contains("params must be an object")
+        );
+        assert!(
+            err(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":null}"#)
+                .contains("params must be an object")
+        );
+        assert!(
+            err(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).contains("result must not be null")
+        );
+        assert!(
+            err(r#"{"jsonrpc":"2.0","id":1,"result":null,"error":{"code":1,"message":"m"}}"#)
+                .contains("both result and error")
         );
         assert!(err("[1]").contains("must be a JSON object"));
         assert!(

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::capabilities::{ClientCapabilities, Implementation, ServerCapabilities};
 use crate::elicitation::ElicitRequestParams;
+use crate::error::DecodeError;
 use crate::json::JsonObject;
 use crate::jsonrpc::{RequestId, serialize_request};
 use crate::roots::ListRootsRequestParams;
@@ -78,6 +79,35 @@ impl LegacyServerRequest {
             Self::ListRoots(_) => "roots/list",
             Self::Ping(_) => "ping",
         }
+    }
+
+    /// Decodes a server-to-client request a 2025-11-25 server sent; `None`
+    /// for a method that is not one of these four.
+    pub fn decode(
+        method: &str,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Result<Option<Self>, DecodeError> {
+        fn p<T: serde::de::DeserializeOwned>(
+            method: &str,
+            params: Option<&serde_json::value::RawValue>,
+        ) -> Result<Option<T>, DecodeError> {
+            params
+                .map(|raw| {
+                    serde_json::from_str(raw.get()).map_err(|e| DecodeError::params(method, e))
+                })
+                .transpose()
+        }
+        Ok(Some(match method {
+            "elicitation/create" => Self::Elicit(
+                p(method, params)?.ok_or_else(|| DecodeError::params(method, "missing params"))?,
+            ),
+            "sampling/createMessage" => Self::CreateMessage(
+                p(method, params)?.ok_or_else(|| DecodeError::params(method, "missing params"))?,
+            ),
+            "roots/list" => Self::ListRoots(p(method, params)?),
+            "ping" => Self::Ping(p(method, params)?),
+            _ => return Ok(None),
+        }))
     }
 
     /// Writes this request as a JSON-RPC request with `id`.
@@ -161,6 +191,41 @@ mod tests {
         assert_eq!(ping, json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
         let roots = LegacyServerRequest::ListRoots(None).to_message(&RequestId::Number(1));
         assert_eq!(roots["method"], "roots/list");
+    }
+
+    #[test]
+    fn server_to_client_requests_decode_by_method() {
+        use std::str::FromStr;
+        let msg = crate::jsonrpc::Message::from_str(
+            r#"{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object","properties":{}}}}"#,
+        )
+        .unwrap();
+        let crate::jsonrpc::Message::Request(req) = msg else {
+            panic!("a request")
+        };
+        let decoded = LegacyServerRequest::decode(&req.method, req.params.as_deref())
+            .unwrap()
+            .unwrap();
+        assert!(matches!(
+            decoded,
+            LegacyServerRequest::Elicit(ElicitRequestParams::Form(_))
+        ));
+        assert_eq!(decoded.to_message(&req.id)["params"]["message"], "Name?");
+        assert!(matches!(
+            LegacyServerRequest::decode("ping", None),
+            Ok(Some(LegacyServerRequest::Ping(None)))
+        ));
+        assert!(
+            LegacyServerRequest::decode("roots/list", None)
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            LegacyServerRequest::decode("tools/list", None)
+                .unwrap()
+                .is_none()
+        );
+        assert!(LegacyServerRequest::decode("sampling/createMessage", None).is_err());
     }
 
     #[test]

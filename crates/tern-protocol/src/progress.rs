@@ -46,3 +46,16 @@ pub struct CancelledNotificationParams {
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<NotificationMeta>,
 }
+
+impl ProgressNotificationParams {
+    /// Progress `progress` of the request with `progress_token`.
+    pub fn new(progress_token: ProgressToken, progress: f64) -> Self {
+        Self {
+            progress_token,
+            progress,
+            total: None,
+            message: None,
+            meta: None,
+        }
+    }
+}

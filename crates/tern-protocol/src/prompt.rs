@@ -131,3 +131,15 @@ pub struct ListPromptsResult {
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<ResultMeta>,
 }
+
+impl ListPromptsResult {
+    /// A page of prompts with its caching hints (required on the wire).
+    pub fn new(prompts: Vec<Prompt>, ttl_ms: u64, cache_scope: CacheScope) -> Self {
+        Self {
+            prompts,
+            ttl_ms: Some(ttl_ms),
+            cache_scope: Some(cache_scope),
+            ..Self::default()
+        }
+    }
+}

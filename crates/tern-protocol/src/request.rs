@@ -42,7 +42,7 @@ pub enum ClientRequest {
     /// `prompts/get`.
     GetPrompt(GetPromptRequestParams),
     /// `completion/complete`.
-    Complete(CompleteRequestParams),
+    Completion(CompleteRequestParams),
     /// `subscriptions/listen`.
     Listen(SubscriptionsListenRequestParams),
     /// `tasks/get` (Tasks extension).
@@ -99,7 +99,7 @@ impl ClientRequest {
             method::RESOURCES_READ => Self::ReadResource(p(m, params)?),
             method::PROMPTS_LIST => Self::ListPrompts(p(m, params)?),
             method::PROMPTS_GET => Self::GetPrompt(p(m, params)?),
-            method::COMPLETION_COMPLETE => Self::Complete(p(m, params)?),
+            method::COMPLETION_COMPLETE => Self::Completion(p(m, params)?),
             method::SUBSCRIPTIONS_LISTEN => Self::Listen(p(m, params)?),
             method::TASKS_GET => Self::GetTask(p(m, params)?),
             method::TASKS_UPDATE => Self::UpdateTask(p(m, params)?),
@@ -129,7 +129,7 @@ impl ClientRequest {
             Self::ReadResource(_) => method::RESOURCES_READ,
             Self::ListPrompts(_) => method::PROMPTS_LIST,
             Self::GetPrompt(_) => method::PROMPTS_GET,
-            Self::Complete(_) => method::COMPLETION_COMPLETE,
+            Self::Completion(_) => method::COMPLETION_COMPLETE,
             Self::Listen(_) => method::SUBSCRIPTIONS_LISTEN,
             Self::GetTask(_) => method::TASKS_GET,
             Self::UpdateTask(_) => method::TASKS_UPDATE,
@@ -151,7 +151,7 @@ impl ClientRequest {
             Self::CallTool(p) => &p.meta,
             Self::ReadResource(p) => &p.meta,
             Self::GetPrompt(p) => &p.meta,
-            Self::Complete(p) => &p.meta,
+            Self::Completion(p) => &p.meta,
             Self::Listen(p) => &p.meta,
             Self::GetTask(p) | Self::CancelTask(p) => &p.meta,
             Self::UpdateTask(p) => &p.meta,
@@ -191,7 +191,7 @@ impl ClientRequest {
             Self::CallTool(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::ReadResource(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::GetPrompt(p) => jsonrpc::serialize_request(id, m, Some(p), s),
-            Self::Complete(p) => jsonrpc::serialize_request(id, m, Some(p), s),
+            Self::Completion(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::Listen(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::GetTask(p) | Self::CancelTask(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::UpdateTask(p) => jsonrpc::serialize_request(id, m, Some(p), s),

@@ -190,3 +190,43 @@ pub struct ResourceUpdatedNotificationParams {
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<NotificationMeta>,
 }
+
+impl ReadResourceResult {
+    /// Contents with their caching hints (required on the wire).
+    pub fn new(contents: Vec<ResourceContents>, ttl_ms: u64, cache_scope: CacheScope) -> Self {
+        Self {
+            contents,
+            ttl_ms: Some(ttl_ms),
+            cache_scope: Some(cache_scope),
+            ..Self::default()
+        }
+    }
+}
+
+impl ListResourcesResult {
+    /// A page of resources with its caching hints (required on the wire).
+    pub fn new(resources: Vec<Resource>, ttl_ms: u64, cache_scope: CacheScope) -> Self {
+        Self {
+            resources,
+            ttl_ms: Some(ttl_ms),
+            cache_scope: Some(cache_scope),
+            ..Self::default()
+        }
+    }
+}
+
+impl ListResourceTemplatesResult {
+    /// A page of templates with its caching hints (required on the wire).
+    pub fn new(
+        resource_templates: Vec<ResourceTemplate>,
+        ttl_ms: u64,
+        cache_scope: CacheScope,
+    ) -> Self {
+        Self {
+            resource_templates,
+            ttl_ms: Some(ttl_ms),
+            cache_scope: Some(cache_scope),
+            ..Self::default()
+        }
+    }
+}

@@ -46,8 +46,9 @@ string_tag!(
     TaskTag = "task"
 );
 
-/// The `resultType`s tern recognises.
+/// The `resultType`s tern recognises (extensions may add more, R3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ResultType {
     /// `complete`.
     Complete,
@@ -59,6 +60,7 @@ pub enum ResultType {
 
 /// Intended scope of a cached result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 #[serde(rename_all = "lowercase")]
 pub enum CacheScope {
     /// No user-specific data: any cache may share it.
@@ -97,7 +99,8 @@ pub struct EmptyResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AnyResult {
-    /// The `resultType`, as sent.
+    /// The `resultType`, as sent; `complete` when absent (R5).
+    #[serde(default = "complete_string")]
     pub result_type: String,
     /// `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -107,8 +110,9 @@ pub struct AnyResult {
     pub extra: JsonObject,
 }
 
-/// The common shape of cacheable results (`CacheableResult`): discover, the
-/// list methods and `resources/read`. Never an interim `input_required` (S17).
+/// The schema's abstract `CacheableResult` (discover, the list methods and
+/// `resources/read` extend it), decoded strictly: here `ttlMs` and
+/// `cacheScope` are required. Never an interim `input_required` (S17).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CacheableResult {
@@ -127,15 +131,29 @@ pub struct CacheableResult {
     pub extra: JsonObject,
 }
 
+fn complete_string() -> String {
+    CompleteTag::VALUE.to_owned()
+}
+
 /// What the caller knows when decoding a result.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ResultContext {
-    /// The request declared the Tasks extension and the server advertises it,
-    /// so `tools/call` may answer with `resultType: "task"`.
+    /// The request being answered declared the Tasks extension in its own
+    /// `clientCapabilities`, so `tools/call` may answer with `resultType:
+    /// "task"` (Tasks extension: only this request's capabilities count).
     pub tasks: bool,
 }
 
 impl ResultContext {
+    /// The context of a result answering a request with this `_meta`.
+    pub fn for_request(meta: &crate::meta::RequestMeta) -> Self {
+        Self {
+            tasks: meta
+                .client_capabilities
+                .extension(crate::task::TASKS_EXTENSION),
+        }
+    }
+
     /// A context in which the Tasks extension is in play.
     pub fn with_tasks() -> Self {
         Self { tasks: true }
@@ -163,7 +181,7 @@ pub enum ServerResult {
     /// `prompts/get`.
     GetPrompt(Outcome<GetPromptResult>),
     /// `completion/complete`.
-    Complete(CompleteResult),
+    Completion(CompleteResult),
     /// `subscriptions/listen` (the graceful close).
     Listen(SubscriptionsListenResult),
     /// `tasks/get`.
@@ -233,7 +251,7 @@ impl ServerResult {
             method::RESOURCES_READ => Self::ReadResource(outcome(method, result_type, value)?),
             method::PROMPTS_LIST => Self::ListPrompts(typed(method, value)?),
             method::PROMPTS_GET => Self::GetPrompt(outcome(method, result_type, value)?),
-            method::COMPLETION_COMPLETE => Self::Complete(typed(method, value)?),
+            method::COMPLETION_COMPLETE => Self::Completion(typed(method, value)?),
             method::SUBSCRIPTIONS_LISTEN => Self::Listen(typed(method, value)?),
             method::TASKS_GET => Self::GetTask(typed(method, value)?),
             method::TASKS_UPDATE | method::TASKS_CANCEL | method::PING => {
@@ -256,7 +274,7 @@ impl Serialize for ServerResult {
             Self::ReadResource(r) => r.serialize(s),
             Self::ListPrompts(r) => r.serialize(s),
             Self::GetPrompt(r) => r.serialize(s),
-            Self::Complete(r) => r.serialize(s),
+            Self::Completion(r) => r.serialize(s),
             Self::Listen(r) => r.serialize(s),
             Self::GetTask(r) => r.serialize(s),
             Self::Empty(r) => r.serialize(s),
@@ -350,6 +368,32 @@ mod tests {
                 "{m}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn missing_result_type_is_complete_for_unknown_methods_too() {
+        let r = decode("logging/setLevel", "{}").unwrap();
+        let ServerResult::Other(any) = r else {
+            panic!("an unknown method's result")
+        };
+        assert_eq!(any.result_type, "complete");
+        assert!(
+            decode("x/y", r#"{"resultType":"soon"}"#)
+                .unwrap_err()
+                .contains("unknown resultType")
+        );
+    }
+
+    #[test]
+    fn the_context_follows_the_requests_own_capabilities() {
+        let with = crate::meta::RequestMeta::new(
+            "2026-07-28",
+            crate::ClientCapabilities::default().with_extension(crate::task::TASKS_EXTENSION),
+        );
+        assert!(ResultContext::for_request(&with).tasks);
+        let without =
+            crate::meta::RequestMeta::new("2026-07-28", crate::ClientCapabilities::default());
+        assert!(!ResultContext::for_request(&without).tasks);
     }
 
     #[test]

@@ -80,3 +80,17 @@ pub struct SubscriptionsListenResult {
     #[serde(rename = "_meta")]
     pub meta: SubscriptionsListenResultMeta,
 }
+
+impl SubscriptionsListenResult {
+    /// The graceful close of subscription `subscription_id`.
+    pub fn new(subscription_id: RequestId) -> Self {
+        Self {
+            result_type: CompleteTag,
+            meta: SubscriptionsListenResultMeta {
+                subscription_id,
+                server_info: None,
+                extra: JsonObject::new(),
+            },
+        }
+    }
+}

@@ -201,3 +201,46 @@ pub struct TaskStatusNotificationParams {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TasksExtensionCapability {}
+
+impl Task {
+    /// A task created at `created_at` (ISO 8601), in `status`.
+    pub fn new(
+        task_id: impl Into<String>,
+        status: TaskStatus,
+        created_at: impl Into<String>,
+        ttl_ms: Option<i64>,
+    ) -> Self {
+        let created_at = created_at.into();
+        Self {
+            task_id: task_id.into(),
+            status,
+            status_message: None,
+            last_updated_at: created_at.clone(),
+            created_at,
+            ttl_ms,
+            poll_interval_ms: None,
+        }
+    }
+}
+
+impl CreateTaskResult {
+    /// The result handing back `task`.
+    pub fn new(task: Task) -> Self {
+        Self {
+            result_type: TaskTag,
+            task,
+            meta: None,
+        }
+    }
+}
+
+impl GetTaskResult {
+    /// The result of `tasks/get` for `task`.
+    pub fn new(task: DetailedTask) -> Self {
+        Self {
+            result_type: CompleteTag,
+            task,
+            meta: None,
+        }
+    }
+}

@@ -213,3 +213,15 @@ pub struct ListToolsResult {
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<ResultMeta>,
 }
+
+impl ListToolsResult {
+    /// A page of tools with its caching hints (required on the wire).
+    pub fn new(tools: Vec<Tool>, ttl_ms: u64, cache_scope: CacheScope) -> Self {
+        Self {
+            tools,
+            ttl_ms: Some(ttl_ms),
+            cache_scope: Some(cache_scope),
+            ..Self::default()
+        }
+    }
+}

@@ -74,8 +74,9 @@ pub struct Claims<'a> {
     /// The request's arguments; see [`arguments_digest`] for how they are
     /// compared.
     pub arguments: Option<&'a Value>,
-    /// A unique id of the logical call, the same across its rounds; it keys
-    /// single-use enforcement, which this crate does not do (S11).
+    /// A unique id of this state (tern's server mints a fresh one for every
+    /// round's token); it keys single-use enforcement, which this crate does
+    /// not do (S11).
     pub state_id: [u8; 16],
     /// The round number.
     pub round: u32,

@@ -591,7 +591,7 @@ impl Server {
                 },
             ),
             ClientRequest::GetPrompt(p) => self.get_prompt(id, p, call).await,
-            ClientRequest::Complete(p) => Ok(to_json(&self.complete(p).await)),
+            ClientRequest::Completion(p) => Ok(to_json(&self.complete(p).await)),
             _ => Err(ErrorObject::method_not_found(m)),
         }
     }

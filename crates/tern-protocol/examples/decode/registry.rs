@@ -156,6 +156,18 @@ fn request(text: &str, methods: &[&str]) -> Decoded {
     if matches!(typed, ClientRequest::Other { .. }) && !methods.is_empty() {
         return Err(format!("unknown method \"{}\"", req.method));
     }
+    // Strictly, every `inputResponses` entry is one of the three answers (a
+    // server instead ignores the entries it did not ask for, S14).
+    let responses = match &typed {
+        ClientRequest::CallTool(p) => p.input_responses.as_ref(),
+        ClientRequest::GetPrompt(p) => p.input_responses.as_ref(),
+        ClientRequest::ReadResource(p) => p.input_responses.as_ref(),
+        ClientRequest::UpdateTask(p) => Some(&p.input_responses),
+        _ => None,
+    };
+    if let Some(responses) = responses {
+        responses.decode_all().map_err(|e| e.to_string())?;
+    }
     serde_json::to_value(typed.with_id(&req.id)).map_err(|e| e.to_string())
 }
 

@@ -10,6 +10,7 @@
 #[path = "../../examples/decode/registry.rs"]
 mod registry;
 
+mod built;
 mod decoder;
 mod examples;
 mod fixtures;
