@@ -162,6 +162,15 @@ impl<'de> Deserialize<'de> for InputRequest {
     }
 }
 
+/// Reads `inputResponses` when present: an explicit `null` is refused (the
+/// schema wants an object), where plain `Option` handling would read it as
+/// absent.
+pub(crate) fn present_responses<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<InputResponses>, D::Error> {
+    InputResponses::deserialize(d).map(Some)
+}
+
 /// The questions of one round, keyed by server-chosen keys, in order (S3).
 pub type InputRequests = IndexMap<String, InputRequest>;
 
@@ -317,7 +326,11 @@ impl FromIterator<(String, InputResponse)> for InputResponses {
 #[serde(rename_all = "camelCase")]
 pub struct InputResponseRequestParams {
     /// Answers to the previous round's questions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::mrtr::present_responses",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub input_responses: Option<InputResponses>,
     /// The previous round's state, echoed byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]

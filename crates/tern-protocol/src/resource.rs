@@ -95,7 +95,11 @@ pub struct ReadResourceRequestParams {
     /// The resource.
     pub uri: String,
     /// Answers to the previous round's `inputRequests` (MRTR retry).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::mrtr::present_responses",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub input_responses: Option<InputResponses>,
     /// The previous round's `requestState`, echoed byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -115,7 +115,11 @@ pub struct CallToolRequestParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<JsonObject>,
     /// Answers to the previous round's `inputRequests` (MRTR retry).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::mrtr::present_responses",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub input_responses: Option<InputResponses>,
     /// The previous round's `requestState`, echoed byte for byte (C2).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -13,36 +13,83 @@ pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
 /// The digest of a request's arguments that a token is bound to (S10c): SHA-256
 /// of their RFC 8785 (JCS) canonical JSON.
 ///
-/// Canonical JSON sorts object members and writes numbers in one form, so
-/// `{"a":1,"b":2}` and `{"b":2,"a":1.0}` have the same digest while any change
-/// of a value does not.
+/// Canonical JSON sorts object members (by UTF-16 code units) and writes
+/// numbers in one form, so `{"a":1,"b":2}` and `{"b":2,"a":1.0}` have the same
+/// digest while any change of a value does not.
 ///
 /// Absent arguments (`None`) and an empty object (`{}`) have the same digest:
 /// `tools/call` and `prompts/get` treat both as "no arguments", and a client
 /// that omits `arguments` on one leg and sends `{}` on the next is retrying the
 /// same request. `null`, `[]` and other values are distinct.
 ///
-/// Numbers are compared as JCS does, as IEEE-754 doubles: integers beyond
-/// ±2<sup>53</sup> that round to the same double have the same digest.
+/// One deliberate departure from RFC 8785, which writes every number as an
+/// IEEE-754 double: integers are written exactly. For I-JSON input (integers
+/// within ±2<sup>53</sup>, all RFC 8785 promises to handle) the two agree; beyond
+/// it, JCS would give `4611686018427387904` and `4611686018427387905` one
+/// digest, and a state sealed for one id would open for its neighbour.
 pub fn arguments_digest(arguments: Option<&Value>) -> [u8; 32] {
     let Some(value) = arguments else {
         return sha256(b"{}");
     };
     let mut hasher = HashWriter(Sha256::new());
-    if serde_json_canonicalizer::to_writer(value, &mut hasher).is_ok() {
-        return hasher.0.finalize().into();
-    }
-    // Unreachable for a `serde_json::Value` without `arbitrary_precision`: its
-    // keys are strings, unique, and its numbers finite. Should JCS refuse it
-    // anyway, fall back to serde_json's own faithful (if not canonical)
-    // encoding under a distinct label, so distinct values still never share a
-    // digest with each other or with canonical JSON.
-    let mut hasher = HashWriter(Sha256::new());
-    hasher.0.update(b"\x00tern/arguments/non-canonical\x00");
-    // An error here leaves a deterministic digest of whatever was written;
-    // serde_json cannot fail to write a `Value` into a writer that never fails.
-    let _ = serde_json::to_writer(&mut hasher, value);
+    canonical(value, &mut hasher);
     hasher.0.finalize().into()
+}
+
+/// Writes `value` in canonical form (see [`arguments_digest`]).
+fn canonical(value: &Value, out: &mut HashWriter) {
+    match value {
+        Value::Null | Value::Bool(_) | Value::String(_) => {
+            // serde_json escapes strings exactly as JCS does: `\"`, `\\`, the
+            // short forms `\b \f \n \r \t`, other controls as lowercase
+            // `\u00xx`, and nothing else.
+            let _ = serde_json::to_writer(&mut *out, value);
+        }
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                out.0.update(i.to_string().as_bytes());
+            } else if let Some(u) = n.as_u64() {
+                out.0.update(u.to_string().as_bytes());
+            } else if let Some(f) = n.as_f64() {
+                write_double(f, out);
+            }
+        }
+        Value::Array(items) => {
+            out.0.update(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.0.update(b",");
+                }
+                canonical(item, out);
+            }
+            out.0.update(b"]");
+        }
+        Value::Object(members) => {
+            let mut keys: Vec<&String> = members.keys().collect();
+            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            out.0.update(b"{");
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.0.update(b",");
+                }
+                let _ = serde_json::to_writer(&mut *out, key);
+                out.0.update(b":");
+                canonical(&members[key], out);
+            }
+            out.0.update(b"}");
+        }
+    }
+}
+
+/// A double as ECMAScript's `Number.prototype.toString` writes it (RFC 8785
+/// §3.2.2.3); `-0` is `0`. JSON has no NaN or infinity to write.
+fn write_double(f: f64, out: &mut HashWriter) {
+    if f == 0.0 {
+        out.0.update(b"0");
+        return;
+    }
+    let mut buf = ryu_js::Buffer::new();
+    out.0.update(buf.format_finite(f).as_bytes());
 }
 
 /// Streams serialised JSON into a hash without buffering it.
@@ -66,6 +113,49 @@ mod tests {
     use super::*;
 
     /// Digests computed independently (`printf '%s' '<json>' | sha256sum`).
+    #[test]
+    fn integers_are_bound_exactly_beyond_two_to_the_53() {
+        let a = arguments_digest(Some(&json!({"id": 4_611_686_018_427_387_904_u64})));
+        let b = arguments_digest(Some(&json!({"id": 4_611_686_018_427_387_905_u64})));
+        assert_ne!(a, b);
+        let neg = arguments_digest(Some(&json!({"id": -9_007_199_254_740_993_i64})));
+        assert_ne!(
+            neg,
+            arguments_digest(Some(&json!({"id": -9_007_199_254_740_992_i64})))
+        );
+    }
+
+    #[test]
+    fn doubles_follow_ecmascript() {
+        // RFC 8785 appendix B samples.
+        for (n, text) in [
+            (1e21, "1e+21"),
+            (1e-7, "1e-7"),
+            (0.000_001, "0.000001"),
+            (333_333_333.333_333_3, "333333333.3333333"),
+            (-0.0, "0"),
+        ] {
+            let mut h = HashWriter(Sha256::new());
+            write_double(n, &mut h);
+            assert_eq!(
+                h.0.finalize().as_slice(),
+                sha256(text.as_bytes()).as_slice(),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn keys_sort_by_utf16_code_units() {
+        // U+1F600 (surrogates D83D DE00) sorts before U+FB01 in UTF-16, after it
+        // in UTF-8 / code points.
+        let value = json!({"\u{fb01}": 1, "\u{1f600}": 2});
+        let mut h = HashWriter(Sha256::new());
+        canonical(&value, &mut h);
+        let want = sha256("{\"\u{1f600}\":2,\"\u{fb01}\":1}".as_bytes());
+        assert_eq!(h.0.finalize().as_slice(), want.as_slice());
+    }
+
     #[test]
     fn known_digests() {
         assert_eq!(

@@ -83,7 +83,7 @@ impl CompletionDef {
 impl Server {
     pub(crate) async fn complete(&self, params: CompleteRequestParams) -> CompleteResult {
         let handler = self
-            .inner
+            .registry()
             .completions
             .get(&CompletionDef::key(&params.reference))
             .map(|d| d.handler.clone());

@@ -74,7 +74,18 @@ pub(crate) struct Leg {
     pub(crate) pending: IndexMap<String, PendingQuestion>,
     pub(crate) memo: BTreeMap<String, Value>,
     pub(crate) fatal: Option<ErrorObject>,
+    /// How often each key was answered in this leg: asking a key again after
+    /// that (a handler that loops until an answer suits it) is a new question.
+    pub(crate) asked: std::collections::HashMap<String, u32>,
+    /// Woken when a question is raised outside the handler's own poll (from a
+    /// spawned task holding a `Ctx`).
+    pub(crate) waker: Option<std::task::Waker>,
 }
+
+/// The fingerprint of an answer given without a `requestState` (see
+/// [`crate::ToolDef::answers_without_state`]): it counts for whichever question
+/// is asked under its key, and is then bound to it.
+pub(crate) const UNBOUND: &str = "*";
 
 #[derive(Debug, Default)]
 struct ProgressState {
@@ -242,16 +253,28 @@ impl Ctx {
             let (required, what) = required_capabilities(request);
             return Lookup::Missing(AskError::missing(required, what));
         }
-        let key = question.key();
         let fingerprint = fingerprint(request);
         let mut leg = self.leg();
-        if let Some(answer) = leg.answers.get(&key) {
-            if answer.fingerprint == fingerprint {
+        let base = question.key();
+        // Asking a key again after it was answered in this leg (a handler
+        // looping until an answer suits it) is a new question: `key#2`, …
+        let answered = leg.asked.get(&base).copied().unwrap_or(0);
+        let key = if answered == 0 {
+            base.clone()
+        } else {
+            format!("{base}#{}", answered + 1)
+        };
+        if let Some(answer) = leg.answers.get_mut(&key) {
+            if answer.fingerprint == fingerprint || answer.fingerprint == UNBOUND {
                 let decoded = InputResponse::decode_as(request.kind(), &answer.value)
                     .map_err(|e| e.to_string())
                     .and_then(|response| question.decode(response));
                 match decoded {
-                    Ok(out) => return Lookup::Answered(out),
+                    Ok(out) => {
+                        answer.fingerprint.clone_from(&fingerprint);
+                        *leg.asked.entry(base).or_insert(0) += 1;
+                        return Lookup::Answered(out);
+                    }
                     // The answer does not satisfy the question: ask again (S15).
                     Err(reason) => tracing::debug!(%key, %reason, "answer refused; asking again"),
                 }
@@ -272,6 +295,9 @@ impl Ctx {
                 request: request.clone(),
             },
         );
+        if let Some(waker) = leg.waker.take() {
+            waker.wake();
+        }
         Lookup::Suspend
     }
 
@@ -315,7 +341,8 @@ impl Ctx {
         else {
             return false;
         };
-        if self.is_cancelled() {
+        // §4.1: values must increase; NaN and infinities cannot.
+        if self.is_cancelled() || !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
             return false;
         }
         let mut state = lock(&self.inner.progress);

@@ -65,6 +65,7 @@ enum ToolErrorKind {
     Tool(String),
     Protocol(Box<ErrorObject>),
     Ask(AskError),
+    RetryLater,
 }
 
 impl ToolError {
@@ -89,6 +90,21 @@ impl ToolError {
         Self::protocol(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"))
     }
 
+    /// Not an error: the work is not done yet (an out-of-band step such as a
+    /// URL-mode sign-in has not finished). The request is answered with a
+    /// state-only `input_required`, and the client retries with that state
+    /// (spec §2.4, "load shedding"), running the handler again.
+    pub fn retry_later() -> Self {
+        Self {
+            kind: ToolErrorKind::RetryLater,
+        }
+    }
+
+    /// This asks the client to retry later (see [`ToolError::retry_later`]).
+    pub fn is_retry_later(&self) -> bool {
+        matches!(self.kind, ToolErrorKind::RetryLater)
+    }
+
     /// The message of a tool error.
     pub fn message(&self) -> Option<&str> {
         match &self.kind {
@@ -108,6 +124,10 @@ impl ToolError {
             ToolErrorKind::Tool(_) => None,
             ToolErrorKind::Protocol(e) => Some((**e).clone()),
             ToolErrorKind::Ask(a) => Some(a.to_error_object()),
+            ToolErrorKind::RetryLater => Some(ErrorObject::new(
+                code::INTERNAL_ERROR,
+                "retry later outside an MRTR request",
+            )),
         }
     }
 }
@@ -118,6 +138,7 @@ impl fmt::Display for ToolError {
             ToolErrorKind::Tool(m) => f.write_str(m),
             ToolErrorKind::Protocol(e) => write!(f, "{e}"),
             ToolErrorKind::Ask(a) => write!(f, "{a}"),
+            ToolErrorKind::RetryLater => f.write_str("not done yet: retry later"),
         }
     }
 }

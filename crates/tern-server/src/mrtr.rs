@@ -16,7 +16,7 @@ use tern_protocol::mrtr::{InputKind, InputResponse};
 use tern_protocol::{InputRequests, InputRequiredResult, InputResponses};
 use tern_seal::{Claims, Expect, Sealer};
 
-use crate::ctx::{Ctx, Leg, StoredAnswer};
+use crate::ctx::{Ctx, Leg, StoredAnswer, UNBOUND};
 use crate::principal::Principal;
 use crate::replay::ReplayStore;
 
@@ -158,10 +158,39 @@ impl Engine {
         origin: Origin<'_>,
         request_state: Option<&str>,
         responses: Option<&InputResponses>,
+        without_state: bool,
     ) -> Result<Resumed, ErrorObject> {
         let Some(token) = request_state else {
-            // No state: nothing was asked, so no answer can count (S14).
-            return Ok(Resumed::default());
+            if !without_state {
+                // No state: nothing was asked, so no answer can count (S14).
+                return Ok(Resumed::default());
+            }
+            // The handler opted in: answers count for whatever it asks under
+            // their keys, each checked against its question when asked.
+            let mut answers = BTreeMap::new();
+            for key in responses
+                .map(|r| r.keys().collect::<Vec<_>>())
+                .unwrap_or_default()
+            {
+                let Some(raw) = responses.and_then(|r| r.raw(key)) else {
+                    continue;
+                };
+                self.check_answer_len(key, raw)?;
+                answers.insert(
+                    key.to_owned(),
+                    StoredAnswer {
+                        fingerprint: UNBOUND.to_owned(),
+                        value: raw.clone(),
+                    },
+                );
+            }
+            return Ok(Resumed {
+                leg: Leg {
+                    answers,
+                    ..Leg::default()
+                },
+                ..Resumed::default()
+            });
         };
         let expect = Expect {
             principal: origin.principal.id(),
@@ -181,16 +210,18 @@ impl Engine {
                 continue;
             };
             let kind = InputKind::from(pending.kind);
-            if let Err(e) = InputResponse::decode_as(kind, raw) {
-                return Err(ErrorObject::invalid_params(format!(
-                    "inputResponses[\"{key}\"]: {e}"
-                )));
-            }
+            self.check_answer_len(key, raw)?;
+            let response = InputResponse::decode_as(kind, raw).map_err(|e| {
+                ErrorObject::invalid_params(format!("inputResponses[\"{key}\"]: {e}"))
+            })?;
+            // Keep the typed answer, not the raw one: members the answer's kind
+            // does not have are not carried into the sealed state.
+            let value = serde_json::to_value(&response).unwrap_or_default();
             answers.insert(
                 key.clone(),
                 StoredAnswer {
                     fingerprint: pending.fingerprint.clone(),
-                    value: raw.clone(),
+                    value,
                 },
             );
         }
@@ -225,7 +256,8 @@ impl Engine {
             requests.insert(key, question.request);
         }
         let mut answers = leg.answers;
-        answers.retain(|k, _| !pending.contains_key(k));
+        // Unbound answers that no question used are dropped, not carried on.
+        answers.retain(|k, a| !pending.contains_key(k) && a.fingerprint != UNBOUND);
         let payload = Payload {
             answers,
             pending,
@@ -254,7 +286,25 @@ impl Engine {
                     "Internal error: the request's state grew too large",
                 )
             })?;
+        if requests.is_empty() {
+            return Ok(InputRequiredResult::state_only(token));
+        }
         Ok(InputRequiredResult::new(requests, Some(token)))
+    }
+
+    /// An answer may use at most half the state's size cap: it is sealed into
+    /// the next round's state, and an oversized one is the client's fault
+    /// (`-32602`), not a server error later.
+    fn check_answer_len(&self, key: &str, raw: &Value) -> Result<(), ErrorObject> {
+        let limit = self.sealer.options().max_token_len / 2;
+        let mut counter = LenCounter(0);
+        let _ = serde_json::to_writer(&mut counter, raw);
+        if counter.0 > limit {
+            return Err(ErrorObject::invalid_params(format!(
+                "inputResponses[\"{key}\"] is larger than {limit} bytes"
+            )));
+        }
+        Ok(())
     }
 
     /// Before running a leg that presented state `state_id`: the stored final
@@ -287,9 +337,30 @@ impl Engine {
             .await
             .map_err(store_failed)?;
         if first {
-            Ok(None)
-        } else {
-            Err(invalid_state("state already redeemed"))
+            return Ok(None);
+        }
+        if policy.idempotent_retry {
+            // A duplicate that arrives while the first is still running waits
+            // (bounded) for its outcome rather than failing.
+            let deadline = tokio::time::Instant::now() + DUPLICATE_WAIT;
+            while tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if let Some(result) = self.replay.result(state_id).await.map_err(store_failed)? {
+                    return Ok(Some(result));
+                }
+            }
+        }
+        Err(invalid_state("state already redeemed"))
+    }
+
+    /// Holds the redemption of `state_id` for this leg; unless
+    /// [`Claim::keep`] is called (the leg produced an outcome), it is released
+    /// so the same retry can be made again.
+    pub(crate) fn claim(&self, policy: ReplayPolicy, state_id: Option<[u8; 16]>) -> Claim {
+        let held = state_id.filter(|_| policy.single_use || policy.idempotent_retry);
+        Claim {
+            store: Arc::clone(&self.replay),
+            state_id: held,
         }
     }
 
@@ -312,6 +383,54 @@ impl Engine {
     }
 }
 
+/// How long a duplicate idempotent retry waits for the first one's outcome.
+const DUPLICATE_WAIT: Duration = Duration::from_secs(10);
+
+/// See [`Engine::claim`].
+pub(crate) struct Claim {
+    store: Arc<dyn ReplayStore>,
+    state_id: Option<[u8; 16]>,
+}
+
+impl Claim {
+    /// The leg produced an outcome: the redemption stands.
+    pub(crate) fn keep(mut self) {
+        self.state_id = None;
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let Some(state_id) = self.state_id.take() else {
+            return;
+        };
+        let store = Arc::clone(&self.store);
+        // Runs when the leg failed or its client went away (the future was
+        // dropped): release in the background.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = store.release(state_id).await {
+                    tracing::warn!(error = %e, "replay store failed to release a claim");
+                }
+            });
+        }
+    }
+}
+
+/// Counts the bytes a serialiser writes.
+struct LenCounter(usize);
+
+impl std::io::Write for LenCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Polls `handler` until it completes, or until a poll leaves questions
 /// pending (all questions raised in that poll travel together), or a fatal
 /// error was recorded.
@@ -321,6 +440,7 @@ pub(crate) async fn drive<F: Future>(ctx: &Ctx, handler: F) -> Driven<F::Output>
         Poll::Ready(out) => Poll::Ready(Driven::Done(out)),
         Poll::Pending => {
             let mut leg = ctx.leg();
+            leg.waker = Some(cx.waker().clone());
             if let Some(fatal) = leg.fatal.take() {
                 Poll::Ready(Driven::Fatal(fatal))
             } else if leg.pending.is_empty() {

@@ -18,6 +18,7 @@ pub struct PromptDef {
     pub(crate) prompt: Prompt,
     pub(crate) handler: Erased<GetPromptResult>,
     pub(crate) forms: Vec<Result<(), FormError>>,
+    pub(crate) answers_without_state: bool,
 }
 
 impl std::fmt::Debug for PromptDef {
@@ -73,6 +74,7 @@ impl PromptDef {
             prompt,
             handler: erase_prompt(handler),
             forms: Vec::new(),
+            answers_without_state: false,
         }
     }
 
@@ -80,6 +82,14 @@ impl PromptDef {
     #[must_use]
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.prompt.title = Some(title.into());
+        self
+    }
+
+    /// Accepts answers without a `requestState` (see
+    /// [`crate::ToolDef::answers_without_state`]).
+    #[must_use]
+    pub fn answers_without_state(mut self) -> Self {
+        self.answers_without_state = true;
         self
     }
 
@@ -92,6 +102,18 @@ impl PromptDef {
     }
 }
 
+impl PromptDef {
+    pub(crate) fn check(&self) -> Result<(), crate::error::BuildError> {
+        match self.forms.iter().find(|f| f.is_err()) {
+            Some(Err(e)) => Err(crate::error::BuildError(format!(
+                "prompt {}: {e}",
+                self.prompt.name
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl Server {
     pub(crate) async fn get_prompt(
         &self,
@@ -100,7 +122,7 @@ impl Server {
         call: CallContext,
     ) -> Result<Value, ErrorObject> {
         let inner = &self.inner;
-        let Some(def) = inner.prompts.get(&params.name) else {
+        let Some(def) = self.registry().prompts.get(&params.name).cloned() else {
             return Err(ErrorObject::invalid_params(format!(
                 "Unknown prompt: {}",
                 params.name
@@ -131,6 +153,7 @@ impl Server {
             origin,
             params.request_state.as_deref(),
             params.input_responses.as_ref(),
+            def.answers_without_state,
         )?;
         let ctx = Ctx::new(CtxParts {
             request_id: id.clone(),
@@ -152,6 +175,12 @@ impl Server {
                 result.meta.get_or_insert_with(Default::default).server_info =
                     Some(inner.info.clone());
                 Ok(serde_json::to_value(result).unwrap_or_default())
+            }
+            Driven::Done(Err(e)) if e.is_retry_later() => {
+                let ir = inner
+                    .engine
+                    .suspend(origin, ctx.take_leg(), resumed.round)?;
+                Ok(self.stamp_input_required(ir))
             }
             // A prompt has no `isError`: a handler error is invalid params.
             Driven::Done(Err(e)) => Err(e

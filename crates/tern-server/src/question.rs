@@ -353,10 +353,12 @@ impl ListRoots {
     pub fn new() -> Self {
         ROOTS_WARNING
             .call_once(|| tracing::warn!("this server asks for roots, deprecated by SEP-2577"));
-        Self {
-            key: None,
-            request: InputRequest::roots(),
-        }
+        // `params: {}`, as the conformance suite's reference sends it.
+        let request = InputRequest::Roots(tern_protocol::mrtr::ListRootsRequest {
+            params: Some(tern_protocol::roots::ListRootsRequestParams::default()),
+            ..tern_protocol::mrtr::ListRootsRequest::default()
+        });
+        Self { key: None, request }
     }
 
     /// Sets the key the answer travels under.
@@ -384,7 +386,13 @@ impl Question for ListRoots {
 
     fn decode(&self, response: InputResponse) -> Result<Vec<Root>, String> {
         match response {
-            InputResponse::Roots(r) => Ok(r.roots),
+            // §3.3: every root is a file:// URI; anything else asks again.
+            InputResponse::Roots(r)
+                if r.roots.iter().all(|root| root.uri.starts_with("file://")) =>
+            {
+                Ok(r.roots)
+            }
+            InputResponse::Roots(_) => Err("a root is not a file:// URI".into()),
             _ => Err("not a roots answer".into()),
         }
     }

@@ -48,6 +48,10 @@ pub trait ReplayStore: Send + Sync + fmt::Debug + 'static {
     /// The final result kept for `state_id`, if any.
     fn result(&self, state_id: [u8; 16]) -> BoxFuture<'_, Result<Option<Value>, StoreError>>;
 
+    /// Forgets the redemption of `state_id` (its leg ended without an outcome),
+    /// unless a result is kept for it.
+    fn release(&self, state_id: [u8; 16]) -> BoxFuture<'_, Result<(), StoreError>>;
+
     /// Keeps the final result of the leg that redeemed `state_id`.
     fn store_result(
         &self,
@@ -70,6 +74,7 @@ struct Entry {
 pub struct MemoryReplayStore {
     entries: Mutex<HashMap<[u8; 16], Entry>>,
     max_entries: usize,
+    inserts: std::sync::atomic::AtomicUsize,
 }
 
 impl Default for MemoryReplayStore {
@@ -84,6 +89,7 @@ impl MemoryReplayStore {
         Self {
             entries: Mutex::new(HashMap::new()),
             max_entries,
+            inserts: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -101,6 +107,14 @@ impl ReplayStore for MemoryReplayStore {
         if entries.get(&state_id).is_some_and(|e| e.expires > now) {
             return Box::pin(std::future::ready(Ok(false)));
         }
+        // Expired entries are swept every 4,096 redemptions, and whenever the
+        // store is full.
+        let count = self
+            .inserts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if count % 4096 == 4095 {
+            entries.retain(|_, e| e.expires > now);
+        }
         if entries.len() >= self.max_entries {
             entries.retain(|_, e| e.expires > now);
             if entries.len() >= self.max_entries {
@@ -117,6 +131,14 @@ impl ReplayStore for MemoryReplayStore {
             },
         );
         Box::pin(std::future::ready(Ok(true)))
+    }
+
+    fn release(&self, state_id: [u8; 16]) -> BoxFuture<'_, Result<(), StoreError>> {
+        let mut entries = self.lock();
+        if entries.get(&state_id).is_some_and(|e| e.result.is_none()) {
+            entries.remove(&state_id);
+        }
+        Box::pin(std::future::ready(Ok(())))
     }
 
     fn result(&self, state_id: [u8; 16]) -> BoxFuture<'_, Result<Option<Value>, StoreError>> {

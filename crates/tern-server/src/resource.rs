@@ -162,9 +162,10 @@ impl Server {
         call: CallContext,
     ) -> Result<Value, ErrorObject> {
         let inner = &self.inner;
-        let (handler, variables) = if let Some(def) = inner.resources.get(&params.uri) {
+        let registry = self.registry();
+        let (handler, variables) = if let Some(def) = registry.resources.get(&params.uri) {
             (def.erased.clone(), JsonObject::new())
-        } else if let Some((def, vars)) = inner.templates.iter().find_map(|t| {
+        } else if let Some((def, vars)) = registry.templates.iter().find_map(|t| {
             t.matcher
                 .as_ref()
                 .and_then(|m| m.matches(&params.uri))
@@ -194,6 +195,7 @@ impl Server {
             origin,
             params.request_state.as_deref(),
             params.input_responses.as_ref(),
+            false,
         )?;
         let ctx = Ctx::new(CtxParts {
             request_id: id.clone(),
@@ -220,6 +222,12 @@ impl Server {
                     ..ReadResourceResult::default()
                 };
                 Ok(serde_json::to_value(result).unwrap_or_default())
+            }
+            Driven::Done(Err(e)) if e.is_retry_later() => {
+                let ir = inner
+                    .engine
+                    .suspend(origin, ctx.take_leg(), resumed.round)?;
+                Ok(self.stamp_input_required(ir))
             }
             Driven::Done(Err(e)) => Err(e.error_object().unwrap_or_else(|| {
                 ErrorObject::invalid_params(e.to_string())

@@ -1,29 +1,23 @@
 //! [`Server`]: the registry, the dispatcher, and [`ServerBuilder`].
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use indexmap::IndexMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tern_protocol::capabilities::{ListChangedCapability, ResourcesCapability};
 use tern_protocol::discover::DiscoverResult;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::jsonrpc::{self, RequestId};
 use tern_protocol::meta::{RequestMeta, ResultMeta};
-use tern_protocol::prompt::{ListPromptsResult, Prompt};
-use tern_protocol::resource::{
-    ListResourceTemplatesResult, ListResourcesResult, Resource, ResourceTemplate,
-};
+use tern_protocol::prompt::ListPromptsResult;
+use tern_protocol::resource::{ListResourceTemplatesResult, ListResourcesResult};
 use tern_protocol::result::CacheScope;
-use tern_protocol::tool::{ListToolsResult, Tool};
+use tern_protocol::tool::ListToolsResult;
 use tern_protocol::{
-    ClientRequest, Implementation, InputRequiredResult, JsonObject, ServerCapabilities, method,
-    version,
+    ClientRequest, Implementation, InputRequiredResult, ServerCapabilities, method, version,
 };
 use tern_seal::{KeyRing, Sealer, SealerOptions};
 use tokio_util::sync::CancellationToken;
@@ -34,6 +28,7 @@ use crate::error::BuildError;
 use crate::mrtr::{Clock, Engine, SystemClock};
 use crate::principal::Principal;
 use crate::prompt::PromptDef;
+use crate::registry::{Changes, Registry, ToolEntry};
 use crate::replay::{MemoryReplayStore, ReplayStore};
 use crate::resource::{ResourceDef, ResourceTemplateDef};
 use crate::tool::ToolDef;
@@ -65,24 +60,12 @@ pub(crate) struct Config {
     pub(crate) progress_interval: Duration,
 }
 
-pub(crate) struct ToolEntry {
-    pub(crate) def: ToolDef,
-    pub(crate) validator: jsonschema::Validator,
-}
-
 pub(crate) struct Inner {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
-    pub(crate) tools: IndexMap<String, ToolEntry>,
-    pub(crate) tool_list: Vec<Tool>,
-    pub(crate) prompts: IndexMap<String, PromptDef>,
-    pub(crate) prompt_list: Vec<Prompt>,
-    pub(crate) resources: IndexMap<String, ResourceDef>,
-    pub(crate) resource_list: Vec<Resource>,
-    pub(crate) templates: Vec<ResourceTemplateDef>,
-    pub(crate) template_list: Vec<ResourceTemplate>,
-    pub(crate) completions: HashMap<String, CompletionDef>,
-    pub(crate) capabilities: ServerCapabilities,
+    pub(crate) registry: RwLock<Arc<Registry>>,
+    pub(crate) changes: Changes,
+    pub(crate) shutdown: CancellationToken,
     pub(crate) engine: Engine,
     pub(crate) config: Config,
 }
@@ -96,14 +79,12 @@ pub struct Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let registry = self.registry();
         f.debug_struct("Server")
             .field("info", &self.inner.info)
-            .field("tools", &self.inner.tools.keys().collect::<Vec<_>>())
-            .field("prompts", &self.inner.prompts.keys().collect::<Vec<_>>())
-            .field(
-                "resources",
-                &self.inner.resources.keys().collect::<Vec<_>>(),
-            )
+            .field("tools", &registry.tools.keys().collect::<Vec<_>>())
+            .field("prompts", &registry.prompts.keys().collect::<Vec<_>>())
+            .field("resources", &registry.resources.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -127,6 +108,9 @@ pub struct Reply {
     pub id: RequestId,
     /// The result, serialised, or the error.
     pub outcome: Result<Box<RawValue>, ErrorObject>,
+    /// The request itself was malformed (missing `_meta`, params of the wrong
+    /// shape): HTTP answers it with 400.
+    pub malformed: bool,
 }
 
 impl Reply {
@@ -164,6 +148,8 @@ pub struct ServerBuilder {
     replay: Option<Arc<dyn ReplayStore>>,
     clock: Arc<dyn Clock>,
     config: Config,
+    changes: Changes,
+    audience: Option<String>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -197,6 +183,8 @@ impl ServerBuilder {
             max_state_len: DEFAULT_MAX_STATE_LEN,
             replay: None,
             clock: Arc::new(SystemClock),
+            changes: Changes::default(),
+            audience: None,
             config: Config {
                 page_size: DEFAULT_PAGE_SIZE,
                 list_cache: CacheHints::new(Duration::from_secs(60), CacheScope::Public),
@@ -261,6 +249,16 @@ impl ServerBuilder {
     #[must_use]
     pub fn keys(mut self, keys: KeyRing) -> Self {
         self.keys = Some(keys);
+        self
+    }
+
+    /// Who `requestState` is sealed for (default: the server's name). Give
+    /// one value per logical server, the same on every replica (its public
+    /// URL, say), so that two servers sharing keys never accept each other's
+    /// states.
+    #[must_use]
+    pub fn audience(mut self, audience: impl Into<String>) -> Self {
+        self.audience = Some(audience.into());
         self
     }
 
@@ -332,6 +330,12 @@ impl ServerBuilder {
         self
     }
 
+    /// The change announcer of the server being built, for handlers that
+    /// change what the server offers (see [`Changes`]).
+    pub fn changes(&self) -> Changes {
+        self.changes.clone()
+    }
+
     /// Checks everything and builds the server.
     pub fn build(self) -> Result<Server, BuildError> {
         let keys = match self.keys {
@@ -355,72 +359,60 @@ impl ServerBuilder {
             SealerOptions {
                 ttl: self.state_ttl,
                 max_token_len: self.max_state_len,
-                audience: self.info.name.clone(),
+                audience: self
+                    .audience
+                    .clone()
+                    .unwrap_or_else(|| self.info.name.clone()),
             },
         );
-        let mut tools = IndexMap::new();
+        let mut registry = Registry::default();
         for def in self.tools {
-            let validator = def.check()?;
             let name = def.tool.name.clone();
-            if tools
-                .insert(name.clone(), ToolEntry { def, validator })
+            if registry
+                .tools
+                .insert(name.clone(), Arc::new(ToolEntry::new(def)?))
                 .is_some()
             {
                 return Err(BuildError(format!("tool {name} is registered twice")));
             }
         }
-        let mut prompts = IndexMap::new();
         for def in self.prompts {
-            if let Some(Err(e)) = def.forms.iter().find(|f| f.is_err()) {
-                return Err(BuildError(format!("prompt {}: {e}", def.prompt.name)));
-            }
+            def.check()?;
             let name = def.prompt.name.clone();
-            if prompts.insert(name.clone(), def).is_some() {
+            if registry
+                .prompts
+                .insert(name.clone(), Arc::new(def))
+                .is_some()
+            {
                 return Err(BuildError(format!("prompt {name} is registered twice")));
             }
         }
-        let mut resources = IndexMap::new();
         for def in self.resources {
             let def = def.finish();
             let uri = def.resource.uri.clone();
-            if resources.insert(uri.clone(), def).is_some() {
+            if registry
+                .resources
+                .insert(uri.clone(), Arc::new(def))
+                .is_some()
+            {
                 return Err(BuildError(format!("resource {uri} is registered twice")));
             }
         }
-        let templates = self
-            .templates
-            .into_iter()
-            .map(ResourceTemplateDef::finish)
-            .collect::<Result<Vec<_>, _>>()?;
-        let completions: HashMap<String, CompletionDef> = self
+        for def in self.templates {
+            registry.templates.push(Arc::new(def.finish()?));
+        }
+        registry.completions = self
             .completions
             .into_iter()
             .map(|c| (CompletionDef::key(&c.reference), c))
             .collect();
-
-        let capabilities = ServerCapabilities {
-            tools: (!tools.is_empty()).then(ListChangedCapability::default),
-            prompts: (!prompts.is_empty()).then(ListChangedCapability::default),
-            resources: (!resources.is_empty() || !templates.is_empty())
-                .then(ResourcesCapability::default),
-            completions: (!completions.is_empty()).then(JsonObject::new),
-            // Log messages work for requests that set a level (deprecated, SEP-2577).
-            logging: Some(JsonObject::new()),
-            ..ServerCapabilities::default()
-        };
+        registry.refresh();
         let inner = Inner {
-            tool_list: tools.values().map(|t| t.def.tool.clone()).collect(),
-            prompt_list: prompts.values().map(|p| p.prompt.clone()).collect(),
-            resource_list: resources.values().map(|r| r.resource.clone()).collect(),
-            template_list: templates.iter().map(|t| t.template.clone()).collect(),
             info: self.info,
             instructions: self.instructions,
-            tools,
-            prompts,
-            resources,
-            templates,
-            completions,
-            capabilities,
+            registry: RwLock::new(Arc::new(registry)),
+            changes: self.changes,
+            shutdown: CancellationToken::new(),
             engine: Engine {
                 sealer,
                 replay: self
@@ -469,30 +461,143 @@ impl Server {
     }
 
     /// The capabilities `server/discover` advertises, derived from what is
-    /// registered.
-    pub fn capabilities(&self) -> &ServerCapabilities {
-        &self.inner.capabilities
+    /// registered now.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        self.registry().capabilities.clone()
+    }
+
+    pub(crate) fn registry(&self) -> Arc<Registry> {
+        Arc::clone(
+            &self
+                .inner
+                .registry
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    fn update(
+        &self,
+        change: impl FnOnce(&mut Registry) -> Result<bool, BuildError>,
+    ) -> Result<bool, BuildError> {
+        let mut slot = self
+            .inner
+            .registry
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = (**slot).clone();
+        let changed = change(&mut next)?;
+        if changed {
+            next.refresh();
+            *slot = Arc::new(next);
+        }
+        Ok(changed)
+    }
+
+    /// The announcer of changes to open subscriptions.
+    pub fn changes(&self) -> &Changes {
+        &self.inner.changes
+    }
+
+    /// Adds (or replaces) a tool at run time and tells listeners
+    /// (`notifications/tools/list_changed`).
+    pub fn add_tool(&self, tool: ToolDef) -> Result<(), BuildError> {
+        let entry = Arc::new(ToolEntry::new(tool)?);
+        self.update(|r| {
+            r.tools.insert(entry.def.tool.name.clone(), entry);
+            Ok(true)
+        })?;
+        self.inner.changes.tools_changed();
+        Ok(())
+    }
+
+    /// Removes a tool at run time; `true` if it was there (listeners are told).
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let removed = self
+            .update(|r| Ok(r.tools.shift_remove(name).is_some()))
+            .unwrap_or(false);
+        if removed {
+            self.inner.changes.tools_changed();
+        }
+        removed
+    }
+
+    /// Adds (or replaces) a prompt at run time and tells listeners.
+    pub fn add_prompt(&self, prompt: PromptDef) -> Result<(), BuildError> {
+        prompt.check()?;
+        let prompt = Arc::new(prompt);
+        self.update(|r| {
+            r.prompts.insert(prompt.prompt.name.clone(), prompt);
+            Ok(true)
+        })?;
+        self.inner.changes.prompts_changed();
+        Ok(())
+    }
+
+    /// Removes a prompt at run time; `true` if it was there.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        let removed = self
+            .update(|r| Ok(r.prompts.shift_remove(name).is_some()))
+            .unwrap_or(false);
+        if removed {
+            self.inner.changes.prompts_changed();
+        }
+        removed
+    }
+
+    /// Adds (or replaces) a resource at run time and tells listeners.
+    pub fn add_resource(&self, resource: ResourceDef) -> Result<(), BuildError> {
+        let resource = Arc::new(resource.finish());
+        self.update(|r| {
+            r.resources.insert(resource.resource.uri.clone(), resource);
+            Ok(true)
+        })?;
+        self.inner.changes.resources_changed();
+        Ok(())
+    }
+
+    /// Removes a resource at run time; `true` if it was there.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        let removed = self
+            .update(|r| Ok(r.resources.shift_remove(uri).is_some()))
+            .unwrap_or(false);
+        if removed {
+            self.inner.changes.resources_changed();
+        }
+        removed
+    }
+
+    /// Ends every open subscription gracefully (each gets its closing
+    /// result); call it before stopping the process.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
     }
 
     /// Answers one request. Nothing is carried over from earlier requests: the
     /// version, the capabilities and any MRTR state come from this one.
     pub async fn handle(&self, request: &jsonrpc::Request, call: CallContext) -> Reply {
-        let outcome = self.dispatch(request, call).await.and_then(|value| {
-            serde_json::value::to_raw_value(&value).map_err(|e| {
-                tracing::error!(error = %e, "cannot encode a result");
-                ErrorObject::new(code::INTERNAL_ERROR, "Internal error")
-            })
-        });
+        let (outcome, malformed) = match self.dispatch(request, call).await {
+            Ok(value) => (
+                serde_json::value::to_raw_value(&value).map_err(|e| {
+                    tracing::error!(error = %e, "cannot encode a result");
+                    ErrorObject::new(code::INTERNAL_ERROR, "Internal error")
+                }),
+                false,
+            ),
+            Err(Fail { error, malformed }) => (Err(error), malformed),
+        };
         Reply {
             id: request.id.clone(),
             outcome,
+            malformed,
         }
     }
 
     /// The method is served: known, not removed, and behind a capability this
     /// server advertises (otherwise `-32601`).
     pub fn serves(&self, method: &str) -> bool {
-        let caps = &self.inner.capabilities;
+        let registry = self.registry();
+        let caps = &registry.capabilities;
         match method {
             method::DISCOVER => true,
             method::TOOLS_LIST | method::TOOLS_CALL => caps.tools.is_some(),
@@ -501,18 +606,17 @@ impl Server {
             }
             method::PROMPTS_LIST | method::PROMPTS_GET => caps.prompts.is_some(),
             method::COMPLETION_COMPLETE => caps.completions.is_some(),
+            method::SUBSCRIPTIONS_LISTEN => {
+                caps.tools.is_some() || caps.prompts.is_some() || caps.resources.is_some()
+            }
             _ => false,
         }
     }
 
-    async fn dispatch(
-        &self,
-        request: &jsonrpc::Request,
-        call: CallContext,
-    ) -> Result<Value, ErrorObject> {
+    async fn dispatch(&self, request: &jsonrpc::Request, call: CallContext) -> Result<Value, Fail> {
         let m = request.method.as_str();
         if !self.serves(m) {
-            return Err(ErrorObject::method_not_found(m));
+            return Err(ErrorObject::method_not_found(m).into());
         }
         let typed = match ClientRequest::decode(m, request.params.as_deref()) {
             Ok(typed) => typed,
@@ -523,18 +627,22 @@ impl Server {
                 {
                     check_version(&meta)?;
                 }
-                return Err(ErrorObject::invalid_params(e.to_string()));
+                return Err(Fail {
+                    error: ErrorObject::invalid_params(e.to_string()),
+                    malformed: true,
+                });
             }
         };
         if let Some(meta) = typed.meta() {
             check_version(meta)?;
         }
         let id = &request.id;
-        match typed {
+        let registry = self.registry();
+        let result = match typed {
             ClientRequest::Discover(_) => Ok(self.discover()),
             ClientRequest::ListTools(p) => self.list(
                 p.cursor.as_deref(),
-                &self.inner.tool_list,
+                &registry.tool_list,
                 |tools, next_cursor, ttl_ms, cache_scope, meta| {
                     to_json(&ListToolsResult {
                         tools,
@@ -549,7 +657,7 @@ impl Server {
             ClientRequest::CallTool(p) => self.call_tool(id, p, call).await,
             ClientRequest::ListResources(p) => self.list(
                 p.cursor.as_deref(),
-                &self.inner.resource_list,
+                &registry.resource_list,
                 |resources, next_cursor, ttl_ms, cache_scope, meta| {
                     to_json(&ListResourcesResult {
                         resources,
@@ -563,7 +671,7 @@ impl Server {
             ),
             ClientRequest::ListResourceTemplates(p) => self.list(
                 p.cursor.as_deref(),
-                &self.inner.template_list,
+                &registry.template_list,
                 |resource_templates, next_cursor, ttl_ms, cache_scope, meta| {
                     to_json(&ListResourceTemplatesResult {
                         resource_templates,
@@ -578,7 +686,7 @@ impl Server {
             ClientRequest::ReadResource(p) => self.read_resource(id, p, call).await,
             ClientRequest::ListPrompts(p) => self.list(
                 p.cursor.as_deref(),
-                &self.inner.prompt_list,
+                &registry.prompt_list,
                 |prompts, next_cursor, ttl_ms, cache_scope, meta| {
                     to_json(&ListPromptsResult {
                         prompts,
@@ -592,8 +700,10 @@ impl Server {
             ),
             ClientRequest::GetPrompt(p) => self.get_prompt(id, p, call).await,
             ClientRequest::Completion(p) => Ok(to_json(&self.complete(p).await)),
+            ClientRequest::Listen(p) => self.listen(id, p, call).await,
             _ => Err(ErrorObject::method_not_found(m)),
-        }
+        };
+        result.map_err(Fail::from)
     }
 
     pub(crate) fn result_meta(&self) -> ResultMeta {
@@ -610,7 +720,7 @@ impl Server {
         to_json(&DiscoverResult {
             result_type: tern_protocol::result::CompleteTag,
             supported_versions: vec![version::LATEST.to_owned()],
-            capabilities: self.inner.capabilities.clone(),
+            capabilities: self.registry().capabilities.clone(),
             instructions: self.inner.instructions.clone(),
             ttl_ms: Some(hints.ttl_ms),
             cache_scope: Some(hints.scope),
@@ -648,6 +758,21 @@ impl Server {
             Some(hints.scope),
             Some(self.result_meta()),
         ))
+    }
+}
+
+/// A failed request, and whether the request itself was malformed.
+pub(crate) struct Fail {
+    pub(crate) error: ErrorObject,
+    pub(crate) malformed: bool,
+}
+
+impl From<ErrorObject> for Fail {
+    fn from(error: ErrorObject) -> Self {
+        Self {
+            error,
+            malformed: false,
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub struct ToolDef {
     pub(crate) handler: Erased<CallToolResult>,
     pub(crate) policy: ReplayPolicy,
     pub(crate) forms: Vec<Result<(), FormError>>,
+    pub(crate) answers_without_state: bool,
 }
 
 impl std::fmt::Debug for ToolDef {
@@ -46,6 +47,7 @@ impl ToolDef {
             handler: erase_tool(handler),
             policy: ReplayPolicy::default(),
             forms: Vec::new(),
+            answers_without_state: false,
         }
     }
 
@@ -87,6 +89,18 @@ impl ToolDef {
         self
     }
 
+    /// Accepts answers on a call that carries no `requestState` (a client
+    /// that answers before being asked, or a handler that issued no state):
+    /// each counts for the question asked under its key and is checked
+    /// against that question like any answer. Use it only where such an answer
+    /// is trusted no more than an argument would be: by default an answer
+    /// counts only with the sealed state of the round that asked it (S9).
+    #[must_use]
+    pub fn answers_without_state(mut self) -> Self {
+        self.answers_without_state = true;
+        self
+    }
+
     /// Each `requestState` of this tool is accepted once (S11): a replayed
     /// state is refused with `-32602`, through the server's replay store.
     #[must_use]
@@ -121,7 +135,7 @@ impl Server {
         call: CallContext,
     ) -> Result<Value, ErrorObject> {
         let inner = &self.inner;
-        let Some(entry) = inner.tools.get(&params.name) else {
+        let Some(entry) = self.registry().tools.get(&params.name).cloned() else {
             return Err(ErrorObject::invalid_params(format!(
                 "Unknown tool: {}",
                 params.name
@@ -153,11 +167,15 @@ impl Server {
             origin,
             params.request_state.as_deref(),
             params.input_responses.as_ref(),
+            entry.def.answers_without_state,
         )?;
         let policy = entry.def.policy;
         if let Some(kept) = inner.engine.before_leg(policy, resumed.state_id).await? {
             return Ok(kept);
         }
+        // Released if this leg ends without an outcome (an error, or the
+        // client going away), so the retry can be made again.
+        let claim = inner.engine.claim(policy, resumed.state_id);
         let ctx = Ctx::new(CtxParts {
             request_id: id.clone(),
             meta: params.meta,
@@ -177,30 +195,36 @@ impl Server {
             uri: None,
         };
         let outcome = drive(&ctx, (entry.def.handler)(parts)).await;
-        match outcome {
+        let value = match outcome {
+            Driven::Done(Err(e)) if e.is_retry_later() => {
+                let ir = inner
+                    .engine
+                    .suspend(origin, ctx.take_leg(), resumed.round)?;
+                self.stamp_input_required(ir)
+            }
             Driven::Done(result) => {
                 let result = match result {
                     Ok(r) => r,
-                    Err(e) => match tool_error(&e) {
-                        Ok(r) => r,
-                        Err(obj) => return Err(obj),
-                    },
+                    Err(e) => tool_error(&e)?,
                 };
-                let value = self.stamp_tool_result(result);
-                inner
-                    .engine
-                    .after_leg(policy, resumed.state_id, &value)
-                    .await;
-                Ok(value)
+                self.stamp_tool_result(result)
             }
             Driven::Suspended => {
                 let ir = inner
                     .engine
                     .suspend(origin, ctx.take_leg(), resumed.round)?;
-                Ok(self.stamp_input_required(ir))
+                self.stamp_input_required(ir)
             }
-            Driven::Fatal(e) => Err(e),
-        }
+            Driven::Fatal(e) => return Err(e),
+        };
+        // The outcome of this leg, final or another round, is what a duplicate
+        // of this retry gets.
+        inner
+            .engine
+            .after_leg(policy, resumed.state_id, &value)
+            .await;
+        claim.keep();
+        Ok(value)
     }
 
     fn stamp_tool_result(&self, mut result: CallToolResult) -> Value {

@@ -1,3 +1,4 @@
-//! Transports: [`stdio`] (one JSON message per line).
+//! Transports: [`stdio`] (one JSON message per line) and [`http`] (Streamable HTTP).
 
+pub mod http;
 pub mod stdio;

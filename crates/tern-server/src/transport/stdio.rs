@@ -7,7 +7,9 @@
 //! end of input drains the requests in flight, then returns.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use tern_protocol::ClientNotification;
@@ -27,8 +29,12 @@ use crate::server::{CallContext, Server};
 pub struct StdioOptions {
     /// The longest line accepted, in bytes (default 4 MiB).
     pub max_line_len: usize,
-    /// Requests served at once (default 64); reading pauses beyond it.
+    /// Requests served at once (default 64); more wait for a slot (up to 16
+    /// times as many), beyond that they are refused.
     pub max_concurrent: usize,
+    /// How long end of input waits for requests in flight before cancelling
+    /// them (default 30 s).
+    pub drain_timeout: std::time::Duration,
 }
 
 impl Default for StdioOptions {
@@ -36,6 +42,7 @@ impl Default for StdioOptions {
         Self {
             max_line_len: 4 * 1024 * 1024,
             max_concurrent: 64,
+            drain_timeout: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -95,7 +102,9 @@ async fn read_line<R: AsyncRead + Unpin>(
     }
 }
 
-type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+/// Requests in flight: id → (a sequence number telling reuses of one id
+/// apart, the request's cancellation).
+type InFlight = Arc<Mutex<HashMap<RequestId, (u64, CancellationToken)>>>;
 
 fn encode(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|e| {
@@ -112,7 +121,7 @@ fn on_notification(in_flight: &InFlight, n: &Notification) {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .get(&params.request_id)
-                .cloned();
+                .map(|(_, token)| token.clone());
             if let Some(token) = token {
                 tracing::debug!(id = %params.request_id, reason = ?params.reason, "request cancelled");
                 token.cancel();
@@ -133,6 +142,8 @@ async fn serve_request(
     request: &Request,
     out: &mpsc::Sender<String>,
     cancel: CancellationToken,
+    in_flight: &InFlight,
+    seq: u64,
 ) {
     let (notifier, mut notifications) = Notifier::channel(256);
     let call = CallContext {
@@ -154,6 +165,9 @@ async fn serve_request(
                 while let Ok(n) = notifications.try_recv() {
                     let _ = out.send(encode(&n)).await;
                 }
+                // The id is free before its answer is out, so a client may
+                // reuse it as soon as it reads the answer.
+                forget(in_flight, &request.id, seq);
                 if !cancel.is_cancelled() {
                     let _ = out.send(encode(&reply)).await;
                 }
@@ -189,13 +203,25 @@ where
         Ok::<_, io::Error>(())
     });
 
-    let in_flight: InFlight = Arc::default();
-    let permits = Arc::new(Semaphore::new(options.max_concurrent.max(1)));
-    let mut tasks = JoinSet::new();
+    let mut conn = Connection {
+        server,
+        out: out_tx,
+        in_flight: Arc::default(),
+        permits: Arc::new(Semaphore::new(options.max_concurrent.max(1))),
+        tasks: JoinSet::new(),
+        seq: 0,
+        options,
+    };
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut buf = Vec::new();
     loop {
-        while tasks.try_join_next().is_some() {}
+        conn.reap();
+        // Output gone (the peer closed our stdout): stop, so handlers do not
+        // run on with nobody to answer.
+        if conn.out.is_closed() || writer_task.is_finished() {
+            tracing::warn!("output closed; stopping");
+            break;
+        }
         match read_line(&mut reader, &mut buf, options.max_line_len).await? {
             Line::Eof => break,
             Line::TooLong => {
@@ -203,68 +229,162 @@ where
                     code::INVALID_REQUEST,
                     format!("message exceeds the {} byte limit", options.max_line_len),
                 );
-                let _ = out_tx.send(encode(&ErrorResponse::new(None, error))).await;
+                conn.send(&ErrorResponse::new(None, error)).await;
             }
             Line::Message => {
                 let line = buf.strip_suffix(b"\r").unwrap_or(&buf);
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                match Message::from_slice(line) {
-                    Err(e) => {
-                        let _ = out_tx
-                            .send(encode(&ErrorResponse::new(None, e.to_error_object())))
-                            .await;
-                    }
-                    Ok(Message::Request(request)) => {
-                        let cancel = CancellationToken::new();
-                        let duplicate = {
-                            let mut active = in_flight
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            let duplicate = active.contains_key(&request.id);
-                            if !duplicate {
-                                active.insert(request.id.clone(), cancel.clone());
-                            }
-                            duplicate
-                        };
-                        if duplicate {
-                            let error = ErrorObject::new(
-                                code::INVALID_REQUEST,
-                                "a request with this id is still in flight",
-                            );
-                            let _ = out_tx
-                                .send(encode(&ErrorResponse::new(Some(request.id), error)))
-                                .await;
-                            continue;
-                        }
-                        let permit = Arc::clone(&permits)
-                            .acquire_owned()
-                            .await
-                            .map_err(io::Error::other)?;
-                        let (server, out, in_flight) =
-                            (server.clone(), out_tx.clone(), Arc::clone(&in_flight));
-                        tasks.spawn(async move {
-                            let _permit = permit;
-                            serve_request(&server, &request, &out, cancel).await;
-                            in_flight
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                                .remove(&request.id);
-                        });
-                    }
-                    Ok(Message::Notification(n)) => on_notification(&in_flight, &n),
-                    Ok(Message::Response(_) | Message::Error(_)) => {
-                        tracing::debug!(
-                            "a response from the client was ignored: this server sends no requests"
-                        );
-                    }
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    conn.on_line(line).await;
                 }
             }
         }
     }
-    // End of input: let the requests in flight finish, then flush.
-    while tasks.join_next().await.is_some() {}
-    drop(out_tx);
+    conn.drain().await;
+    drop(conn);
     writer_task.await.map_err(io::Error::other)?
+}
+
+/// Removes `id` from the requests in flight, unless it was reused since.
+fn forget(in_flight: &InFlight, id: &RequestId, seq: u64) {
+    let mut active = in_flight
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if active.get(id).is_some_and(|(s, _)| *s == seq) {
+        active.remove(id);
+    }
+}
+
+/// Resolves to `Err` instead of unwinding when the future panics, so a
+/// handler bug still gets its request an answer.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(std::task::Poll::Ready(out)) => std::task::Poll::Ready(Ok(out)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(_) => std::task::Poll::Ready(Err(())),
+        }
+    }
+}
+
+/// One stdio connection's state.
+struct Connection {
+    server: Server,
+    out: mpsc::Sender<String>,
+    in_flight: InFlight,
+    permits: Arc<Semaphore>,
+    tasks: JoinSet<()>,
+    seq: u64,
+    options: StdioOptions,
+}
+
+impl Connection {
+    async fn send(&self, message: &impl serde::Serialize) {
+        let _ = self.out.send(encode(message)).await;
+    }
+
+    async fn on_line(&mut self, line: &[u8]) {
+        match Message::from_slice(line) {
+            Err(e) => {
+                self.send(&ErrorResponse::new(None, e.to_error_object()))
+                    .await;
+            }
+            Ok(Message::Request(request)) => self.on_request(request).await,
+            Ok(Message::Notification(n)) => on_notification(&self.in_flight, &n),
+            Ok(Message::Response(_) | Message::Error(_)) => {
+                tracing::debug!(
+                    "a response from the client was ignored: this server sends no requests"
+                );
+            }
+        }
+    }
+
+    async fn on_request(&mut self, request: Request) {
+        let cancel = CancellationToken::new();
+        self.seq += 1;
+        let seq = self.seq;
+        let refused = {
+            let mut active = self
+                .in_flight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if active.contains_key(&request.id) {
+                Some("a request with this id is still in flight")
+            } else if active.len() >= self.options.max_concurrent.max(1) * 16 {
+                Some("too many requests in flight")
+            } else {
+                active.insert(request.id.clone(), (seq, cancel.clone()));
+                None
+            }
+        };
+        if let Some(why) = refused {
+            let error = ErrorObject::new(code::INVALID_REQUEST, why);
+            self.send(&ErrorResponse::new(Some(request.id), error))
+                .await;
+            return;
+        }
+        let (server, out, in_flight, permits) = (
+            self.server.clone(),
+            self.out.clone(),
+            Arc::clone(&self.in_flight),
+            Arc::clone(&self.permits),
+        );
+        self.tasks.spawn(async move {
+            // Waiting for a slot happens here, not in the reader, so a
+            // cancellation of a waiting or running request is always read.
+            let permit = tokio::select! {
+                permit = permits.acquire_owned() => permit.ok(),
+                () = cancel.cancelled() => None,
+            };
+            if permit.is_some() {
+                let serving = CatchUnwind(Box::pin(serve_request(
+                    &server, &request, &out, cancel, &in_flight, seq,
+                )));
+                if serving.await.is_err() {
+                    tracing::error!(id = %request.id, "a handler panicked");
+                    forget(&in_flight, &request.id, seq);
+                    let error = ErrorObject::new(code::INTERNAL_ERROR, "Internal error");
+                    let _ = out
+                        .send(encode(&ErrorResponse::new(Some(request.id.clone()), error)))
+                        .await;
+                }
+            }
+            forget(&in_flight, &request.id, seq);
+        });
+    }
+
+    /// Collects finished tasks.
+    fn reap(&mut self) {
+        while self.tasks.try_join_next().is_some() {}
+    }
+
+    /// End of input: lets the requests in flight finish for up to
+    /// `drain_timeout`, then cancels the rest.
+    async fn drain(&mut self) {
+        let deadline = tokio::time::Instant::now() + self.options.drain_timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, self.tasks.join_next()).await {
+                Ok(Some(_)) => {}
+                Ok(None) => return,
+                Err(_) => break,
+            }
+        }
+        tracing::warn!("requests still running at end of input are cancelled");
+        for token in self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+        {
+            token.1.cancel();
+        }
+        while self.tasks.join_next().await.is_some() {}
+    }
 }

@@ -254,7 +254,7 @@ async fn s11_a_single_use_state_is_redeemed_once_and_an_idempotent_retry_repeats
         first.outcome.as_ref().unwrap()
     );
     assert_eq!(counters.payments.load(Ordering::SeqCst), 1);
-    // A state that led to another round is consumed: replaying it is refused.
+    // A duplicate of a leg that asked again gets the same round back.
     let r1 = c.call_tool("pay", json!({})).await;
     let state = r1.request_state().unwrap().to_owned();
     let wrong = c
@@ -266,9 +266,26 @@ async fn s11_a_single_use_state_is_redeemed_once_and_an_idempotent_retry_repeats
         )
         .await;
     assert_eq!(wrong.input_keys(), ["confirm"]);
-    let replay = c.retry_tool("pay", json!({}), confirm, Some(&state)).await;
-    assert_refused(&replay, "replayed single-use state");
+    let again = c
+        .retry_tool("pay", json!({}), confirm.clone(), Some(&state))
+        .await;
+    assert_eq!(
+        again.outcome.as_ref().unwrap(),
+        wrong.outcome.as_ref().unwrap()
+    );
     assert_eq!(counters.payments.load(Ordering::SeqCst), 1);
+    // A single-use tool refuses any second redemption.
+    let r1 = c.call_tool("once_only", json!({})).await;
+    let go = json!({"go": {"action": "accept", "content": {"ok": true}}});
+    let first = c
+        .retry_tool("once_only", json!({}), go.clone(), r1.request_state())
+        .await;
+    assert_eq!(first.text(), Some("went: true"));
+    assert_refused(
+        &c.retry_tool("once_only", json!({}), go, r1.request_state())
+            .await,
+        "replayed single-use state",
+    );
 }
 
 #[tokio::test]
@@ -348,4 +365,96 @@ async fn a_nested_form_is_an_internal_error_and_fails_registration() {
         .build()
         .unwrap_err();
     assert!(err.to_string().contains("field `inner`"), "{err}");
+}
+
+#[tokio::test]
+async fn s11_a_leg_that_fails_releases_its_state_for_the_same_retry() {
+    let (c, _, _) = client();
+    let r1 = c.call_tool("flaky", json!({})).await;
+    let go = json!({"go": {"action": "accept", "content": {"ok": true}}});
+    let failed = c
+        .retry_tool("flaky", json!({}), go.clone(), r1.request_state())
+        .await;
+    assert_eq!(failed.error_code(), Some(code::INTERNAL_ERROR));
+    // The claim is released in the background; the same retry then works.
+    let mut outcome = None;
+    for _ in 0..100 {
+        let e = c
+            .retry_tool("flaky", json!({}), go.clone(), r1.request_state())
+            .await;
+        if e.outcome.is_ok() {
+            outcome = Some(e);
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(outcome.expect("released").text(), Some("done"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s11_concurrent_duplicate_retries_get_one_outcome() {
+    let (c, counters, _) = client();
+    let r1 = c.call_tool("slow_pay", json!({})).await;
+    let go = json!({"go": {"action": "accept", "content": {"ok": true}}});
+    let (a, b) = tokio::join!(
+        c.retry_tool("slow_pay", json!({}), go.clone(), r1.request_state()),
+        c.retry_tool("slow_pay", json!({}), go.clone(), r1.request_state()),
+    );
+    assert_eq!(a.text(), Some("slow payment #1"));
+    assert_eq!(
+        b.text(),
+        a.text(),
+        "the duplicate waited for the first outcome"
+    );
+    assert_eq!(counters.slow_payments.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn s10c_large_integer_arguments_are_bound_exactly() {
+    let (c, _, _) = client();
+    let r1 = c
+        .call_tool("delete", json!({"id": 4_611_686_018_427_387_904_u64}))
+        .await;
+    let yes = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    let other = c
+        .retry_tool(
+            "delete",
+            json!({"id": 4_611_686_018_427_387_905_u64}),
+            yes.clone(),
+            r1.request_state(),
+        )
+        .await;
+    assert_refused(&other, "a neighbouring large id");
+    let same = c
+        .retry_tool(
+            "delete",
+            json!({"id": 4_611_686_018_427_387_904_u64}),
+            yes,
+            r1.request_state(),
+        )
+        .await;
+    assert_eq!(same.text(), Some("deleted 4611686018427387904"));
+}
+
+#[tokio::test]
+async fn an_oversized_answer_is_invalid_params() {
+    let counters = Arc::new(Counters::default());
+    let small = TestClient::new(
+        builder(&counters, TestClock::new())
+            .max_state_len(4096)
+            .build()
+            .unwrap(),
+    );
+    let r1 = small.call_tool("greet", json!({})).await;
+    let huge = json!({"user_name": {"action": "accept", "content": {"name": "x".repeat(5000)}}});
+    let e = small
+        .retry_tool("greet", json!({}), huge, r1.request_state())
+        .await;
+    assert_eq!(e.error_code(), Some(code::INVALID_PARAMS));
+    assert!(
+        e.outcome
+            .unwrap_err()
+            .message
+            .contains("larger than 2048 bytes")
+    );
 }

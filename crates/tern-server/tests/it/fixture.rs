@@ -77,6 +77,9 @@ pub struct Counters {
     pub payments: AtomicU64,
     pub greet_runs: AtomicU64,
     pub cancelled_seen: AtomicU64,
+    pub flaky_calls: AtomicU64,
+    pub slow_payments: AtomicU64,
+    pub ready: std::sync::atomic::AtomicBool,
     pub cancel_seen: tokio::sync::Notify,
 }
 
@@ -89,6 +92,16 @@ async fn greet(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
         Answer::Accept(Name { name }) => Ok(format!("Hello, {name}!")),
         Answer::Decline => Ok("declined".into()),
         Answer::Cancel => Ok("cancelled".into()),
+    }
+}
+
+async fn greet_unbound(ctx: Ctx) -> Result<String, ToolError> {
+    match ctx
+        .ask(Elicit::<Name>::form("What is your name?").key("user_name"))
+        .await?
+    {
+        Answer::Accept(Name { name }) => Ok(format!("Hello, {name}!")),
+        _ => Ok("no name".into()),
     }
 }
 
@@ -244,6 +257,9 @@ async fn nested(ctx: Ctx) -> Result<String, ToolError> {
 }
 
 async fn progress(ctx: Ctx) -> String {
+    // Not finite: never sent (§4.1).
+    ctx.progress(f64::NAN, Some(4.0), None);
+    ctx.progress(f64::INFINITY, None, None);
     for i in 0..=4u8 {
         ctx.progress(f64::from(i), Some(4.0), Some("working"));
         ctx.log(tern_protocol::logging::LoggingLevel::Info, Some("test"), i);
@@ -273,6 +289,74 @@ async fn confirm_for(ctx: Ctx, Args(w): Args<Who>) -> Result<String, ToolError> 
         return Ok("no".into());
     };
     Ok(format!("{}: {ok}", w.who))
+}
+
+async fn once_only(ctx: Ctx) -> Result<String, ToolError> {
+    let Answer::Accept(Confirm { ok }) = ctx.ask(Elicit::<Confirm>::form("Go?").key("go")).await?
+    else {
+        return Ok("no".into());
+    };
+    Ok(format!("went: {ok}"))
+}
+
+async fn flaky(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    ctx.ask(Elicit::<Confirm>::form("Go?").key("go")).await?;
+    if counters.flaky_calls.fetch_add(1, Ordering::SeqCst) == 0 {
+        return Err(ToolError::protocol(tern_protocol::ErrorObject::new(
+            -32603,
+            "backend hiccup",
+        )));
+    }
+    Ok("done".into())
+}
+
+async fn slow_pay(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    ctx.ask(Elicit::<Confirm>::form("Pay?").key("go")).await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let n = counters.slow_payments.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(format!("slow payment #{n}"))
+}
+
+#[allow(clippy::unused_async, reason = "handlers are async fns")]
+async fn later(counters: Arc<Counters>) -> Result<String, ToolError> {
+    if counters.ready.load(Ordering::SeqCst) {
+        Ok("ready now".into())
+    } else {
+        Err(ToolError::retry_later())
+    }
+}
+
+async fn until_valid(ctx: Ctx) -> Result<String, ToolError> {
+    loop {
+        let Answer::Accept(Name { name }) = ctx
+            .ask(Elicit::<Name>::form("A name of 3 letters or more?").key("name"))
+            .await?
+        else {
+            return Ok("none".into());
+        };
+        if name.len() >= 3 {
+            return Ok(name);
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Id {
+    pub id: u64,
+}
+
+async fn delete(ctx: Ctx, Args(i): Args<Id>) -> Result<String, ToolError> {
+    let Answer::Accept(Confirm { ok: true }) = ctx
+        .ask(Elicit::<Confirm>::form("Delete it?").key("confirm"))
+        .await?
+    else {
+        return Ok("kept".into());
+    };
+    Ok(format!("deleted {}", i.id))
+}
+
+async fn panics() -> String {
+    panic!("a handler bug")
 }
 
 async fn typed(Args(c): Args<Count>) -> String {
@@ -320,6 +404,7 @@ pub struct ItemId {
 }
 
 /// The fixture server's builder (keys fixed, clock injected).
+#[allow(clippy::too_many_lines, reason = "one registration per fixture tool")]
 pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder {
     let c = Arc::clone(counters);
     let greet_tool = move |ctx: Ctx| greet(ctx, Arc::clone(&c));
@@ -329,6 +414,12 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
     let pay_tool = move |ctx: Ctx| pay(ctx, Arc::clone(&c));
     let c = Arc::clone(counters);
     let slow_tool = move |ctx: Ctx| slow(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let flaky_tool = move |ctx: Ctx| flaky(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let slow_pay_tool = move |ctx: Ctx| slow_pay(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let later_tool = move || later(Arc::clone(&c));
     Server::builder("fixture", "1.0.0")
         .keys(KeyRing::parse("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap())
         .clock(clock)
@@ -382,6 +473,29 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
             "Reports progress until cancelled",
             slow_tool,
         ))
+        .tool(ToolDef::new("once_only", "Single use only", once_only).single_use())
+        .tool(ToolDef::new("flaky", "Fails once after its question", flaky_tool).single_use())
+        .tool(ToolDef::new("slow_pay", "Idempotent and slow", slow_pay_tool).idempotent_retry())
+        .tool(ToolDef::new("later", "Not ready until told", later_tool))
+        .tool(ToolDef::new(
+            "until_valid",
+            "Asks until the answer suits it",
+            until_valid,
+        ))
+        .tool(ToolDef::new(
+            "delete",
+            "Binds a large integer argument",
+            delete,
+        ))
+        .tool(ToolDef::new("panics", "Panics", panics))
+        .tool(
+            ToolDef::new(
+                "greet_unbound",
+                "Accepts answers without state",
+                greet_unbound,
+            )
+            .answers_without_state(),
+        )
         .tool(ToolDef::new("no_args", "No arguments", no_args))
         .tool(ToolDef::new("failing", "Fails", failing))
         .prompt(PromptDef::new(

@@ -59,6 +59,26 @@ async fn s3_keys_are_the_servers_and_a_clash_is_an_internal_error() {
     );
     let clash = c.call_tool("key_clash", json!({})).await;
     assert_eq!(clash.error_code(), Some(code::INTERNAL_ERROR));
+    // Asking a key again after it was answered is a new question.
+    let r1 = c.call_tool("until_valid", json!({})).await;
+    let short = c
+        .retry_tool(
+            "until_valid",
+            json!({}),
+            json!({"name": accept(json!({"name": "Al"}))}),
+            r1.request_state(),
+        )
+        .await;
+    assert_eq!(short.input_keys(), ["name#2"]);
+    let long = c
+        .retry_tool(
+            "until_valid",
+            json!({}),
+            json!({"name#2": accept(json!({"name": "Alice"}))}),
+            short.request_state(),
+        )
+        .await;
+    assert_eq!(long.text(), Some("Alice"));
 }
 
 #[tokio::test]
@@ -522,4 +542,90 @@ async fn progress_and_logs_only_when_asked_for() {
         warn_only.notifications.is_empty(),
         "info logs are below warning"
     );
+}
+
+#[tokio::test]
+async fn s2_4_a_handler_can_ask_for_a_state_only_retry() {
+    let (c, counters, _) = client();
+    let r1 = c.call_tool("later", json!({})).await;
+    let result = r1.outcome.as_ref().unwrap();
+    assert_eq!(result["resultType"], "input_required");
+    assert!(
+        result.get("inputRequests").is_none() && result["requestState"].is_string(),
+        "{result}"
+    );
+    assert_valid("InputRequiredResult", result);
+    counters
+        .ready
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let r2 = c
+        .retry_tool("later", json!({}), json!({}), r1.request_state())
+        .await;
+    assert_eq!(r2.text(), Some("ready now"));
+}
+
+#[tokio::test]
+async fn answers_without_state_count_only_where_the_tool_opted_in() {
+    let (c, _, _) = client();
+    let cold = c
+        .retry_tool(
+            "greet_unbound",
+            json!({}),
+            json!({"user_name": accept(json!({"name": "Alice"})), "extra": 1}),
+            None,
+        )
+        .await;
+    assert_eq!(cold.text(), Some("Hello, Alice!"));
+    let bad = c
+        .retry_tool(
+            "greet_unbound",
+            json!({}),
+            json!({"user_name": 12345}),
+            None,
+        )
+        .await;
+    assert_eq!(
+        bad.input_keys(),
+        ["user_name"],
+        "an answer of the wrong kind asks again"
+    );
+    let unsatisfying = c
+        .retry_tool(
+            "greet_unbound",
+            json!({}),
+            json!({"user_name": accept(json!({"nom": "x"}))}),
+            None,
+        )
+        .await;
+    assert_eq!(unsatisfying.input_keys(), ["user_name"]);
+    let null = c
+        .send(
+            "tools/call",
+            json!({"name": "greet_unbound", "arguments": {}, "inputResponses": null}),
+        )
+        .await;
+    assert_eq!(
+        null.error_code(),
+        Some(code::INVALID_PARAMS),
+        "inputResponses: null is malformed"
+    );
+}
+
+#[tokio::test]
+async fn roots_that_are_not_file_uris_ask_again() {
+    let (c, _, _) = client();
+    let r1 = c.call_tool("roots", json!({})).await;
+    assert_eq!(
+        r1.outcome.as_ref().unwrap()["inputRequests"]["roots"],
+        json!({"method": "roots/list", "params": {}})
+    );
+    let e = c
+        .retry_tool(
+            "roots",
+            json!({}),
+            json!({"roots": {"roots": [{"uri": "https://x"}]}}),
+            r1.request_state(),
+        )
+        .await;
+    assert_eq!(e.input_keys(), ["roots"]);
 }

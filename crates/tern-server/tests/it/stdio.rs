@@ -206,3 +206,73 @@ async fn end_of_input_drains_requests_in_flight() {
             .all(|m| m["method"] != "notifications/progress")
     );
 }
+
+#[tokio::test]
+async fn a_panicking_handler_still_gets_an_answer_and_frees_its_id() {
+    let (mut p, _) = start(StdioOptions::default());
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "panics", "arguments": {}, "_meta": meta()}});
+    p.send(&call.to_string()).await;
+    let e = p.recv().await;
+    assert_eq!(e["id"], 5);
+    assert_eq!(e["error"]["code"], -32603);
+    p.send(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": meta()}})
+            .to_string(),
+    )
+    .await;
+    assert!(
+        p.recv().await["result"]["tools"].is_array(),
+        "the id is free again"
+    );
+    p.finish().await;
+}
+
+#[tokio::test]
+async fn cancellation_reaches_requests_waiting_for_a_slot() {
+    let (mut p, counters) = start(StdioOptions {
+        max_concurrent: 1,
+        ..StdioOptions::default()
+    });
+    let mut m = meta();
+    m["progressToken"] = json!("one");
+    p.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": m}}).to_string()).await;
+    assert_eq!(
+        p.recv().await["method"],
+        "notifications/progress",
+        "request 1 holds the only slot"
+    );
+    p.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": meta()}}).to_string()).await;
+    // Request 2 waits for the slot; its cancellation is still read and acted on.
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#)
+        .await;
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#)
+        .await;
+    counters.cancel_seen.notified().await;
+    let rest = p.finish().await;
+    assert!(
+        rest.iter().all(|m| m["id"] != 1 && m["id"] != 2),
+        "{rest:?}"
+    );
+    assert_eq!(
+        counters.cancelled_seen.load(Ordering::SeqCst),
+        1,
+        "request 2 never ran"
+    );
+}
+
+#[tokio::test]
+async fn end_of_input_cancels_what_outlives_the_drain_timeout() {
+    let (mut p, counters) = start(StdioOptions {
+        drain_timeout: std::time::Duration::from_millis(50),
+        ..StdioOptions::default()
+    });
+    p.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": meta()}}).to_string()).await;
+    p.send(&json!({"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {"_meta": meta()}}).to_string()).await;
+    let rest = p.finish().await;
+    assert!(rest.iter().any(|m| m["id"] == 10));
+    assert!(
+        rest.iter().all(|m| m["id"] != 9),
+        "the slow request was cancelled, not answered"
+    );
+    assert_eq!(counters.cancelled_seen.load(Ordering::SeqCst), 1);
+}

@@ -1,0 +1,928 @@
+//! Streamable HTTP, 2026-07-28 form (spec §6.2): one POST endpoint, as a tower
+//! [`tower::Service`] you mount in your own axum `Router`.
+//!
+//! ```no_run
+//! # async fn run(server: tern_server::Server) -> std::io::Result<()> {
+//! use tern_server::transport::http::Http;
+//!
+//! let mcp = Http::new(server.clone()).into_service();
+//! let app = axum::Router::new().route_service("/mcp", mcp);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+//!
+//! What it checks, in order, and how it answers:
+//!
+//! | case | status | JSON-RPC |
+//! |---|---|---|
+//! | GET, DELETE or any other method than POST | 405 | — |
+//! | `Origin` or `Host` not allowed (DNS rebinding; default: loopback only) | 403 | id-less `-32600` |
+//! | authentication refused | 401 | — |
+//! | `Accept` lacks `application/json` or `text/event-stream` | 406 | — |
+//! | `Content-Type` is not JSON | 415 | — |
+//! | body over the limit (default 4 MiB), refused before it is read whole | 413 | — |
+//! | not JSON / not a JSON-RPC message | 400 | `-32700` / `-32600` |
+//! | a notification | 202 | — |
+//! | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` or `Mcp-Param-*` missing, malformed or not matching the body | 400 | `-32020` |
+//! | missing or malformed `_meta` | 400 | `-32602` |
+//! | unsupported version / missing client capability | 400 | `-32022` / `-32021` |
+//! | unknown or removed method | 404 | `-32601` |
+//! | anything else | 200 | the result or error |
+//!
+//! A request that can receive notifications (it carries a `progressToken` or a
+//! `logLevel`, or is `subscriptions/listen`) is answered with an SSE stream as
+//! soon as its first notification is ready (`X-Accel-Buffering: no`, keep-alive
+//! comments every 15 s, the final response ending the stream); otherwise, and
+//! when the final response comes first, with JSON. `Mcp-Session-Id` and
+//! `Last-Event-ID` are ignored. A client that disconnects cancels its request:
+//! the handler's future is dropped and `Ctx::cancelled` fires.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use base64::Engine as _;
+use http::header::{
+    ACCEPT, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, WWW_AUTHENTICATE,
+};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tern_protocol::error::{ErrorObject, code};
+use tern_protocol::jsonrpc::{ErrorResponse, Message};
+use tern_protocol::{ServerNotification, method};
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::ctx::Notifier;
+use crate::principal::Principal;
+use crate::registry::HeaderParamType;
+use crate::replay::BoxFuture;
+use crate::server::{CallContext, Reply, Server};
+
+/// Default body limit: 4 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
+/// Default interval of SSE keep-alive comments: 15 s.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Why a request was not authenticated: answered with 401.
+#[derive(Debug, Clone, Default)]
+pub struct Unauthorized {
+    /// The `WWW-Authenticate` challenge, e.g. `Bearer realm="mcp"`.
+    pub challenge: Option<String>,
+}
+
+/// Turns request parts into a [`Principal`], or refuses with 401. Every
+/// request is authenticated on its own (there is no session).
+pub trait Authenticate: Send + Sync + 'static {
+    /// Authenticates one request.
+    fn authenticate<'a>(
+        &'a self,
+        parts: &'a http::request::Parts,
+    ) -> BoxFuture<'a, Result<Principal, Unauthorized>>;
+}
+
+/// Bearer-token authentication with a check you supply: `check(token)` gives
+/// the principal, or `None` to refuse.
+pub struct Bearer<F>(pub F);
+
+impl<F> std::fmt::Debug for Bearer<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bearer(..)")
+    }
+}
+
+impl<F: Fn(&str) -> Option<Principal> + Send + Sync + 'static> Authenticate for Bearer<F> {
+    fn authenticate<'a>(
+        &'a self,
+        parts: &'a http::request::Parts,
+    ) -> BoxFuture<'a, Result<Principal, Unauthorized>> {
+        let token = parts
+            .headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim);
+        let result = token.and_then(&self.0).ok_or(Unauthorized {
+            challenge: Some("Bearer".into()),
+        });
+        Box::pin(std::future::ready(result))
+    }
+}
+
+/// A tower layer that authenticates requests and puts the [`Principal`] in
+/// their extensions, where [`McpService`] finds it; refusals are 401. Use it
+/// to share one authentication across several services.
+#[derive(Clone)]
+pub struct AuthLayer(Arc<dyn Authenticate>);
+
+impl std::fmt::Debug for AuthLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuthLayer(..)")
+    }
+}
+
+impl AuthLayer {
+    /// A layer using `auth`.
+    pub fn new(auth: impl Authenticate) -> Self {
+        Self(Arc::new(auth))
+    }
+}
+
+impl<S> tower::Layer<S> for AuthLayer {
+    type Service = AuthService<S>;
+
+    fn layer(&self, inner: S) -> AuthService<S> {
+        AuthService {
+            auth: Arc::clone(&self.0),
+            inner,
+        }
+    }
+}
+
+/// The service of [`AuthLayer`].
+#[derive(Clone)]
+pub struct AuthService<S> {
+    auth: Arc<dyn Authenticate>,
+    inner: S,
+}
+
+impl<S> std::fmt::Debug for AuthService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuthService(..)")
+    }
+}
+
+impl<S> tower::Service<Request<Body>> for AuthService<S>
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let auth = Arc::clone(&self.auth);
+        let mut inner = self.inner.clone();
+        Box::pin(async move {
+            let (mut parts, body) = request.into_parts();
+            match auth.authenticate(&parts).await {
+                Ok(principal) => {
+                    parts.extensions.insert(principal);
+                    inner.call(Request::from_parts(parts, body)).await
+                }
+                Err(refused) => Ok(unauthorized(&refused)),
+            }
+        })
+    }
+}
+
+/// Which `Origin` / `Host` values are accepted.
+#[derive(Debug, Clone)]
+enum Allow {
+    /// Loopback, plus the listed values.
+    Loopback(Vec<String>),
+    /// Anything (behind a proxy that checks it, say).
+    Any,
+}
+
+/// Configures the HTTP endpoint of a [`Server`].
+pub struct Http {
+    server: Server,
+    body_limit: usize,
+    keep_alive: Duration,
+    origins: Allow,
+    hosts: Allow,
+    auth: Option<Arc<dyn Authenticate>>,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http")
+            .field("body_limit", &self.body_limit)
+            .field("origins", &self.origins)
+            .field("hosts", &self.hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Http {
+    /// The endpoint of `server`, with the defaults: 4 MiB bodies, loopback
+    /// origins and hosts only, anonymous callers.
+    pub fn new(server: Server) -> Self {
+        Self {
+            server,
+            body_limit: DEFAULT_BODY_LIMIT,
+            keep_alive: DEFAULT_KEEP_ALIVE,
+            origins: Allow::Loopback(Vec::new()),
+            hosts: Allow::Loopback(Vec::new()),
+            auth: None,
+        }
+    }
+
+    /// The largest request body accepted (default 4 MiB).
+    #[must_use]
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// The interval of SSE keep-alive comments (default 15 s).
+    #[must_use]
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.keep_alive = interval;
+        self
+    }
+
+    /// Also accepts browser requests from `origin` (e.g.
+    /// `https://app.example.com`).
+    #[must_use]
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        if let Allow::Loopback(list) = &mut self.origins {
+            list.push(origin.into());
+        }
+        self
+    }
+
+    /// Also accepts requests addressed to `host` (the `Host` header, port
+    /// optional), e.g. the public name of a deployed server.
+    #[must_use]
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        if let Allow::Loopback(list) = &mut self.hosts {
+            list.push(host.into());
+        }
+        self
+    }
+
+    /// Accepts any `Origin` and `Host`. Dangerous: it disables DNS-rebinding
+    /// protection; use it only behind a proxy that checks them.
+    #[must_use]
+    pub fn dangerous_allow_any_origin(mut self) -> Self {
+        self.origins = Allow::Any;
+        self.hosts = Allow::Any;
+        self
+    }
+
+    /// Authenticates every request with `auth` (default: anonymous, unless an
+    /// [`AuthLayer`] in front put a [`Principal`] in the request).
+    #[must_use]
+    pub fn authenticate(mut self, auth: impl Authenticate) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// The tower service.
+    pub fn into_service(self) -> McpService {
+        McpService {
+            inner: Arc::new(self),
+        }
+    }
+}
+
+/// The MCP endpoint as a tower service (`Request<Body>` to `Response<Body>`).
+#[derive(Clone, Debug)]
+pub struct McpService {
+    inner: Arc<Http>,
+}
+
+impl tower::Service<Request<Body>> for McpService {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let http = Arc::clone(&self.inner);
+        Box::pin(async move { Ok(http.handle(request).await) })
+    }
+}
+
+/// Serves `server` at `path` on `listener` until `shutdown` resolves; open
+/// subscriptions are then closed gracefully.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    http: Http,
+    path: &str,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let server = http.server.clone();
+    let app = axum::Router::new().route_service(path, http.into_service());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            server.shutdown();
+        })
+        .await
+}
+
+fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = Response::new(Body::from(bytes));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn error_response(
+    status: StatusCode,
+    id: Option<tern_protocol::RequestId>,
+    error: ErrorObject,
+) -> Response<Body> {
+    json_response(status, &ErrorResponse::new(id, error))
+}
+
+fn plain(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = status;
+    response
+}
+
+fn unauthorized(refused: &Unauthorized) -> Response<Body> {
+    let mut response = plain(StatusCode::UNAUTHORIZED);
+    if let Some(value) = refused
+        .challenge
+        .as_deref()
+        .and_then(|c| HeaderValue::from_str(c).ok())
+    {
+        response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// The host part of `host[:port]`, `[v6]:port`, or a URL's authority.
+fn host_of(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    authority.rsplit_once(':').map_or(authority, |(h, port)| {
+        if port.bytes().all(|b| b.is_ascii_digit()) {
+            h
+        } else {
+            authority
+        }
+    })
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+impl Allow {
+    fn origin_ok(&self, origin: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Loopback(list) => {
+                list.iter().any(|o| o.eq_ignore_ascii_case(origin)) || {
+                    let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
+                    is_loopback(host_of(authority))
+                }
+            }
+        }
+    }
+
+    fn host_ok(&self, host: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Loopback(list) => {
+                is_loopback(host_of(host))
+                    || list.iter().any(|h| {
+                        h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(host_of(host))
+                    })
+            }
+        }
+    }
+}
+
+fn header_lists(headers: &HeaderMap, name: http::HeaderName, wanted: &str) -> bool {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            item.split(';')
+                .next()
+                .is_some_and(|media| media.trim().eq_ignore_ascii_case(wanted))
+        })
+}
+
+/// The fields of a request's params that headers mirror or that decide the
+/// response mode; everything else is skipped unread.
+#[derive(Deserialize, Default)]
+struct Peek {
+    #[serde(rename = "_meta", default)]
+    meta: Option<PeekMeta>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    uri: Option<Value>,
+    #[serde(rename = "taskId", default)]
+    task_id: Option<Value>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct PeekMeta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    protocol_version: Option<Value>,
+    #[serde(rename = "progressToken", default)]
+    progress_token: Option<IgnoredAny>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
+    log_level: Option<IgnoredAny>,
+}
+
+/// A header value as the spec encodes it: plain visible ASCII, or
+/// `=?base64?…?=` for anything else. Surrounding whitespace is tolerated.
+fn decode_header(value: &HeaderValue) -> Result<String, &'static str> {
+    let text = value.to_str().map_err(|_| "has invalid characters")?.trim();
+    if let Some(inner) = text
+        .strip_prefix("=?base64?")
+        .and_then(|t| t.strip_suffix("?="))
+    {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(inner)
+            .map_err(|_| "has invalid base64")?;
+        return String::from_utf8(bytes).map_err(|_| "is not UTF-8");
+    }
+    if text.bytes().any(|b| !(0x20..0x7f).contains(&b)) {
+        return Err("has invalid characters");
+    }
+    Ok(text.to_owned())
+}
+
+fn mismatch(message: String) -> ErrorObject {
+    ErrorObject::header_mismatch(message)
+}
+
+/// Checks one header against the body value (after decoding).
+fn check_named(headers: &HeaderMap, name: &str, body: Option<&str>) -> Result<(), ErrorObject> {
+    match (headers.get(name), body) {
+        (None, None) => Ok(()),
+        (None, Some(_)) => Err(mismatch(format!("Missing {name} header"))),
+        (Some(value), body) => {
+            let decoded =
+                decode_header(value).map_err(|why| mismatch(format!("{name} header {why}")))?;
+            match body {
+                Some(body) if body == decoded => Ok(()),
+                Some(body) => Err(mismatch(format!(
+                    "Header mismatch: {name} header value '{decoded}' does not match body value '{body}'"
+                ))),
+                None => Err(mismatch(format!(
+                    "{name} header sent but the body has no such value"
+                ))),
+            }
+        }
+    }
+}
+
+impl Http {
+    /// Validates the MCP headers against the body (spec §6.2; conformance
+    /// §5.2: before the version is checked).
+    fn check_headers(
+        &self,
+        headers: &HeaderMap,
+        method_name: &str,
+        peek: &Peek,
+    ) -> Result<(), ErrorObject> {
+        let version = headers
+            .get("mcp-protocol-version")
+            .ok_or_else(|| mismatch("Missing MCP-Protocol-Version header".into()))?;
+        let version = decode_header(version)
+            .map_err(|why| mismatch(format!("MCP-Protocol-Version header {why}")))?;
+        if let Some(Value::String(body)) =
+            peek.meta.as_ref().and_then(|m| m.protocol_version.as_ref())
+            && *body != version
+        {
+            return Err(mismatch(format!(
+                "Header mismatch: MCP-Protocol-Version header value '{version}' does not match body value '{body}'"
+            )));
+        }
+        check_named(headers, "mcp-method", Some(method_name))?;
+        let name_source = match method_name {
+            method::TOOLS_CALL | method::PROMPTS_GET => Some(&peek.name),
+            method::RESOURCES_READ => Some(&peek.uri),
+            method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL => Some(&peek.task_id),
+            _ => None,
+        };
+        // A missing or non-string value is the body's problem (-32602), not
+        // the header's.
+        if let Some(Some(Value::String(body))) = name_source {
+            check_named(headers, "mcp-name", Some(body))?;
+        }
+        if method_name == method::TOOLS_CALL
+            && let Some(Value::String(tool)) = &peek.name
+        {
+            self.check_param_headers(headers, tool, peek.arguments.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// `Mcp-Param-*` for the tool's `x-mcp-header` arguments.
+    fn check_param_headers(
+        &self,
+        headers: &HeaderMap,
+        tool: &str,
+        arguments: Option<&Value>,
+    ) -> Result<(), ErrorObject> {
+        let registry = self.server.registry();
+        let Some(entry) = registry.tools.get(tool) else {
+            return Ok(());
+        };
+        for param in &entry.header_params {
+            let mut value = arguments;
+            for key in &param.path {
+                value = value.and_then(|v| v.get(key));
+            }
+            let header_name = format!("mcp-param-{}", param.name.to_ascii_lowercase());
+            let header = headers.get(header_name.as_str());
+            let display = format!("Mcp-Param-{}", param.name);
+            let Some(value) = value.filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let Some(header) = header else {
+                return Err(mismatch(format!("Missing {display} header")));
+            };
+            let decoded =
+                decode_header(header).map_err(|why| mismatch(format!("{display} header {why}")))?;
+            let matches = match (param.kind, value) {
+                (HeaderParamType::String, Value::String(s)) => *s == decoded,
+                (HeaderParamType::Integer, Value::Number(n)) => decoded
+                    .parse::<i64>()
+                    .ok()
+                    .is_some_and(|h| n.as_i64() == Some(h)),
+                (HeaderParamType::Boolean, Value::Bool(b)) => {
+                    decoded == if *b { "true" } else { "false" }
+                }
+                // A value of the wrong type is the arguments' problem: the tool
+                // reports it (isError).
+                _ => true,
+            };
+            if !matches {
+                return Err(mismatch(format!(
+                    "Header mismatch: {display} header value '{decoded}' does not match the argument"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one pass over the checks of the table in the module docs"
+    )]
+    async fn handle(&self, request: Request<Body>) -> Response<Body> {
+        if request.method() != Method::POST {
+            let mut response = plain(StatusCode::METHOD_NOT_ALLOWED);
+            response
+                .headers_mut()
+                .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+            return response;
+        }
+        let (parts, body) = request.into_parts();
+        let headers = &parts.headers;
+        let forbidden = || {
+            error_response(
+                StatusCode::FORBIDDEN,
+                None,
+                ErrorObject::new(code::INVALID_REQUEST, "Forbidden origin"),
+            )
+        };
+        let origin_ok = headers
+            .get(ORIGIN)
+            .is_none_or(|o| o.to_str().is_ok_and(|o| self.origins.origin_ok(o)));
+        let host_ok = headers
+            .get(HOST)
+            .is_none_or(|h| h.to_str().is_ok_and(|h| self.hosts.host_ok(h)));
+        if !(origin_ok && host_ok) {
+            return forbidden();
+        }
+        let principal = if let Some(p) = parts.extensions.get::<Principal>() {
+            p.clone()
+        } else if let Some(auth) = &self.auth {
+            match auth.authenticate(&parts).await {
+                Ok(p) => p,
+                Err(refused) => return unauthorized(&refused),
+            }
+        } else {
+            Principal::anonymous()
+        };
+        if !(header_lists(headers, ACCEPT, "application/json")
+            && header_lists(headers, ACCEPT, "text/event-stream"))
+        {
+            return plain(StatusCode::NOT_ACCEPTABLE);
+        }
+        if !header_lists(headers, CONTENT_TYPE, "application/json") {
+            return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        }
+        let declared = headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.body_limit as u64) {
+            return plain(StatusCode::PAYLOAD_TOO_LARGE);
+        }
+        let bytes = match http_body_util::Limited::new(body, self.body_limit)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(e)
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some() =>
+            {
+                return plain(StatusCode::PAYLOAD_TOO_LARGE);
+            }
+            Err(_) => return plain(StatusCode::BAD_REQUEST),
+        };
+        let request = match Message::from_slice(&bytes) {
+            Ok(Message::Request(r)) => r,
+            Ok(Message::Notification(n)) => {
+                // Cancellation over HTTP is closing the stream (§4.2); nothing
+                // else is defined from the client: accepted and ignored.
+                tracing::debug!(method = %n.method, "notification accepted");
+                return plain(StatusCode::ACCEPTED);
+            }
+            Ok(Message::Response(_) | Message::Error(_)) => {
+                let error = ErrorObject::new(
+                    code::INVALID_REQUEST,
+                    "a 2026-07-28 client sends no responses",
+                );
+                return error_response(StatusCode::BAD_REQUEST, None, error);
+            }
+            Err(e) => return error_response(StatusCode::BAD_REQUEST, None, e.to_error_object()),
+        };
+        let peek: Peek = request
+            .params
+            .as_deref()
+            .and_then(|p: &RawValue| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        if let Err(error) = self.check_headers(headers, &request.method, &peek) {
+            return error_response(StatusCode::BAD_REQUEST, Some(request.id), error);
+        }
+        let streams = request.method == method::SUBSCRIPTIONS_LISTEN
+            || peek
+                .meta
+                .as_ref()
+                .is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some());
+        let cancel = CancellationToken::new();
+        let guard = cancel.clone().drop_guard();
+        let (notifier, notifications) = if streams {
+            let (n, rx) = Notifier::channel(256);
+            (Some(n), Some(rx))
+        } else {
+            (None, None)
+        };
+        let server = self.server.clone();
+        let call = CallContext {
+            principal,
+            notifier,
+            cancel,
+        };
+        let handling: BoxFuture<'static, Reply> =
+            Box::pin(async move { server.handle(&request, call).await });
+        let Some(mut notifications) = notifications else {
+            let reply = handling.await;
+            drop(guard.disarm());
+            return reply_response(&reply);
+        };
+        // Answer with JSON if the final response comes before any
+        // notification; otherwise open an SSE stream.
+        let mut handling = handling;
+        let first = tokio::select! {
+            biased;
+            Some(n) = notifications.recv() => First::Notification(n),
+            reply = &mut handling => First::Reply(reply),
+        };
+        match first {
+            First::Reply(reply) => {
+                // Notifications raised right before the result still go out.
+                let mut pending = Vec::new();
+                while let Ok(n) = notifications.try_recv() {
+                    pending.push(n);
+                }
+                drop(guard.disarm());
+                if pending.is_empty() {
+                    return reply_response(&reply);
+                }
+                sse_response(SseStream::finished(pending, reply, self.keep_alive))
+            }
+            First::Notification(n) => sse_response(SseStream::new(
+                n,
+                handling,
+                notifications,
+                guard,
+                self.keep_alive,
+            )),
+        }
+    }
+}
+
+enum First {
+    Notification(ServerNotification),
+    Reply(Reply),
+}
+
+/// The HTTP status of a reply (module docs' table).
+fn status_of(reply: &Reply) -> StatusCode {
+    match reply.error_code() {
+        Some(code::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            code::HEADER_MISMATCH
+            | code::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | code::UNSUPPORTED_PROTOCOL_VERSION
+            | code::PARSE_ERROR
+            | code::INVALID_REQUEST,
+        ) => StatusCode::BAD_REQUEST,
+        Some(_) if reply.malformed => StatusCode::BAD_REQUEST,
+        None | Some(_) => StatusCode::OK,
+    }
+}
+
+fn reply_response(reply: &Reply) -> Response<Body> {
+    json_response(status_of(reply), reply)
+}
+
+fn sse_response(stream: SseStream) -> Response<Body> {
+    let mut response = Response::new(Body::from_stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+fn event(message: &impl serde::Serialize) -> Bytes {
+    let mut out = b"data: ".to_vec();
+    // Compact JSON has no newline, so one `data:` line carries the message.
+    if serde_json::to_writer(&mut out, message).is_err() {
+        tracing::error!("cannot encode an SSE event");
+    }
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+/// An SSE response body. It owns the request's handling: when the client
+/// goes away the body is dropped, which drops the handler's future and
+/// cancels the request (`Ctx::cancelled` fires).
+struct SseStream {
+    queued: std::collections::VecDeque<ServerNotification>,
+    handling: Option<BoxFuture<'static, Reply>>,
+    notifications: Option<mpsc::Receiver<ServerNotification>>,
+    reply: Option<Reply>,
+    keep_alive: tokio::time::Interval,
+    done: bool,
+    guard: Option<DropGuard>,
+}
+
+impl SseStream {
+    fn new(
+        first: ServerNotification,
+        handling: BoxFuture<'static, Reply>,
+        notifications: mpsc::Receiver<ServerNotification>,
+        guard: DropGuard,
+        keep_alive: Duration,
+    ) -> Self {
+        Self {
+            queued: std::iter::once(first).collect(),
+            handling: Some(handling),
+            notifications: Some(notifications),
+            reply: None,
+            keep_alive: interval(keep_alive),
+            done: false,
+            guard: Some(guard),
+        }
+    }
+
+    fn finished(pending: Vec<ServerNotification>, reply: Reply, keep_alive: Duration) -> Self {
+        Self {
+            queued: pending.into(),
+            handling: None,
+            notifications: None,
+            reply: Some(reply),
+            keep_alive: interval(keep_alive),
+            done: false,
+            guard: None,
+        }
+    }
+}
+
+fn interval(every: Duration) -> tokio::time::Interval {
+    let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    interval
+}
+
+impl futures_core::Stream for SseStream {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if let Some(n) = this.queued.pop_front() {
+            return Poll::Ready(Some(Ok(event(&n))));
+        }
+        if let Some(rx) = this.notifications.as_mut()
+            && let Poll::Ready(Some(n)) = rx.poll_recv(cx)
+        {
+            return Poll::Ready(Some(Ok(event(&n))));
+        }
+        if let Some(handling) = this.handling.as_mut()
+            && let Poll::Ready(reply) = handling.as_mut().poll(cx)
+        {
+            this.handling = None;
+            // Drain what was sent before the result, then the result.
+            if let Some(mut rx) = this.notifications.take() {
+                while let Ok(n) = rx.try_recv() {
+                    this.queued.push_back(n);
+                }
+            }
+            this.reply = Some(reply);
+            if let Some(guard) = this.guard.take() {
+                drop(guard.disarm());
+            }
+            return self.poll_next(cx);
+        }
+        if this.handling.is_none()
+            && let Some(reply) = this.reply.take()
+        {
+            this.done = true;
+            return Poll::Ready(Some(Ok(event(&reply))));
+        }
+        if this.keep_alive.poll_tick(cx).is_ready() {
+            return Poll::Ready(Some(Ok(Bytes::from_static(b": keep-alive\n\n"))));
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_decode_as_the_spec_says() {
+        let v = |s: &str| HeaderValue::from_str(s).unwrap();
+        assert_eq!(decode_header(&v("us-west1")).unwrap(), "us-west1");
+        assert_eq!(decode_header(&v("  padded  ")).unwrap(), "padded");
+        assert_eq!(decode_header(&v("=?base64?w6lsw6hu?=")).unwrap(), "élèn");
+        assert!(decode_header(&v("=?base64?!!!?=")).is_err());
+        assert!(decode_header(&HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap()).is_err());
+    }
+
+    #[test]
+    fn loopback_origins_and_hosts() {
+        let allow = Allow::Loopback(vec!["https://app.example.com".into()]);
+        for ok in [
+            "http://localhost:3000",
+            "http://127.0.0.1",
+            "http://[::1]:8080",
+            "https://app.example.com",
+        ] {
+            assert!(allow.origin_ok(ok), "{ok}");
+        }
+        for bad in [
+            "http://evil.example.com",
+            "null",
+            "http://localhost.evil.com",
+        ] {
+            assert!(!allow.origin_ok(bad), "{bad}");
+        }
+        assert!(
+            allow.host_ok("localhost:3000")
+                && allow.host_ok("127.0.0.1:1")
+                && allow.host_ok("[::1]:9")
+        );
+        assert!(!allow.host_ok("evil.example.com"));
+        assert!(Allow::Any.host_ok("evil.example.com"));
+    }
+}
