@@ -12,7 +12,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tern_protocol::content::{
-    AudioContent, BlobResourceContents, EmbeddedResource, ImageContent, ResourceContents, Role, TextResourceContents,
+    AudioContent, BlobResourceContents, EmbeddedResource, ImageContent, ResourceContents, Role,
+    TextResourceContents,
 };
 use tern_protocol::error::ErrorObject;
 use tern_protocol::logging::LoggingLevel;
@@ -21,20 +22,28 @@ use tern_protocol::tool::CallToolResult;
 use tern_protocol::{ClientCapabilities, ContentBlock, JsonObject};
 use tern_server::transport::http::{self, Http};
 use tern_server::{
-    Answer, Args, Changes, CompletionDef, Ctx, Elicit, ListRoots, PromptDef, ResourceDef, ResourceTemplateDef, Sample,
-    Server, ToolDef, ToolError,
+    Answer, Args, Changes, CompletionDef, Ctx, Elicit, ListRoots, PromptDef, ResourceDef,
+    ResourceTemplateDef, Sample, Server, ToolDef, ToolError,
 };
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
 
 fn image() -> ContentBlock {
-    ContentBlock::Image(ImageContent { data: PNG.into(), mime_type: "image/png".into(), annotations: None, meta: None })
+    ContentBlock::Image(ImageContent {
+        data: PNG.into(),
+        mime_type: "image/png".into(),
+        annotations: None,
+        meta: None,
+    })
 }
 
 fn embedded(uri: &str, mime: &str, text: &str) -> ContentBlock {
     ContentBlock::Resource(EmbeddedResource {
-        resource: ResourceContents::Text(TextResourceContents { mime_type: Some(mime.into()), ..TextResourceContents::new(uri, text) }),
+        resource: ResourceContents::Text(TextResourceContents {
+            mime_type: Some(mime.into()),
+            ..TextResourceContents::new(uri, text)
+        }),
         annotations: None,
         meta: None,
     })
@@ -49,18 +58,31 @@ async fn image_content() -> Vec<ContentBlock> {
 }
 
 async fn audio_content() -> Vec<ContentBlock> {
-    vec![ContentBlock::Audio(AudioContent { data: WAV.into(), mime_type: "audio/wav".into(), annotations: None, meta: None })]
+    vec![ContentBlock::Audio(AudioContent {
+        data: WAV.into(),
+        mime_type: "audio/wav".into(),
+        annotations: None,
+        meta: None,
+    })]
 }
 
 async fn embedded_resource() -> Vec<ContentBlock> {
-    vec![embedded("test://embedded-resource", "text/plain", "This is an embedded resource content.")]
+    vec![embedded(
+        "test://embedded-resource",
+        "text/plain",
+        "This is an embedded resource content.",
+    )]
 }
 
 async fn multiple_content_types() -> Vec<ContentBlock> {
     vec![
         ContentBlock::text("Multiple content types test:"),
         image(),
-        embedded("test://mixed-content-resource", "application/json", r#"{"test":"data","value":123}"#),
+        embedded(
+            "test://mixed-content-resource",
+            "application/json",
+            r#"{"test":"data","value":123}"#,
+        ),
     ]
 }
 
@@ -75,8 +97,15 @@ async fn tool_with_progress(ctx: Ctx) -> String {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    let token = ctx.meta().progress_token.as_ref().map(|t| serde_json::to_string(t).unwrap_or_default());
-    format!("Progress completed{}", token.map(|t| format!(" for token {t}")).unwrap_or_default())
+    let token = ctx
+        .meta()
+        .progress_token
+        .as_ref()
+        .map(|t| serde_json::to_string(t).unwrap_or_default());
+    format!(
+        "Progress completed{}",
+        token.map(|t| format!(" for token {t}")).unwrap_or_default()
+    )
 }
 
 async fn missing_capability(ctx: Ctx) -> Result<&'static str, ToolError> {
@@ -95,7 +124,11 @@ async fn streaming_elicitation(ctx: Ctx) -> &'static str {
 }
 
 async fn logging_tool(ctx: Ctx) -> &'static str {
-    ctx.log(LoggingLevel::Info, Some("conformance"), "test_logging_tool ran");
+    ctx.log(
+        LoggingLevel::Info,
+        Some("conformance"),
+        "test_logging_tool ran",
+    );
     "Logged"
 }
 
@@ -120,27 +153,44 @@ struct Context {
 }
 
 async fn mrtr_elicitation(ctx: Ctx) -> Result<String, ToolError> {
-    match ctx.ask(Elicit::<Name>::form("What is your name?").key("user_name")).await? {
+    match ctx
+        .ask(Elicit::<Name>::form("What is your name?").key("user_name"))
+        .await?
+    {
         Answer::Accept(Name { name }) => Ok(format!("Hello, {name}!")),
         Answer::Decline => Ok("The user declined.".into()),
         Answer::Cancel => Ok("The user cancelled.".into()),
     }
 }
 
-#[allow(deprecated, reason = "the suite tests the deprecated sampling input request")]
+#[allow(
+    deprecated,
+    reason = "the suite tests the deprecated sampling input request"
+)]
 async fn mrtr_sampling(ctx: Ctx) -> Result<String, ToolError> {
-    let reply = ctx.ask(Sample::text("What is the capital of France?", 100).key("capital_question")).await?;
-    Ok(format!("The model answered: {}", reply.text().unwrap_or_default()))
+    let reply = ctx
+        .ask(Sample::text("What is the capital of France?", 100).key("capital_question"))
+        .await?;
+    Ok(format!(
+        "The model answered: {}",
+        reply.text().unwrap_or_default()
+    ))
 }
 
-#[allow(deprecated, reason = "the suite tests the deprecated roots input request")]
+#[allow(
+    deprecated,
+    reason = "the suite tests the deprecated roots input request"
+)]
 async fn mrtr_roots(ctx: Ctx) -> Result<String, ToolError> {
     let roots = ctx.ask(ListRoots::new().key("client_roots")).await?;
     Ok(format!("Found {} root(s)", roots.len()))
 }
 
 async fn mrtr_request_state(ctx: Ctx) -> Result<String, ToolError> {
-    match ctx.ask(Elicit::<Confirm>::form("Please confirm").key("confirm")).await? {
+    match ctx
+        .ask(Elicit::<Confirm>::form("Please confirm").key("confirm"))
+        .await?
+    {
         Answer::Accept(Confirm { ok }) => Ok(format!("state-ok: confirmed={ok}")),
         _ => Ok("state-ok: not confirmed".into()),
     }
@@ -153,16 +203,26 @@ async fn mrtr_multiple(ctx: Ctx) -> Result<String, ToolError> {
         ctx.ask(Sample::text("Generate a greeting", 50).key("greeting")),
         ctx.ask(ListRoots::new().key("client_roots")),
     );
-    let name = name?.accepted().map_or_else(|| "someone".into(), |n| n.name);
-    Ok(format!("{} for {name}; {} root(s)", greeting?.text().unwrap_or("hello"), roots?.len()))
+    let name = name?
+        .accepted()
+        .map_or_else(|| "someone".into(), |n| n.name);
+    Ok(format!(
+        "{} for {name}; {} root(s)",
+        greeting?.text().unwrap_or("hello"),
+        roots?.len()
+    ))
 }
 
 async fn mrtr_multi_round(ctx: Ctx) -> Result<String, ToolError> {
-    let Answer::Accept(Name { name }) = ctx.ask(Elicit::<Name>::form("Step 1: What is your name?").key("step1")).await? else {
+    let Answer::Accept(Name { name }) = ctx
+        .ask(Elicit::<Name>::form("Step 1: What is your name?").key("step1"))
+        .await?
+    else {
         return Ok("Stopped at step 1".into());
     };
-    let Answer::Accept(Color { color }) =
-        ctx.ask(Elicit::<Color>::form("Step 2: What is your favorite color?").key("step2")).await?
+    let Answer::Accept(Color { color }) = ctx
+        .ask(Elicit::<Color>::form("Step 2: What is your favorite color?").key("step2"))
+        .await?
     else {
         return Ok("Stopped at step 2".into());
     };
@@ -170,28 +230,44 @@ async fn mrtr_multi_round(ctx: Ctx) -> Result<String, ToolError> {
 }
 
 async fn mrtr_tampered(ctx: Ctx) -> Result<String, ToolError> {
-    ctx.ask(Elicit::<Confirm>::form("Please confirm").key("confirm")).await?;
+    ctx.ask(Elicit::<Confirm>::form("Please confirm").key("confirm"))
+        .await?;
     Ok("confirmed".into())
 }
 
-#[allow(deprecated, reason = "sampling is the fallback when elicitation is not declared")]
+#[allow(
+    deprecated,
+    reason = "sampling is the fallback when elicitation is not declared"
+)]
 async fn mrtr_capabilities(ctx: Ctx) -> Result<String, ToolError> {
     let question = Elicit::<Name>::form("What is your name?").key("user_name");
     if ctx.can_ask(&question) {
-        let name = ctx.ask(question).await?.accepted().map_or_else(|| "someone".into(), |n| n.name);
+        let name = ctx
+            .ask(question)
+            .await?
+            .accepted()
+            .map_or_else(|| "someone".into(), |n| n.name);
         return Ok(format!("Hello, {name}!"));
     }
     // S7: no elicitation was declared, so none is sent.
-    let reply = ctx.ask(Sample::text("Say hello", 50).key("sample_input")).await?;
+    let reply = ctx
+        .ask(Sample::text("Say hello", 50).key("sample_input"))
+        .await?;
     Ok(reply.text().unwrap_or("hello").to_owned())
 }
 
 async fn mrtr_prompt(ctx: Ctx) -> Result<Vec<PromptMessage>, ToolError> {
-    let context = match ctx.ask(Elicit::<Context>::form("What context should the prompt use?").key("user_context")).await? {
+    let context = match ctx
+        .ask(Elicit::<Context>::form("What context should the prompt use?").key("user_context"))
+        .await?
+    {
         Answer::Accept(Context { context }) => context,
         _ => "no context".into(),
     };
-    Ok(vec![PromptMessage { role: Role::User, content: ContentBlock::text(format!("Use this context: {context}")) }])
+    Ok(vec![PromptMessage {
+        role: Role::User,
+        content: ContentBlock::text(format!("Use this context: {context}")),
+    }])
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -203,7 +279,10 @@ struct PromptArgs {
 }
 
 async fn prompt_with_arguments(Args(a): Args<PromptArgs>) -> String {
-    format!("Prompt with arguments: arg1='{}', arg2='{}'", a.arg1, a.arg2)
+    format!(
+        "Prompt with arguments: arg1='{}', arg2='{}'",
+        a.arg1, a.arg2
+    )
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -215,15 +294,31 @@ struct ResourceArg {
 
 async fn prompt_with_embedded_resource(Args(a): Args<ResourceArg>) -> Vec<PromptMessage> {
     vec![
-        PromptMessage { role: Role::User, content: embedded(&a.resource_uri, "text/plain", "Embedded resource content for testing.") },
-        PromptMessage { role: Role::User, content: ContentBlock::text("Please process the embedded resource above.") },
+        PromptMessage {
+            role: Role::User,
+            content: embedded(
+                &a.resource_uri,
+                "text/plain",
+                "Embedded resource content for testing.",
+            ),
+        },
+        PromptMessage {
+            role: Role::User,
+            content: ContentBlock::text("Please process the embedded resource above."),
+        },
     ]
 }
 
 async fn prompt_with_image() -> Vec<PromptMessage> {
     vec![
-        PromptMessage { role: Role::User, content: image() },
-        PromptMessage { role: Role::User, content: ContentBlock::text("Please analyze the image above.") },
+        PromptMessage {
+            role: Role::User,
+            content: image(),
+        },
+        PromptMessage {
+            role: Role::User,
+            content: ContentBlock::text("Please analyze the image above."),
+        },
     ]
 }
 
@@ -233,7 +328,8 @@ struct ItemId {
 }
 
 async fn template_data(Args(i): Args<ItemId>) -> ResourceContents {
-    let text = json!({"id": i.id, "templateTest": true, "data": format!("Data for ID: {}", i.id)}).to_string();
+    let text = json!({"id": i.id, "templateTest": true, "data": format!("Data for ID: {}", i.id)})
+        .to_string();
     ResourceContents::Text(TextResourceContents {
         mime_type: Some("application/json".into()),
         ..TextResourceContents::new(format!("test://template/{}/data", i.id), text)
@@ -313,7 +409,9 @@ fn build(changes_for_hooks: &mut Option<Changes>) -> Result<Server, tern_server:
             "prompts/list_changed sent"
         }
     };
-    let mut region_schema = object(json!({"type": "object", "properties": {"region": {"type": "string", "description": "The region", "x-mcp-header": "Region"}}, "required": ["region"]}));
+    let mut region_schema = object(
+        json!({"type": "object", "properties": {"region": {"type": "string", "description": "The region", "x-mcp-header": "Region"}}, "required": ["region"]}),
+    );
     region_schema.insert("additionalProperties".into(), false.into());
     builder
         .instructions("The tern conformance server: every fixture of the MCP conformance suite's server contract.")
@@ -372,17 +470,22 @@ fn build(changes_for_hooks: &mut Option<Changes>) -> Result<Server, tern_server:
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TERN_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
         .init();
-    let mut port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(3000);
+    let mut port: u16 = std::env::var("PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(3000);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next().and_then(|p| p.parse().ok())) {
-            ("--port", Some(p)) => port = p,
-            _ => {
-                eprintln!("usage: conformance-server [--port PORT]");
-                return std::process::ExitCode::from(2);
-            }
+        if let ("--port", Some(p)) = (arg.as_str(), args.next().and_then(|p| p.parse().ok())) {
+            port = p;
+        } else {
+            eprintln!("usage: conformance-server [--port PORT]");
+            return std::process::ExitCode::from(2);
         }
     }
     let mut hooks = None;
@@ -393,12 +496,14 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build();
     let Ok(runtime) = runtime else {
         eprintln!("conformance-server: cannot start the runtime");
         return std::process::ExitCode::FAILURE;
     };
-    let served = runtime.block_on(async move {
+    let outcome = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let port = listener.local_addr()?.port();
         eprintln!("conformance-server: listening on http://127.0.0.1:{port}/mcp");
@@ -407,7 +512,7 @@ fn main() -> std::process::ExitCode {
         };
         http::serve(listener, Http::new(server), "/mcp", shutdown).await
     });
-    match served {
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("conformance-server: {e}");

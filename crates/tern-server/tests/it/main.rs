@@ -14,6 +14,7 @@
 
 mod adversarial;
 mod fixture;
+mod http;
 mod protocol;
 mod rules;
 mod schema;

@@ -11,6 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use crate::fixture::{Counters, TestClock, builder};
 
 struct Pipe {
+    server_handle: tern_server::Server,
     input: DuplexStream,
     output: tokio::io::Lines<BufReader<DuplexStream>>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -21,9 +22,11 @@ fn start(options: StdioOptions) -> (Pipe, Arc<Counters>) {
     let server = builder(&counters, TestClock::new()).build().unwrap();
     let (input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
+    let server_handle = server.clone();
     let server = tokio::spawn(serve(server, server_in, server_out, options));
     (
         Pipe {
+            server_handle,
             input,
             output: BufReader::new(output).lines(),
             server,
@@ -275,4 +278,43 @@ async fn end_of_input_cancels_what_outlives_the_drain_timeout() {
         "the slow request was cancelled, not answered"
     );
     assert_eq!(counters.cancelled_seen.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn subscriptions_over_stdio_are_tagged_and_end_on_cancel_or_shutdown() {
+    let (mut p, _) = start(StdioOptions::default());
+    let listen = |id: &str| json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": true}, "_meta": meta()}});
+    p.send(&listen("a").to_string()).await;
+    let ack = p.recv().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "a"
+    );
+    p.server_handle.changes().prompts_changed();
+    p.server_handle.changes().tools_changed();
+    let n = p.recv().await;
+    assert_eq!(n["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "a"
+    );
+    // The client ends it with notifications/cancelled: nothing more for "a".
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#)
+        .await;
+    p.send(&listen("b").to_string()).await;
+    assert_eq!(
+        p.recv().await["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "b"
+    );
+    // A graceful server shutdown closes "b" with its result.
+    p.server_handle.shutdown();
+    let closed = p.recv().await;
+    assert_eq!(closed["id"], "b");
+    assert_eq!(
+        closed["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "b"
+    );
+    let rest = p.finish().await;
+    assert!(rest.iter().all(|m| m["id"] != "a"), "{rest:?}");
 }

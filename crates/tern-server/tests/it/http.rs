@@ -1,0 +1,681 @@
+//! The Streamable HTTP transport over real loopback TCP: every status code of
+//! the module's table, SSE, disconnect cancellation, the cross-principal
+//! refusal, and `subscriptions/listen`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tern_server::transport::http::{Bearer, Http};
+use tern_server::{Principal, Server, ToolDef};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::fixture::{Counters, TestClock, builder};
+
+struct Endpoint {
+    port: u16,
+    server: Server,
+    counters: Arc<Counters>,
+}
+
+async fn start(configure: impl FnOnce(Http) -> Http) -> Endpoint {
+    let counters = Arc::new(Counters::default());
+    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let http = configure(Http::new(server.clone()));
+    let app = axum::Router::new().route_service("/mcp", http.into_service());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Endpoint {
+        port,
+        server,
+        counters,
+    }
+}
+
+fn meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+}
+
+/// A response: status, lower-cased headers, and the body (de-chunked).
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    /// The `data:` events of an SSE body.
+    fn events(&self) -> Vec<Value> {
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+}
+
+fn request_text(method: &str, port: u16, headers: &[(&str, String)], body: &str) -> String {
+    let mut text = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        text.push_str(k);
+        text.push_str(": ");
+        text.push_str(v);
+        text.push_str("\r\n");
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    text
+}
+
+fn parse(raw: &[u8]) -> Reply {
+    let text = String::from_utf8_lossy(raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_owned()
+    };
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        body.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    body
+}
+
+async fn send(port: u16, method: &str, headers: &[(&str, String)], body: &str) -> Reply {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream
+        .write_all(request_text(method, port, headers, body).as_bytes())
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    parse(&raw)
+}
+
+/// The headers a correct client sends for `body`.
+fn mcp_headers(body: &Value) -> Vec<(&'static str, String)> {
+    let mut h = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+    ];
+    if let Some(m) = body["method"].as_str() {
+        h.push(("Mcp-Method", m.to_owned()));
+    }
+    let params = &body["params"];
+    if let Some(name) = params["name"].as_str().or_else(|| params["uri"].as_str()) {
+        h.push(("Mcp-Name", name.to_owned()));
+    }
+    h
+}
+
+async fn post(e: &Endpoint, body: &Value) -> Reply {
+    send(e.port, "POST", &mcp_headers(body), &body.to_string()).await
+}
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments, "_meta": meta()}})
+}
+
+#[tokio::test]
+async fn json_results_and_the_status_of_each_error() {
+    let e = start(|h| h).await;
+    let ok = post(&e, &call("greet", json!({}))).await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.header("content-type"), Some("application/json"));
+    assert_eq!(ok.json()["result"]["resultType"], "input_required");
+
+    let unknown = post(
+        &e,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": meta()}}),
+    )
+    .await;
+    assert_eq!(
+        (unknown.status, unknown.json()["error"]["code"].clone()),
+        (404, json!(-32601))
+    );
+    assert_eq!(unknown.json()["id"], 2, "the id is echoed");
+
+    let no_meta = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}});
+    let r = post(&e, &no_meta).await;
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32602))
+    );
+
+    let mut v999 =
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": meta()}});
+    v999["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    let mut headers = mcp_headers(&v999);
+    headers[2].1 = "v999.0.0".into();
+    let r = send(e.port, "POST", &headers, &v999.to_string()).await;
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32022))
+    );
+    assert_eq!(
+        r.json()["error"]["data"],
+        json!({"supported": ["2026-07-28"], "requested": "v999.0.0"})
+    );
+    // Header and body disagree: the mismatch is reported, not the version.
+    let r = send(e.port, "POST", &mcp_headers(&v999), &v999.to_string()).await;
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32020))
+    );
+
+    let mut no_sampling = call("sample", json!({}));
+    no_sampling["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let r = post(&e, &no_sampling).await;
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32021))
+    );
+    assert_eq!(
+        r.json()["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+
+    let tool_error = post(&e, &call("nope", json!({}))).await;
+    assert_eq!(
+        (
+            tool_error.status,
+            tool_error.json()["error"]["code"].clone()
+        ),
+        (200, json!(-32602)),
+        "unknown tool: status unspecified, 200"
+    );
+
+    let h = mcp_headers(&call("greet", json!({})));
+    let r = send(e.port, "POST", &h, "{not json").await;
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32700))
+    );
+    let r = send(
+        e.port,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#,
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32600))
+    );
+
+    let notification =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    let r = send(e.port, "POST", &h, &notification.to_string()).await;
+    assert_eq!((r.status, r.body.as_str()), (202, ""));
+}
+
+#[tokio::test]
+async fn methods_media_types_and_body_size() {
+    let e = start(|h| h.body_limit(1024)).await;
+    let body = call("greet", json!({}));
+    for method in ["GET", "DELETE", "PUT"] {
+        let r = send(e.port, method, &mcp_headers(&body), "").await;
+        assert_eq!(r.status, 405, "{method}");
+        assert_eq!(r.header("allow"), Some("POST"));
+    }
+    let mut h = mcp_headers(&body);
+    h[1].1 = "application/json".into();
+    assert_eq!(
+        send(e.port, "POST", &h, &body.to_string()).await.status,
+        406
+    );
+    let mut h = mcp_headers(&body);
+    h[0].1 = "text/plain".into();
+    assert_eq!(
+        send(e.port, "POST", &h, &body.to_string()).await.status,
+        415
+    );
+    let mut big = call("typed", json!({"pad": "x".repeat(2000)}));
+    big["id"] = json!(9);
+    assert_eq!(post(&e, &big).await.status, 413);
+    // Without a length, the limit holds while reading.
+    let mut stream = TcpStream::connect(("127.0.0.1", e.port)).await.unwrap();
+    let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\r\n";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    for _ in 0..4 {
+        let _ = stream
+            .write_all(format!("{:x}\r\n{}\r\n", 512, "y".repeat(512)).as_bytes())
+            .await;
+    }
+    let _ = stream.write_all(b"0\r\n\r\n").await;
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw).await;
+    assert_eq!(parse(&raw).status, 413);
+}
+
+#[tokio::test]
+async fn origins_and_hosts_are_checked_against_dns_rebinding() {
+    let e = start(|h| h.allow_origin("https://app.example.com")).await;
+    let body = call("greet", json!({}));
+    let with = |name: &'static str, value: &str| {
+        let mut h = mcp_headers(&body);
+        h.push((name, value.to_owned()));
+        h
+    };
+    for (origin, want) in [
+        ("http://evil.example.com", 403),
+        ("http://localhost:9999", 200),
+        ("https://app.example.com", 200),
+    ] {
+        let r = send(e.port, "POST", &with("Origin", origin), &body.to_string()).await;
+        assert_eq!(r.status, want, "{origin}");
+    }
+    let mut stream = TcpStream::connect(("127.0.0.1", e.port)).await.unwrap();
+    let text = request_text("POST", e.port, &mcp_headers(&body), &body.to_string()).replacen(
+        &format!("Host: 127.0.0.1:{}", e.port),
+        "Host: evil.example.com",
+        1,
+    );
+    stream.write_all(text.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    assert_eq!(parse(&raw).status, 403, "a foreign Host");
+}
+
+#[tokio::test]
+async fn mcp_headers_are_validated_against_the_body() {
+    let e = start(|h| h).await;
+    let body = call("greet", json!({}));
+    type Edit = Box<dyn Fn(&mut Vec<(&'static str, String)>)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "no MCP-Protocol-Version",
+            Box::new(|h| h.retain(|(k, _)| *k != "MCP-Protocol-Version")),
+        ),
+        (
+            "no Mcp-Method",
+            Box::new(|h| h.retain(|(k, _)| *k != "Mcp-Method")),
+        ),
+        (
+            "wrong Mcp-Method",
+            Box::new(|h| {
+                h.iter_mut()
+                    .filter(|(k, _)| *k == "Mcp-Method")
+                    .for_each(|(_, v)| *v = "tools/list".into());
+            }),
+        ),
+        (
+            "no Mcp-Name",
+            Box::new(|h| h.retain(|(k, _)| *k != "Mcp-Name")),
+        ),
+        (
+            "wrong Mcp-Name",
+            Box::new(|h| {
+                h.iter_mut()
+                    .filter(|(k, _)| *k == "Mcp-Name")
+                    .for_each(|(_, v)| *v = "Greet".into());
+            }),
+        ),
+        (
+            "bad base64 Mcp-Name",
+            Box::new(|h| {
+                h.iter_mut()
+                    .filter(|(k, _)| *k == "Mcp-Name")
+                    .for_each(|(_, v)| *v = "=?base64?%%%?=".into());
+            }),
+        ),
+    ];
+    for (what, edit) in cases {
+        let mut h = mcp_headers(&body);
+        edit(&mut h);
+        let r = send(e.port, "POST", &h, &body.to_string()).await;
+        assert_eq!(
+            (r.status, r.json()["error"]["code"].clone()),
+            (400, json!(-32020)),
+            "{what}: {}",
+            r.body
+        );
+    }
+    // Encoded and padded values are accepted.
+    let mut h = mcp_headers(&body);
+    h.iter_mut()
+        .filter(|(k, _)| *k == "Mcp-Name")
+        .for_each(|(_, v)| *v = "=?base64?Z3JlZXQ=?=".into());
+    h.iter_mut()
+        .filter(|(k, _)| *k == "Mcp-Method")
+        .for_each(|(_, v)| *v = " tools/call ".into());
+    assert_eq!(
+        send(e.port, "POST", &h, &body.to_string()).await.status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn mcp_param_headers_mirror_annotated_arguments() {
+    async fn region(tern_server::Args(a): tern_server::Args<Value>) -> String {
+        a.to_string()
+    }
+    let e = start(|h| h).await;
+    let schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "replicas": {"type": "integer", "x-mcp-header": "Replicas"},
+        "dry": {"type": "boolean", "x-mcp-header": "Dry-Run"}}});
+    e.server
+        .add_tool(
+            ToolDef::new("place", "Places things", region)
+                .input_schema(schema.as_object().unwrap().clone()),
+        )
+        .unwrap();
+    let body = call(
+        "place",
+        json!({"region": "eu-west-1", "replicas": 3, "dry": false}),
+    );
+    let with = |extra: &[(&'static str, &str)]| {
+        let mut h = mcp_headers(&body);
+        h.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        h
+    };
+    let good = [
+        ("Mcp-Param-Region", "eu-west-1"),
+        ("Mcp-Param-Replicas", "3"),
+        ("mcp-param-dry-run", "false"),
+    ];
+    assert_eq!(
+        send(e.port, "POST", &with(&good), &body.to_string())
+            .await
+            .status,
+        200
+    );
+    let encoded = [
+        ("Mcp-Param-Region", "=?base64?ZXUtd2VzdC0x?="),
+        ("Mcp-Param-Replicas", "3"),
+        ("Mcp-Param-Dry-Run", "false"),
+    ];
+    assert_eq!(
+        send(e.port, "POST", &with(&encoded), &body.to_string())
+            .await
+            .status,
+        200
+    );
+    for bad in [
+        vec![("Mcp-Param-Replicas", "3"), ("Mcp-Param-Dry-Run", "false")],
+        vec![
+            ("Mcp-Param-Region", "us-east-1"),
+            ("Mcp-Param-Replicas", "3"),
+            ("Mcp-Param-Dry-Run", "false"),
+        ],
+        vec![
+            ("Mcp-Param-Region", "eu-west-1"),
+            ("Mcp-Param-Replicas", "4"),
+            ("Mcp-Param-Dry-Run", "false"),
+        ],
+        vec![
+            ("Mcp-Param-Region", "eu-west-1"),
+            ("Mcp-Param-Replicas", "3"),
+            ("Mcp-Param-Dry-Run", "False"),
+        ],
+    ] {
+        let r = send(e.port, "POST", &with(&bad), &body.to_string()).await;
+        assert_eq!(
+            (r.status, r.json()["error"]["code"].clone()),
+            (400, json!(-32020)),
+            "{bad:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn progress_streams_as_sse_and_ends_with_the_result() {
+    let e = start(|h| h).await;
+    let mut body = call("progress", json!({}));
+    body["params"]["_meta"]["progressToken"] = json!("p1");
+    let r = post(&e, &body).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(r.header("x-accel-buffering"), Some("no"));
+    let events = r.events();
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["result"]["resultType"], "complete",
+        "resultType on the SSE path too"
+    );
+    assert!(
+        events[..events.len() - 1]
+            .iter()
+            .all(|n| n["method"] == "notifications/progress")
+    );
+    crate::schema::assert_valid("CallToolResult", &last["result"]);
+    // A request whose result comes before any notification is answered JSON.
+    let mut quick = call("greet", json!({}));
+    quick["params"]["_meta"]["progressToken"] = json!("p2");
+    let r = post(&e, &quick).await;
+    assert_eq!(r.header("content-type"), Some("application/json"));
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_cancels_its_request() {
+    let e = start(|h| h).await;
+    let mut body = call("slow", json!({}));
+    body["params"]["_meta"]["progressToken"] = json!("s");
+    let mut stream = TcpStream::connect(("127.0.0.1", e.port)).await.unwrap();
+    stream
+        .write_all(request_text("POST", e.port, &mcp_headers(&body), &body.to_string()).as_bytes())
+        .await
+        .unwrap();
+    let mut first = vec![0u8; 512];
+    let n = stream.read(&mut first).await.unwrap();
+    assert!(String::from_utf8_lossy(&first[..n]).contains("text/event-stream"));
+    drop(stream);
+    e.counters.cancel_seen.notified().await;
+    assert_eq!(
+        e.counters.cancelled_seen.load(Ordering::SeqCst),
+        1,
+        "ctx.cancelled() fired"
+    );
+}
+
+#[tokio::test]
+async fn state_minted_for_one_principal_is_refused_for_another() {
+    let e = start(|h| {
+        h.authenticate(Bearer(|token: &str| match token {
+            "alice-token" => Some(Principal::new("alice")),
+            "bob-token" => Some(Principal::new("bob")),
+            _ => None,
+        }))
+    })
+    .await;
+    let as_user = |token: &str, body: &Value| {
+        let mut h = mcp_headers(body);
+        h.push(("Authorization", format!("Bearer {token}")));
+        h
+    };
+    let body = call("greet", json!({}));
+    let r = send(e.port, "POST", &mcp_headers(&body), &body.to_string()).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    assert_eq!(
+        send(
+            e.port,
+            "POST",
+            &as_user("mallory", &body),
+            &body.to_string()
+        )
+        .await
+        .status,
+        401
+    );
+    let r1 = send(
+        e.port,
+        "POST",
+        &as_user("alice-token", &body),
+        &body.to_string(),
+    )
+    .await
+    .json();
+    let mut retry = call("greet", json!({}));
+    retry["params"]["requestState"] = r1["result"]["requestState"].clone();
+    retry["params"]["inputResponses"] =
+        json!({"user_name": {"action": "accept", "content": {"name": "Alice"}}});
+    let bob = send(
+        e.port,
+        "POST",
+        &as_user("bob-token", &retry),
+        &retry.to_string(),
+    )
+    .await
+    .json();
+    assert_eq!(bob["error"]["code"], -32602, "{bob}");
+    let alice = send(
+        e.port,
+        "POST",
+        &as_user("alice-token", &retry),
+        &retry.to_string(),
+    )
+    .await
+    .json();
+    assert_eq!(alice["result"]["content"][0]["text"], "Hello, Alice!");
+}
+
+/// Reads from `stream` into `buf` until it contains `needle` (bounded: 10 s).
+async fn read_until(stream: &mut TcpStream, buf: &mut String, needle: &str) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        let mut chunk = [0u8; 4096];
+        while !buf.contains(needle) {
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "stream ended before {needle:?}: {buf}");
+            buf.push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {needle:?} in {buf}"));
+}
+
+#[tokio::test]
+async fn subscriptions_acknowledge_filter_tag_keep_alive_and_close() {
+    let e = start(|h| h.keep_alive(Duration::from_millis(30))).await;
+    let listen = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["res://ask"], "taskIds": ["t-1"]}, "_meta": meta()}});
+    let mut stream = TcpStream::connect(("127.0.0.1", e.port)).await.unwrap();
+    stream
+        .write_all(
+            request_text("POST", e.port, &mcp_headers(&listen), &listen.to_string()).as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut buf = String::new();
+    read_until(&mut stream, &mut buf, "subscriptions/acknowledged").await;
+    assert!(
+        buf.contains("text/event-stream")
+            && buf.to_ascii_lowercase().contains("x-accel-buffering: no")
+    );
+    // Changes: one asked for, two not.
+    e.server.changes().prompts_changed();
+    e.server.changes().resource_updated("res://other");
+    async fn extra() -> &'static str {
+        "x"
+    }
+    e.server
+        .add_tool(ToolDef::new("extra", "Added at run time", extra))
+        .unwrap();
+    e.server.changes().resource_updated("res://ask");
+    read_until(&mut stream, &mut buf, "notifications/resources/updated").await;
+    read_until(&mut stream, &mut buf, ": keep-alive").await;
+    e.server.shutdown();
+    read_until(&mut stream, &mut buf, "\"result\"").await;
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+    buf.push_str(&String::from_utf8_lossy(&rest));
+    let reply = parse(buf.as_bytes());
+    let events = reply.events();
+    let ack = &events[0];
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "the ack comes first"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["res://ask"]}),
+        "the honoured subset"
+    );
+    let methods: Vec<&str> = events.iter().filter_map(|e| e["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "notifications/subscriptions/acknowledged",
+            "notifications/tools/list_changed",
+            "notifications/resources/updated"
+        ]
+    );
+    for n in events.iter().filter(|e| e.get("method").is_some()) {
+        assert_eq!(
+            n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            "listen-1"
+        );
+    }
+    let last = events.last().unwrap();
+    assert_eq!(last["id"], "listen-1");
+    assert_eq!(
+        last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-1"
+    );
+    crate::schema::assert_valid("SubscriptionsListenResult", &last["result"]);
+    let tools = post(
+        &e,
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": meta()}}),
+    )
+    .await
+    .json();
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "extra")
+    );
+}
