@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tern_server::KeyRing;
+use tern_server::transport::http::Http;
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
 
 use tern::demo;
@@ -47,8 +48,11 @@ enum Served {
     /// rounds, progress, sampling and roots).
     Demo {
         /// Serve over standard input and output (one JSON message per line).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "http")]
         stdio: bool,
+        /// Serve Streamable HTTP at `http://ADDR/mcp` (e.g. 127.0.0.1:8080).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
         /// Lifetime of each round's requestState, in seconds (default 600).
         #[arg(long, value_name = "SECONDS")]
         state_ttl: Option<u64>,
@@ -91,12 +95,13 @@ fn main() -> ExitCode {
             server:
                 Served::Demo {
                     stdio,
+                    http,
                     state_ttl,
                     keys,
                 },
         } => {
-            if !stdio {
-                eprintln!("tern serve demo: choose a transport: --stdio");
+            if !stdio && http.is_none() {
+                eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
                 return ExitCode::from(2);
             }
             let mut builder = demo::builder();
@@ -136,7 +141,29 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match runtime.block_on(serve_stdio(server, StdioOptions::default())) {
+            let outcome = runtime.block_on(async move {
+                match http {
+                    Some(addr) => {
+                        let listener = tokio::net::TcpListener::bind(addr).await?;
+                        eprintln!(
+                            "tern: serving the demo at http://{}/mcp",
+                            listener.local_addr()?
+                        );
+                        let shutdown = async {
+                            let _ = tokio::signal::ctrl_c().await;
+                        };
+                        tern_server::transport::http::serve(
+                            listener,
+                            Http::new(server),
+                            "/mcp",
+                            shutdown,
+                        )
+                        .await
+                    }
+                    None => serve_stdio(server, StdioOptions::default()).await,
+                }
+            });
+            match outcome {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("tern: {e}");
