@@ -1,0 +1,106 @@
+//! Transports: a child process over stdio ([`stdio`]) and Streamable HTTP
+//! ([`http`]).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::value::RawValue;
+use tern_protocol::error::ErrorObject;
+use tern_protocol::{RequestId, ServerNotification};
+use tokio::sync::mpsc;
+
+use crate::error::ClientError;
+
+pub mod http;
+pub mod stdio;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One request on its way out.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// Its JSON-RPC id.
+    pub id: RequestId,
+    /// Its method.
+    pub method: String,
+    /// What the `Mcp-Name` header carries, if anything.
+    pub name: Option<String>,
+    /// The protocol version (`MCP-Protocol-Version`).
+    pub protocol_version: String,
+    /// `Mcp-Param-*` headers: name (after the prefix) and encoded value.
+    pub header_params: Vec<(String, String)>,
+    /// The progress token the request carries, so stdio can route progress.
+    pub progress_token: Option<String>,
+    /// The whole JSON-RPC request.
+    pub body: String,
+}
+
+/// What comes back for one request: its notifications, then its response.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A notification raised while the request runs.
+    Notification(ServerNotification),
+    /// The result, undecoded.
+    Result(Box<RawValue>),
+    /// The error.
+    Error(ErrorObject),
+}
+
+/// The stream of one request's replies. Dropping it cancels the request:
+/// HTTP closes the response stream, stdio sends `notifications/cancelled`.
+#[derive(Debug)]
+pub struct Exchange {
+    pub(crate) replies: mpsc::Receiver<Result<Incoming, ClientError>>,
+    pub(crate) cancel_on_drop: Option<CancelGuard>,
+}
+
+impl Exchange {
+    /// The next reply, `None` when the transport closed without a response.
+    pub async fn next(&mut self) -> Option<Result<Incoming, ClientError>> {
+        self.replies.recv().await
+    }
+
+    /// The response arrived: dropping the exchange no longer cancels.
+    pub(crate) fn disarm(&mut self) {
+        if let Some(guard) = self.cancel_on_drop.as_mut() {
+            guard.armed = false;
+        }
+    }
+}
+
+/// Runs a cancellation when dropped while armed.
+pub(crate) struct CancelGuard {
+    pub(crate) armed: bool,
+    pub(crate) on_cancel: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl std::fmt::Debug for CancelGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelGuard")
+            .field("armed", &self.armed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if self.armed
+            && let Some(cancel) = self.on_cancel.take()
+        {
+            cancel();
+        }
+    }
+}
+
+/// How a client reaches a server.
+pub trait Transport: Send + Sync + std::fmt::Debug + 'static {
+    /// Sends one request; its replies arrive on the exchange.
+    fn send(&self, request: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>>;
+
+    /// Sends a notification (`notifications/cancelled` on stdio, say).
+    fn notify(&self, body: String) -> BoxFuture<'_, Result<(), ClientError>>;
+
+    /// Closes the transport (a child process is asked to exit, then stopped).
+    fn close(&self) -> BoxFuture<'_, ()>;
+}

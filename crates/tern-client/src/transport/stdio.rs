@@ -1,0 +1,271 @@
+//! A server run as a child process, one JSON message per line (spec §6.1).
+//!
+//! The child's standard error goes to `tracing`. Closing asks the child to
+//! exit by closing its standard input, waits, then terminates it. Dropping a
+//! request's exchange before its response sends `notifications/cancelled`.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tern_protocol::ServerNotification;
+use tern_protocol::jsonrpc::{Message, RequestId};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, Transport};
+use crate::error::ClientError;
+
+type Reply = mpsc::Sender<Result<Incoming, ClientError>>;
+
+#[derive(Default)]
+struct Routes {
+    /// Requests waiting for their response.
+    pending: HashMap<RequestId, Reply>,
+    /// Progress tokens to the request that carries them.
+    progress: HashMap<String, RequestId>,
+}
+
+/// How long [`Transport::close`] waits for the child after closing its input,
+/// and again after asking it to terminate.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// A server running as a child process.
+pub struct ChildProcess {
+    writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    routes: Arc<Mutex<Routes>>,
+    child: tokio::sync::Mutex<Child>,
+    program: String,
+}
+
+impl std::fmt::Debug for ChildProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildProcess")
+            .field("program", &self.program)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ChildProcess {
+    /// Starts `program` with `args`.
+    pub fn spawn(program: &str, args: &[String]) -> Result<Self, ClientError> {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ClientError::transport(format!("cannot start {program}: {e}")))?;
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(ClientError::transport("the child's pipes are missing"));
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                if stdin.write_all(line.as_bytes()).await.is_err()
+                    || stdin.write_all(b"\n").await.is_err()
+                {
+                    break;
+                }
+                if rx.is_empty() && stdin.flush().await.is_err() {
+                    break;
+                }
+            }
+            // Dropping stdin closes it: the server's cue to exit.
+        });
+        let name = program.to_owned();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::info!(target: "tern_client::server_stderr", server = %name, "{line}");
+            }
+        });
+        let routes: Arc<Mutex<Routes>> = Arc::default();
+        let reader_routes = Arc::clone(&routes);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                dispatch(&reader_routes, &line).await;
+            }
+            // The server is gone: every waiting request learns it.
+            let pending: Vec<Reply> = lock(&reader_routes)
+                .pending
+                .drain()
+                .map(|(_, tx)| tx)
+                .collect();
+            for tx in pending {
+                let _ = tx
+                    .send(Err(ClientError::transport(
+                        "the server process closed its output",
+                    )))
+                    .await;
+            }
+        });
+        Ok(Self {
+            writer: Mutex::new(Some(tx)),
+            routes,
+            child: tokio::sync::Mutex::new(child),
+            program: program.to_owned(),
+        })
+    }
+
+    fn write(&self, line: String) -> Result<(), ClientError> {
+        match lock(&self.writer).as_ref() {
+            Some(tx) => tx
+                .send(line)
+                .map_err(|_| ClientError::transport("the server process is gone")),
+            None => Err(ClientError::transport("the transport is closed")),
+        }
+    }
+}
+
+/// Routes one line from the server to the request it belongs to.
+async fn dispatch(routes: &Mutex<Routes>, line: &str) {
+    if line.trim().is_empty() {
+        return;
+    }
+    let (target, reply) = match Message::from_slice(line.as_bytes()) {
+        Ok(Message::Response(r)) => (Some(r.id), Ok(Incoming::Result(r.result))),
+        Ok(Message::Error(e)) => {
+            let Some(id) = e.id else {
+                tracing::warn!(error = %e.error, "the server reported an error for no request");
+                return;
+            };
+            (Some(id), Ok(Incoming::Error(e.error)))
+        }
+        Ok(Message::Notification(n)) => {
+            let notification = match ServerNotification::from_notification(&n) {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::debug!(error = %e, "undecodable notification ignored");
+                    return;
+                }
+            };
+            let target = {
+                let r = lock(routes);
+                match &notification {
+                    ServerNotification::Progress(p) => {
+                        let token = serde_json::to_string(&p.progress_token).unwrap_or_default();
+                        r.progress.get(&token).cloned()
+                    }
+                    ServerNotification::LoggingMessage(m) => {
+                        tracing::info!(target: "tern_client::server_log", level = ?m.level, logger = ?m.logger, data = %m.data, "server log");
+                        None
+                    }
+                    other => subscription_of(other),
+                }
+            };
+            (target, Ok(Incoming::Notification(notification)))
+        }
+        Ok(Message::Request(r)) => {
+            tracing::warn!(method = %r.method, "the server sent a request; 2026-07-28 servers never do (S16)");
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "unreadable line from the server");
+            return;
+        }
+    };
+    let Some(id) = target else { return };
+    let final_reply = matches!(reply, Ok(Incoming::Result(_) | Incoming::Error(_)));
+    let tx = {
+        let mut r = lock(routes);
+        if final_reply {
+            r.progress.retain(|_, owner| *owner != id);
+            r.pending.remove(&id)
+        } else {
+            r.pending.get(&id).cloned()
+        }
+    };
+    if let Some(tx) = tx {
+        let _ = tx.send(reply).await;
+    }
+}
+
+/// The subscription a listen-stream notification belongs to.
+fn subscription_of(n: &ServerNotification) -> Option<RequestId> {
+    let meta = match n {
+        ServerNotification::ToolListChanged(p)
+        | ServerNotification::PromptListChanged(p)
+        | ServerNotification::ResourceListChanged(p) => p.meta.as_ref(),
+        ServerNotification::ResourceUpdated(p) => p.meta.as_ref(),
+        ServerNotification::SubscriptionsAcknowledged(p) => p.meta.as_ref(),
+        ServerNotification::Cancelled(p) => return Some(p.request_id.clone()),
+        _ => None,
+    };
+    meta.and_then(|m| m.subscription_id.clone())
+}
+
+impl Transport for ChildProcess {
+    fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>> {
+        Box::pin(async move {
+            let (tx, rx) = mpsc::channel(64);
+            {
+                let mut r = lock(&self.routes);
+                r.pending.insert(out.id.clone(), tx);
+                if let Some(token) = &out.progress_token {
+                    r.progress.insert(
+                        serde_json::to_string(token).unwrap_or_default(),
+                        out.id.clone(),
+                    );
+                }
+            }
+            self.write(out.body)?;
+            let routes = Arc::clone(&self.routes);
+            let writer = lock(&self.writer).clone();
+            let id = out.id;
+            let cancel = move || {
+                // §4.2: on stdio the client MUST say it cancels.
+                let mut r = lock(&routes);
+                r.pending.remove(&id);
+                r.progress.retain(|_, owner| *owner != id);
+                let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
+                if let Some(writer) = writer {
+                    let _ = writer.send(note.to_string());
+                }
+            };
+            Ok(Exchange {
+                replies: rx,
+                cancel_on_drop: Some(CancelGuard {
+                    armed: true,
+                    on_cancel: Some(Box::new(cancel)),
+                }),
+            })
+        })
+    }
+
+    fn notify(&self, body: String) -> BoxFuture<'_, Result<(), ClientError>> {
+        Box::pin(async move { self.write(body) })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // Close stdin, wait, then terminate (spec §6.1).
+            lock(&self.writer).take();
+            let mut child = self.child.lock().await;
+            if tokio::time::timeout(GRACE, child.wait()).await.is_ok() {
+                return;
+            }
+            if let Some(pid) = child.id() {
+                let _ = Command::new("kill")
+                    .arg("-TERM")
+                    .arg(pid.to_string())
+                    .status()
+                    .await;
+                if tokio::time::timeout(GRACE, child.wait()).await.is_ok() {
+                    return;
+                }
+            }
+            let _ = child.kill().await;
+        })
+    }
+}
