@@ -16,7 +16,7 @@ fn decoder() -> PathBuf {
         .join(format!("decode{}", std::env::consts::EXE_SUFFIX));
     assert!(
         path.exists(),
-        "{} is missing: run the tests with `cargo test -p tern-protocol` (or --workspace), which builds examples",
+        "{} is missing: build it first: `cargo build -p tern-protocol --example decode` (scripts/test does)",
         path.display()
     );
     path
