@@ -1,10 +1,41 @@
-//! The `tern` command: call, inspect and serve Model Context Protocol servers.
+//! The `tern` command: call, inspect and serve Model Context Protocol
+//! (2026-07-28) servers.
 //!
-//! Today it serves the demo server (`tern serve demo --stdio`) and makes
-//! requestState keys (`tern keys generate`); calling servers arrives with the
-//! client issue.
+//! ```text
+//! tern discover  SERVER [--json]
+//! tern tools     SERVER [--json]
+//! tern prompts   SERVER [--json]
+//! tern resources SERVER [--json]
+//! tern call TOOL [key=value ...] [--args JSON] SERVER [INPUT] [--json]
+//! tern prompt NAME [key=value ...]              SERVER [INPUT] [--json]
+//! tern read URI                                 SERVER [INPUT] [--json]
+//! tern serve demo (--stdio | --http ADDR)
+//! tern keys generate
 //!
-//! Exit codes: 0 success, 1 runtime failure, 2 usage error.
+//! SERVER: --url URL | --demo | -- COMMAND ARGS...   (`--` and the command last)
+//! INPUT:  [--answer KEY=JSON]... [--answers FILE] [--no-input]
+//!         [--sampler COMMAND] [--root PATH]...
+//! ```
+//!
+//! `key=value`: the value is JSON when it parses as JSON, else the string as
+//! typed (`n=3` is a number, `name=orders` a string, `name='"3"'` the string
+//! "3"); `--args` gives a JSON object that the pairs then extend. Prompt
+//! arguments are always strings.
+//!
+//! When the server asks (MRTR), the person at the terminal answers: forms
+//! rendered from `requestedSchema`, URL consent, sampling replies, and the
+//! `--root` folders (default: the working folder). Prompts go to standard
+//! error; results to standard output. With standard input not a terminal, or
+//! with `--no-input`, tern never prompts and declares elicitation only when
+//! answers are preset, so servers take their fallback.
+//!
+//! Exit codes: 0 success; 1 the tool reported an error (`isError`) or the
+//! person declined or cancelled a question; 2 usage error; 3 the server
+//! answered with an error (or an unusable reply, or too many rounds); 4
+//! transport error (cannot start or reach the server); 5 the server needs
+//! input this run cannot give (`-32021` missing client capability, e.g. under
+//! `--no-input`, or a question with no preset answer when tern may not
+//! prompt). `tern serve` and `tern keys` exit 0, 1 (runtime failure) or 2.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,11 +48,21 @@ use tern_server::transport::stdio::{StdioOptions, serve_stdio};
 
 use tern::demo;
 
+mod cmd;
+mod form;
+mod output;
+mod terminal;
+
+use cmd::{EXIT_CODES_HELP, InputArgs, Op, ServerArgs, TOP_HELP};
+
+const PAIRS_HELP: &str = "key=value arguments: the value is JSON when it parses as JSON, else the string as typed (n=3 is a number, name=orders a string, name='\"3\"' the string \"3\")";
+
 #[derive(Parser)]
 #[command(
     name = "tern",
     version,
-    about = "Call, inspect and serve MCP (2026-07-28) servers"
+    about = "Call, inspect and serve MCP (2026-07-28) servers",
+    after_help = TOP_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,6 +71,70 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Show what a server supports (server/discover).
+    #[command(after_help = EXIT_CODES_HELP)]
+    Discover {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List a server's tools.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Tools {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List a server's prompts.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Prompts {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List a server's resources and resource templates.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Resources {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Call a tool, answering the server's questions on the terminal.
+    ///
+    /// Example: `tern call --demo provision_database name=orders`
+    #[command(after_help = EXIT_CODES_HELP)]
+    Call {
+        /// The tool.
+        tool: String,
+        #[arg(value_name = "KEY=VALUE", help = PAIRS_HELP)]
+        pairs: Vec<String>,
+        /// The arguments as one JSON object (key=value pairs extend it).
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Get a prompt, answering the server's questions on the terminal.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Prompt {
+        /// The prompt.
+        name: String,
+        /// key=value arguments (prompt arguments are strings).
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Read a resource, answering the server's questions on the terminal.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Read {
+        /// The resource URI.
+        uri: String,
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        input: InputArgs,
+    },
     /// Serve a built-in server.
     Serve {
         #[command(subcommand)]
@@ -80,10 +185,50 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    match cli.command {
-        Command::Keys {
-            action: KeysAction::Generate,
-        } => {
+    let (op, server, input) = match cli.command {
+        Command::Discover { server } => (Op::Discover, server, None),
+        Command::Tools { server } => (Op::Tools, server, None),
+        Command::Prompts { server } => (Op::Prompts, server, None),
+        Command::Resources { server } => (Op::Resources, server, None),
+        Command::Call {
+            tool,
+            pairs,
+            args,
+            server,
+            input,
+        } => (Op::Call { tool, pairs, args }, server, Some(input)),
+        Command::Prompt {
+            name,
+            pairs,
+            server,
+            input,
+        } => (Op::Prompt { name, pairs }, server, Some(input)),
+        Command::Read { uri, server, input } => (Op::Read { uri }, server, Some(input)),
+        Command::Keys { action } => return keys(&action),
+        Command::Serve { server } => return serve(server),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("tern: cannot start the runtime: {e}");
+            return ExitCode::from(cmd::EXIT_TRANSPORT);
+        }
+    };
+    match runtime.block_on(cmd::run(op, &server, input.as_ref())) {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("tern: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn keys(action: &KeysAction) -> ExitCode {
+    match action {
+        KeysAction::Generate => {
             let ring = KeyRing::generate();
             #[allow(clippy::print_stdout, reason = "the key text is the command's output")]
             {
@@ -91,14 +236,16 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Serve {
-            server:
-                Served::Demo {
-                    stdio,
-                    http,
-                    state_ttl,
-                    keys,
-                },
+    }
+}
+
+fn serve(served: Served) -> ExitCode {
+    match served {
+        Served::Demo {
+            stdio,
+            http,
+            state_ttl,
+            keys,
         } => {
             if !stdio && http.is_none() {
                 eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
@@ -124,7 +271,7 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            let server = match builder.build() {
+            let demo_server = match builder.build() {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("tern: {e}");
@@ -154,13 +301,13 @@ fn main() -> ExitCode {
                         };
                         tern_server::transport::http::serve(
                             listener,
-                            Http::new(server),
+                            Http::new(demo_server),
                             "/mcp",
                             shutdown,
                         )
                         .await
                     }
-                    None => serve_stdio(server, StdioOptions::default()).await,
+                    None => serve_stdio(demo_server, StdioOptions::default()).await,
                 }
             });
             match outcome {

@@ -1,5 +1,6 @@
 //! Tests of the `tern` command and its demo server: every demo tool's accept,
-//! decline and cancel paths in process, and the binary over stdio.
+//! decline and cancel paths in process, the binary over stdio, and the
+//! client subcommands with and without a terminal.
 
 #![allow(unreachable_pub, reason = "items of the test crate's modules")]
 #![allow(
@@ -12,5 +13,7 @@
     reason = "test code reads best with values passed and helpers declared where used"
 )]
 
+mod cli;
 mod demo;
 mod process;
+mod terminal;

@@ -1,0 +1,866 @@
+//! Forms on the terminal: an elicitation's `requestedSchema` asked field by
+//! field, in property order, with the checks the schema states (formats,
+//! lengths, bounds, required fields). `:decline` and `:cancel` work at every
+//! prompt, and the end of input counts as `:cancel`.
+//!
+//! The engine talks to a [`Console`], so tests script the person's lines.
+
+use std::fmt::Write as _;
+
+use indexmap::IndexMap;
+use tern_protocol::elicitation::{
+    BooleanSchema, ElicitRequestFormParams, ElicitResult, ElicitValue, NumberKind, NumberSchema,
+    PrimitiveSchema, StringFormat, StringSchema, TitledOption,
+};
+
+/// Where the person is: text goes out, lines come in.
+pub(crate) trait Console {
+    /// Shows text (no newline added).
+    fn say(&mut self, text: &str);
+    /// Shows `prompt` and reads one line, without its line ending; `None` at
+    /// the end of input.
+    fn ask(&mut self, prompt: &str) -> Option<String>;
+}
+
+/// The typed words that answer the whole form instead of a field.
+pub(crate) const DECLINE: &str = ":decline";
+/// See [`DECLINE`].
+pub(crate) const CANCEL: &str = ":cancel";
+
+/// One line the person typed.
+pub(crate) enum Input {
+    /// A line, trimmed.
+    Line(String),
+    /// `:decline`.
+    Decline,
+    /// `:cancel`, or the end of input.
+    Cancel,
+}
+
+/// Asks `prompt` and sorts the reply.
+pub(crate) fn read(console: &mut dyn Console, prompt: &str) -> Input {
+    match console.ask(prompt) {
+        None => Input::Cancel,
+        Some(line) => match line.trim() {
+            DECLINE => Input::Decline,
+            CANCEL => Input::Cancel,
+            other => Input::Line(other.to_owned()),
+        },
+    }
+}
+
+/// The outcome of one field.
+enum Field {
+    Value(ElicitValue),
+    Skip,
+    Decline,
+    Cancel,
+}
+
+/// Asks the whole form; `asker` names the server asking (and what for).
+pub(crate) fn fill(
+    console: &mut dyn Console,
+    asker: &str,
+    params: &ElicitRequestFormParams,
+) -> ElicitResult {
+    console.say(&format!(
+        "\n-- {asker} --\n{}\n(Enter keeps a [default]; type {DECLINE} to refuse or {CANCEL} to dismiss, at any prompt.)\n",
+        params.message.trim_end()
+    ));
+    let schema = &params.requested_schema;
+    let required = schema.required.clone().unwrap_or_default();
+    let mut content = IndexMap::new();
+    for (key, field) in &schema.properties {
+        let must = required.iter().any(|r| r == key);
+        match ask_field(console, key, field, must) {
+            Field::Value(v) => {
+                content.insert(key.clone(), v);
+            }
+            Field::Skip => {}
+            Field::Decline => {
+                console.say("Declined.\n");
+                return ElicitResult::decline();
+            }
+            Field::Cancel => {
+                console.say("Cancelled.\n");
+                return ElicitResult::cancel();
+            }
+        }
+    }
+    ElicitResult::accept(content)
+}
+
+/// The label, description and options of a field, whatever its kind.
+fn header(
+    console: &mut dyn Console,
+    key: &str,
+    title: Option<&str>,
+    description: Option<&str>,
+    must: bool,
+) -> String {
+    // The title, else a short one-line description, else the key.
+    let short = description
+        .map(str::trim)
+        .filter(|d| !d.is_empty() && d.chars().count() <= 60 && !d.contains('\n'));
+    let label = title
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .or(short)
+        .unwrap_or(key)
+        .trim_end_matches('.')
+        .to_owned();
+    let mut text = format!("\n{label}{}\n", if must { " (required)" } else { "" });
+    if let Some(d) = description
+        .map(str::trim)
+        .filter(|d| !d.is_empty() && d.trim_end_matches('.') != label)
+    {
+        let _ = writeln!(text, "  {}", d.trim());
+    }
+    console.say(&text);
+    label
+}
+
+fn ask_field(console: &mut dyn Console, key: &str, field: &PrimitiveSchema, must: bool) -> Field {
+    match field {
+        PrimitiveSchema::String(s) => ask_text(console, key, s, must),
+        PrimitiveSchema::Number(n) => ask_number(console, key, n, must),
+        PrimitiveSchema::Boolean(b) => ask_bool(console, key, b, must),
+        PrimitiveSchema::UntitledSingleSelect(e) => {
+            let options: Vec<TitledOption> = e
+                .options
+                .iter()
+                .map(|o| TitledOption::new(o.clone(), o.clone()))
+                .collect();
+            let label = header(
+                console,
+                key,
+                e.title.as_deref(),
+                e.description.as_deref(),
+                must,
+            );
+            ask_one(console, &label, &options, e.default.as_deref(), must)
+        }
+        PrimitiveSchema::TitledSingleSelect(e) => {
+            let label = header(
+                console,
+                key,
+                e.title.as_deref(),
+                e.description.as_deref(),
+                must,
+            );
+            ask_one(console, &label, &e.one_of, e.default.as_deref(), must)
+        }
+        PrimitiveSchema::LegacyTitled(e) => {
+            let names = e.enum_names.clone().unwrap_or_default();
+            let options: Vec<TitledOption> = e
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| TitledOption::new(o.clone(), names.get(i).unwrap_or(o).clone()))
+                .collect();
+            let label = header(
+                console,
+                key,
+                e.title.as_deref(),
+                e.description.as_deref(),
+                must,
+            );
+            ask_one(console, &label, &options, e.default.as_deref(), must)
+        }
+        PrimitiveSchema::UntitledMultiSelect(e) => {
+            let options: Vec<TitledOption> = e
+                .items
+                .options
+                .iter()
+                .map(|o| TitledOption::new(o.clone(), o.clone()))
+                .collect();
+            let label = header(
+                console,
+                key,
+                e.title.as_deref(),
+                e.description.as_deref(),
+                must,
+            );
+            ask_many(
+                console,
+                &label,
+                &options,
+                e.default.as_deref(),
+                (e.min_items, e.max_items),
+                must,
+            )
+        }
+        PrimitiveSchema::TitledMultiSelect(e) => {
+            let label = header(
+                console,
+                key,
+                e.title.as_deref(),
+                e.description.as_deref(),
+                must,
+            );
+            ask_many(
+                console,
+                &label,
+                &e.items.any_of,
+                e.default.as_deref(),
+                (e.min_items, e.max_items),
+                must,
+            )
+        }
+    }
+}
+
+fn ask_bool(console: &mut dyn Console, key: &str, b: &BooleanSchema, must: bool) -> Field {
+    let label = header(
+        console,
+        key,
+        b.title.as_deref(),
+        b.description.as_deref(),
+        must,
+    );
+    let hint = match b.default {
+        Some(true) => "Y/n",
+        Some(false) => "y/N",
+        None => "y/n",
+    };
+    loop {
+        match read(console, &format!("{label} [{hint}]: ")) {
+            Input::Decline => return Field::Decline,
+            Input::Cancel => return Field::Cancel,
+            Input::Line(l) if l.is_empty() => match b.default {
+                Some(d) => return Field::Value(ElicitValue::Bool(d)),
+                None if !must => return Field::Skip,
+                None => console.say("  ! an answer is required: y or n\n"),
+            },
+            Input::Line(l) => match l.to_ascii_lowercase().as_str() {
+                "y" | "yes" | "true" => return Field::Value(ElicitValue::Bool(true)),
+                "n" | "no" | "false" => return Field::Value(ElicitValue::Bool(false)),
+                _ => console.say("  ! answer y or n\n"),
+            },
+        }
+    }
+}
+
+fn ask_text(console: &mut dyn Console, key: &str, s: &StringSchema, must: bool) -> Field {
+    let label = header(
+        console,
+        key,
+        s.title.as_deref(),
+        s.description.as_deref(),
+        must,
+    );
+    let mut hints = Vec::new();
+    if let Some(f) = s.format {
+        hints.push(format_hint(f).to_owned());
+    }
+    match (s.min_length, s.max_length) {
+        (Some(a), Some(b)) => hints.push(format!("{a} to {b} characters")),
+        (Some(a), None) => hints.push(format!("at least {a} characters")),
+        (None, Some(b)) => hints.push(format!("at most {b} characters")),
+        (None, None) => {}
+    }
+    let mut prompt = label;
+    if !hints.is_empty() {
+        let _ = write!(prompt, " ({})", hints.join(", "));
+    }
+    if let Some(d) = &s.default {
+        let _ = write!(prompt, " [{d}]");
+    }
+    prompt.push_str(": ");
+    loop {
+        let line = match read(console, &prompt) {
+            Input::Decline => return Field::Decline,
+            Input::Cancel => return Field::Cancel,
+            Input::Line(l) => l,
+        };
+        let value = if line.is_empty() {
+            match &s.default {
+                Some(d) => d.clone(),
+                None if !must => return Field::Skip,
+                None => {
+                    console.say("  ! an answer is required\n");
+                    continue;
+                }
+            }
+        } else {
+            line
+        };
+        match check_text(&value, s) {
+            Ok(()) => return Field::Value(ElicitValue::String(value)),
+            Err(why) => console.say(&format!("  ! {why}\n")),
+        }
+    }
+}
+
+fn format_hint(f: StringFormat) -> &'static str {
+    match f {
+        StringFormat::Email => "e-mail address",
+        StringFormat::Uri => "URI, e.g. https://example.com/",
+        StringFormat::Date => "date, YYYY-MM-DD",
+        StringFormat::DateTime => "date and time, e.g. 2026-12-24T19:30:00Z",
+    }
+}
+
+/// Checks a text answer against its field's length and format.
+pub(crate) fn check_text(value: &str, s: &StringSchema) -> Result<(), String> {
+    let n = value.chars().count() as u64;
+    if let Some(min) = s.min_length
+        && n < min
+    {
+        return Err(format!("at least {min} characters, please ({n} given)"));
+    }
+    if let Some(max) = s.max_length
+        && n > max
+    {
+        return Err(format!("at most {max} characters, please ({n} given)"));
+    }
+    let ok = match s.format {
+        None => true,
+        Some(StringFormat::Email) => is_email(value),
+        Some(StringFormat::Uri) => is_uri(value),
+        Some(StringFormat::Date) => is_date(value),
+        Some(StringFormat::DateTime) => is_date_time(value),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "not a valid {}",
+            s.format.map_or("value", format_hint)
+        ))
+    }
+}
+
+/// `local@domain`, with a dotted-or-plain domain of non-empty labels.
+pub(crate) fn is_email(v: &str) -> bool {
+    let Some((local, domain)) = v.rsplit_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.is_empty()
+        && !v.chars().any(|c| c.is_whitespace() || c.is_control())
+        && !local.contains('@')
+        && domain.split('.').all(|label| !label.is_empty())
+}
+
+/// An absolute URI: `scheme:rest`, no spaces.
+pub(crate) fn is_uri(v: &str) -> bool {
+    let Some((scheme, rest)) = v.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !rest.is_empty()
+        && !v.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+fn digits(s: &str) -> Option<u32> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+/// `YYYY-MM-DD`, a real day (leap years included).
+pub(crate) fn is_date(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if !text.is_ascii() || bytes.len() != 10 || bytes[4] != b'-' || bytes[7] != b'-' {
+        return false;
+    }
+    let (Some(year), Some(month), Some(day)) = (
+        digits(&text[0..4]),
+        digits(&text[5..7]),
+        digits(&text[8..10]),
+    ) else {
+        return false;
+    };
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day)
+}
+
+/// RFC 3339 `date-time`: `YYYY-MM-DDThh:mm:ss[.frac](Z|±hh:mm)`.
+pub(crate) fn is_date_time(v: &str) -> bool {
+    let Some((date, time)) = v.split_once(['T', 't']) else {
+        return false;
+    };
+    if !is_date(date) {
+        return false;
+    }
+    let (clock, offset) = if let Some(t) = time.strip_suffix(['Z', 'z']) {
+        (t, None)
+    } else if let Some(i) = time.rfind(['+', '-']) {
+        (&time[..i], Some(&time[i + 1..]))
+    } else {
+        return false;
+    };
+    if let Some(off) = offset {
+        let Some((h, m)) = off.split_once(':') else {
+            return false;
+        };
+        if h.len() != 2
+            || m.len() != 2
+            || digits(h).is_none_or(|h| h >= 24)
+            || digits(m).is_none_or(|m| m >= 60)
+        {
+            return false;
+        }
+    }
+    let (hms, frac) = match clock.split_once('.') {
+        Some((hms, frac)) => (hms, Some(frac)),
+        None => (clock, None),
+    };
+    if frac.is_some_and(|f| f.is_empty() || !f.bytes().all(|b| b.is_ascii_digit())) {
+        return false;
+    }
+    let parts: Vec<&str> = hms.split(':').collect();
+    let [h, m, s] = parts.as_slice() else {
+        return false;
+    };
+    h.len() == 2
+        && m.len() == 2
+        && s.len() == 2
+        && digits(h).is_some_and(|h| h < 24)
+        && digits(m).is_some_and(|m| m < 60)
+        && digits(s).is_some_and(|s| s <= 60)
+}
+
+fn ask_number(console: &mut dyn Console, key: &str, n: &NumberSchema, must: bool) -> Field {
+    let label = header(
+        console,
+        key,
+        n.title.as_deref(),
+        n.description.as_deref(),
+        must,
+    );
+    let integer = n.kind == NumberKind::Integer;
+    let hint = if integer { "whole number" } else { "number" };
+    let bounds = match (n.minimum, n.maximum) {
+        (Some(a), Some(b)) => format!(", {a} to {b}"),
+        (Some(a), None) => format!(", at least {a}"),
+        (None, Some(b)) => format!(", at most {b}"),
+        (None, None) => String::new(),
+    };
+    let mut prompt = format!("{label} ({hint}{bounds})");
+    if let Some(d) = n.default {
+        let _ = write!(prompt, " [{d}]");
+    }
+    prompt.push_str(": ");
+    loop {
+        let line = match read(console, &prompt) {
+            Input::Decline => return Field::Decline,
+            Input::Cancel => return Field::Cancel,
+            Input::Line(l) => l,
+        };
+        let text = if line.is_empty() {
+            match n.default {
+                Some(d) => d.to_string(),
+                None if !must => return Field::Skip,
+                None => {
+                    console.say("  ! an answer is required\n");
+                    continue;
+                }
+            }
+        } else {
+            line
+        };
+        match parse_number(&text, n) {
+            Ok(v) => return Field::Value(ElicitValue::Number(v)),
+            Err(why) => console.say(&format!("  ! {why}\n")),
+        }
+    }
+}
+
+/// Parses a number answer and checks its kind and bounds.
+pub(crate) fn parse_number(text: &str, n: &NumberSchema) -> Result<serde_json::Number, String> {
+    let value: f64 = text
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("{text:?} is not a number"))?;
+    if let Some(min) = n.minimum
+        && value < min
+    {
+        return Err(format!("at least {min}, please"));
+    }
+    if let Some(max) = n.maximum
+        && value > max
+    {
+        return Err(format!("at most {max}, please"));
+    }
+    if n.kind == NumberKind::Integer {
+        if let Ok(i) = text.parse::<i64>() {
+            return Ok(i.into());
+        }
+        if value.fract() != 0.0 || value.abs() > 9.007_199_254_740_992e15 {
+            return Err(format!("{text} is not a whole number"));
+        }
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "integral and within ±2^53, checked above"
+        )]
+        return Ok((value as i64).into());
+    }
+    serde_json::Number::from_f64(value).ok_or_else(|| format!("{text:?} is not a number"))
+}
+
+fn list_options(console: &mut dyn Console, options: &[TitledOption], defaults: &[&str]) {
+    let mut text = String::new();
+    for (i, o) in options.iter().enumerate() {
+        let shown = if o.title == o.value || o.title.contains(&o.value) {
+            o.title.clone()
+        } else {
+            format!("{} ({})", o.title, o.value)
+        };
+        let mark = if defaults.contains(&o.value.as_str()) {
+            "  (default)"
+        } else {
+            ""
+        };
+        let _ = writeln!(text, "  {}) {shown}{mark}", i + 1);
+    }
+    console.say(&text);
+}
+
+/// The option a word picks: its number, or its value.
+fn pick<'a>(options: &'a [TitledOption], word: &str) -> Option<&'a TitledOption> {
+    word.parse::<usize>()
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .and_then(|i| options.get(i))
+        .or_else(|| options.iter().find(|o| o.value == word))
+}
+
+fn ask_one(
+    console: &mut dyn Console,
+    label: &str,
+    options: &[TitledOption],
+    default: Option<&str>,
+    must: bool,
+) -> Field {
+    let default = default.filter(|d| options.iter().any(|o| o.value == *d));
+    list_options(console, options, default.as_slice());
+    let mut prompt = format!("{label} [1-{}", options.len());
+    if let Some(i) = default.and_then(|d| options.iter().position(|o| o.value == d)) {
+        let _ = write!(prompt, ", default {}", i + 1);
+    }
+    prompt.push_str("]: ");
+    loop {
+        match read(console, &prompt) {
+            Input::Decline => return Field::Decline,
+            Input::Cancel => return Field::Cancel,
+            Input::Line(l) if l.is_empty() => match default {
+                Some(d) => return Field::Value(ElicitValue::String(d.to_owned())),
+                None if !must => return Field::Skip,
+                None => console.say("  ! choose one option by its number\n"),
+            },
+            Input::Line(l) => match pick(options, &l) {
+                Some(o) => return Field::Value(ElicitValue::String(o.value.clone())),
+                None => console.say(&format!(
+                    "  ! choose a number from 1 to {}\n",
+                    options.len()
+                )),
+            },
+        }
+    }
+}
+
+fn ask_many(
+    console: &mut dyn Console,
+    label: &str,
+    options: &[TitledOption],
+    default: Option<&[String]>,
+    (min, max): (Option<u64>, Option<u64>),
+    must: bool,
+) -> Field {
+    let defaults: Vec<&str> = default
+        .unwrap_or_default()
+        .iter()
+        .map(String::as_str)
+        .collect();
+    list_options(console, options, &defaults);
+    let hint = format!("numbers from 1 to {}, separated by commas", options.len());
+    let bounds = match (min, max) {
+        (Some(a), Some(b)) => format!("; {a} to {b} choices"),
+        (Some(a), None) => format!("; at least {a}"),
+        (None, Some(b)) => format!("; at most {b}"),
+        (None, None) => String::new(),
+    };
+    let mut prompt = format!("{label} ({hint}{bounds})");
+    if !defaults.is_empty() {
+        let numbers: Vec<String> = defaults
+            .iter()
+            .filter_map(|d| options.iter().position(|o| o.value == *d))
+            .map(|i| (i + 1).to_string())
+            .collect();
+        let _ = write!(prompt, " [{}]", numbers.join(","));
+    }
+    prompt.push_str(": ");
+    loop {
+        let line = match read(console, &prompt) {
+            Input::Decline => return Field::Decline,
+            Input::Cancel => return Field::Cancel,
+            Input::Line(l) => l,
+        };
+        let chosen: Result<Vec<String>, String> = if line.is_empty() {
+            if default.is_none() && !must {
+                return Field::Skip;
+            }
+            Ok(defaults.iter().map(|d| (*d).to_owned()).collect())
+        } else {
+            line.split([',', ' '])
+                .filter(|w| !w.is_empty())
+                .map(|w| {
+                    pick(options, w)
+                        .map(|o| o.value.clone())
+                        .ok_or_else(|| format!("{w:?} is not one of the options"))
+                })
+                .collect()
+        };
+        let mut chosen = match chosen {
+            Ok(c) => c,
+            Err(why) => {
+                console.say(&format!("  ! {why}\n"));
+                continue;
+            }
+        };
+        chosen.dedup();
+        let n = chosen.len() as u64;
+        if let Some(min) = min.or(must.then_some(1))
+            && n < min
+        {
+            console.say(&format!("  ! choose at least {min}\n"));
+            continue;
+        }
+        if let Some(max) = max
+            && n > max
+        {
+            console.say(&format!("  ! choose at most {max}\n"));
+            continue;
+        }
+        return Field::Value(ElicitValue::Strings(chosen));
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "test helpers read best taking the schema by value"
+)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tern_protocol::elicitation::ElicitAction;
+
+    /// A console that plays lines and records what was shown.
+    struct Script {
+        lines: std::collections::VecDeque<String>,
+        shown: String,
+    }
+
+    impl Script {
+        fn new(lines: &[&str]) -> Self {
+            Self {
+                lines: lines.iter().map(|l| (*l).to_owned()).collect(),
+                shown: String::new(),
+            }
+        }
+    }
+
+    impl Console for Script {
+        fn say(&mut self, text: &str) {
+            self.shown.push_str(text);
+        }
+        fn ask(&mut self, prompt: &str) -> Option<String> {
+            self.shown.push_str(prompt);
+            self.lines.pop_front()
+        }
+    }
+
+    fn form(schema: serde_json::Value) -> ElicitRequestFormParams {
+        serde_json::from_value(
+            json!({"mode": "form", "message": "Tell me", "requestedSchema": schema}),
+        )
+        .unwrap()
+    }
+
+    fn run(schema: serde_json::Value, lines: &[&str]) -> (ElicitResult, String) {
+        let mut s = Script::new(lines);
+        let r = fill(&mut s, "srv", &form(schema));
+        (r, s.shown)
+    }
+
+    #[test]
+    fn a_titled_select_is_answered_by_number_and_lists_titles() {
+        let (r, shown) = run(
+            json!({"type": "object", "properties": {"region": {"type": "string", "title": "Region", "oneOf": [
+                {"const": "eu-west-1", "title": "Ireland (eu-west-1)"}, {"const": "us-east-1", "title": "Virginia"}]}},
+                "required": ["region"]}),
+            &["", "7", "2"],
+        );
+        assert_eq!(r.action, ElicitAction::Accept);
+        assert_eq!(r.content_object()["region"], "us-east-1");
+        assert!(shown.contains("1) Ireland (eu-west-1)\n"), "{shown}");
+        assert!(shown.contains("2) Virginia (us-east-1)\n"), "{shown}");
+        assert!(shown.contains("Region (required)"));
+        assert!(shown.contains(":decline") && shown.contains(":cancel"));
+        assert!(shown.contains("choose one option"));
+    }
+
+    #[test]
+    fn defaults_are_shown_and_used_on_empty_input() {
+        let (r, shown) = run(
+            json!({"type": "object", "properties": {
+                "name": {"type": "string", "default": "ada"},
+                "size": {"type": "string", "enum": ["s", "m"], "default": "m"},
+                "ok": {"type": "boolean", "default": true},
+                "n": {"type": "integer", "default": 3}}}),
+            &["", "", "", ""],
+        );
+        assert_eq!(
+            serde_json::Value::Object(r.content_object()),
+            json!({"name": "ada", "size": "m", "ok": true, "n": 3})
+        );
+        assert!(shown.contains("[ada]") && shown.contains("default 2") && shown.contains("[Y/n]"));
+    }
+
+    #[test]
+    fn optional_fields_left_empty_are_omitted() {
+        let (r, _) = run(
+            json!({"type": "object", "properties": {"nick": {"type": "string"}}}),
+            &[""],
+        );
+        assert_eq!(r.action, ElicitAction::Accept);
+        assert!(r.content_object().is_empty());
+    }
+
+    #[test]
+    fn required_fields_are_enforced() {
+        let (r, shown) = run(
+            json!({"type": "object", "properties": {"nick": {"type": "string"}}, "required": ["nick"]}),
+            &["", "bo"],
+        );
+        assert_eq!(r.content_object()["nick"], "bo");
+        assert!(shown.contains("an answer is required"));
+    }
+
+    #[test]
+    fn decline_and_cancel_work_at_any_prompt_and_eof_cancels() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}}});
+        assert_eq!(
+            run(schema.clone(), &["x", ":decline"]).0,
+            ElicitResult::decline()
+        );
+        assert_eq!(run(schema.clone(), &[":cancel"]).0, ElicitResult::cancel());
+        assert_eq!(run(schema, &["x"]).0, ElicitResult::cancel());
+    }
+
+    #[test]
+    fn formats_are_checked() {
+        let (r, shown) = run(
+            json!({"type": "object", "properties": {
+                "mail": {"type": "string", "format": "email"},
+                "at": {"type": "string", "format": "date-time"},
+                "day": {"type": "string", "format": "date"},
+                "site": {"type": "string", "format": "uri"}}}),
+            &[
+                "nope",
+                "a@b.example",
+                "tomorrow",
+                "2026-12-24T19:30:00Z",
+                "2026-02-30",
+                "2028-02-29",
+                "not a uri",
+                "https://x.example/",
+            ],
+        );
+        assert_eq!(
+            serde_json::Value::Object(r.content_object()),
+            json!({"mail": "a@b.example", "at": "2026-12-24T19:30:00Z", "day": "2028-02-29", "site": "https://x.example/"})
+        );
+        assert_eq!(shown.matches("  ! not a valid").count(), 4);
+    }
+
+    #[test]
+    fn format_checkers() {
+        assert!(is_date_time("2026-12-24T19:30:00.123+05:30"));
+        assert!(is_date_time("2026-12-24t19:30:60z"));
+        assert!(!is_date_time("2026-12-24T25:30:00Z"));
+        assert!(!is_date_time("2026-12-24T19:30:00"));
+        assert!(!is_date_time("2026-12-24 19:30:00Z"));
+        assert!(!is_date("2025-02-29"));
+        assert!(is_date("2000-02-29"));
+        assert!(!is_date("1900-02-29"));
+        assert!(is_email("root@localhost"));
+        assert!(!is_email("a b@c.d"));
+        assert!(!is_email("@c.d"));
+        assert!(!is_email("a@c..d"));
+        assert!(is_uri("urn:isbn:1"));
+        assert!(!is_uri("1http://x"));
+        assert!(!is_uri("/relative"));
+    }
+
+    #[test]
+    fn numbers_respect_kind_and_bounds() {
+        let (r, shown) = run(
+            json!({"type": "object", "properties": {
+                "n": {"type": "integer", "minimum": 1, "maximum": 10},
+                "x": {"type": "number", "minimum": 0.5}}}),
+            &["0", "2.5", "abc", "10", "0.1", "0.75"],
+        );
+        assert_eq!(
+            serde_json::Value::Object(r.content_object()),
+            json!({"n": 10, "x": 0.75})
+        );
+        assert!(shown.contains("whole number, 1 to 10"));
+        assert!(shown.contains("at least 1, please"));
+        assert!(shown.contains("is not a whole number"));
+        assert!(shown.contains("at least 0.5, please"));
+    }
+
+    #[test]
+    fn booleans_take_yes_and_no() {
+        let (r, _) = run(
+            json!({"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "boolean"}}, "required": ["a", "b"]}),
+            &["maybe", "YES", "", "n"],
+        );
+        assert_eq!(
+            serde_json::Value::Object(r.content_object()),
+            json!({"a": true, "b": false})
+        );
+    }
+
+    #[test]
+    fn multi_selects_take_several_numbers_or_values_within_bounds() {
+        let (r, shown) = run(
+            json!({"type": "object", "properties": {
+                "t": {"type": "array", "title": "Toppings", "minItems": 1, "maxItems": 2,
+                      "items": {"anyOf": [{"const": "ch", "title": "Cheese"}, {"const": "ol", "title": "Olives"}, {"const": "ba", "title": "Basil"}]}},
+                "u": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "default": ["b"]}}}),
+            &["1,2,3", "9", "1, ba", ""],
+        );
+        assert_eq!(
+            serde_json::Value::Object(r.content_object()),
+            json!({"t": ["ch", "ba"], "u": ["b"]})
+        );
+        assert!(shown.contains("3) Basil (ba)"));
+        assert!(shown.contains("choose at most 2"));
+        assert!(shown.contains("[2]"));
+    }
+
+    #[test]
+    fn legacy_enum_names_are_titles() {
+        let (r, shown) = run(
+            json!({"type": "object", "properties": {"c": {"type": "string", "enum": ["r", "g"], "enumNames": ["Red", "Green"]}}}),
+            &["g"],
+        );
+        assert_eq!(r.content_object()["c"], "g");
+        assert!(shown.contains("1) Red (r)"));
+    }
+}

@@ -1,0 +1,591 @@
+//! The person at the terminal as tern's input handlers: forms and URL
+//! consent for elicitation, typed (or `--sampler`) replies for sampling,
+//! `--root` folders for roots, and the progress line.
+//!
+//! Prompts go to standard error and answers come from standard input, one
+//! question at a time even when a server asks several at once.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tern_client::transport::BoxFuture;
+use tern_client::{Elicitation, HandlerError, Question, Sampling};
+use tern_protocol::content::Role;
+use tern_protocol::content::TextContent;
+use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitRequestUrlParams, ElicitResult};
+use tern_protocol::progress::ProgressNotificationParams;
+use tern_protocol::roots::Root;
+use tern_protocol::sampling::{
+    CreateMessageRequestParams, CreateMessageResult, SamplingContent, SamplingContentBlock,
+    StopReason,
+};
+use tokio::io::AsyncWriteExt;
+
+use crate::form::{self, CANCEL, Console, DECLINE, Input};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The real terminal: standard error out, standard input in.
+struct StdConsole;
+
+impl Console for StdConsole {
+    fn say(&mut self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+
+    fn ask(&mut self, prompt: &str) -> Option<String> {
+        self.say(prompt);
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                self.say("\n");
+                None
+            }
+            Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
+        }
+    }
+}
+
+/// What the terminal shares across questions and with the command.
+#[derive(Debug, Default)]
+pub(crate) struct Session {
+    /// One question on the terminal at a time.
+    turn: Mutex<()>,
+    /// The person declined or cancelled something.
+    refused: AtomicBool,
+    /// Every key the server asked during this run.
+    asked: Mutex<Vec<String>>,
+    /// Names the server when its results do not (yet) say who it is.
+    pub(crate) fallback_name: String,
+    /// The progress line, closed before a prompt.
+    pub(crate) progress: Progress,
+}
+
+impl Session {
+    /// A session for the server described by `fallback_name`.
+    pub(crate) fn new(fallback_name: String) -> Arc<Self> {
+        Arc::new(Self {
+            fallback_name,
+            progress: Progress::new(std::io::stderr().is_terminal()),
+            ..Self::default()
+        })
+    }
+
+    /// The person declined or cancelled a question during this run.
+    pub(crate) fn refused(&self) -> bool {
+        self.refused.load(Ordering::SeqCst)
+    }
+
+    /// Records a refusal (a preset decline or cancel, say).
+    pub(crate) fn refuse(&self) {
+        self.refused.store(true, Ordering::SeqCst);
+    }
+
+    /// Records the keys of a round.
+    pub(crate) fn asked(&self, keys: &[String]) {
+        lock(&self.asked).extend(keys.iter().cloned());
+    }
+
+    /// Any of `keys` was asked during this run.
+    pub(crate) fn was_asked(&self, keys: &[String]) -> bool {
+        let asked = lock(&self.asked);
+        keys.iter().any(|k| asked.contains(k))
+    }
+
+    /// A header line: who asks (the server's title and name, or how it was
+    /// started), `verb`, and what the question is for.
+    fn asker(&self, q: &Question, verb: &str) -> String {
+        let who = match &q.server {
+            Some(info) => match info.title.as_deref().filter(|t| *t != info.name) {
+                Some(title) => format!("{title} ({} {})", info.name, info.version),
+                None => format!("{} {}", info.name, info.version),
+            },
+            None => self.fallback_name.clone(),
+        };
+        if q.target.is_empty() {
+            format!("{who} {verb}")
+        } else {
+            format!("{who} {verb}, for {}", q.target)
+        }
+    }
+
+    /// Runs `f` on the terminal, alone, off the async threads.
+    async fn with_terminal<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Self, &mut dyn Console) -> T + Send + 'static,
+    ) -> Result<T, HandlerError> {
+        let me = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let _turn = lock(&me.turn);
+            me.progress.interrupt();
+            f(&me, &mut StdConsole)
+        })
+        .await
+        .map_err(|e| HandlerError(format!("the terminal prompt failed: {e}")))
+    }
+}
+
+/// Answers elicitations on the terminal.
+#[derive(Debug)]
+pub(crate) struct TerminalElicitation {
+    /// The shared session.
+    pub(crate) session: Arc<Session>,
+    /// Prompting is allowed (stdin is a terminal and `--no-input` is off).
+    pub(crate) interactive: bool,
+}
+
+fn not_here(key: &str) -> HandlerError {
+    HandlerError(format!(
+        "`{key}` needs an answer and tern will not prompt here (standard input is not a terminal, or --no-input); preset it with --answer {key}=JSON or --answers FILE"
+    ))
+}
+
+impl Elicitation for TerminalElicitation {
+    fn form(
+        &self,
+        question: Question,
+        params: ElicitRequestFormParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
+        Box::pin(async move {
+            if !self.interactive {
+                return Err(not_here(&question.key));
+            }
+            let result = self
+                .session
+                .with_terminal(move |s, console| {
+                    let result = form::fill(console, &s.asker(&question, "asks"), &params);
+                    if result.action == tern_protocol::elicitation::ElicitAction::Accept {
+                        console.say("Sending your answer.\n");
+                    }
+                    result
+                })
+                .await?;
+            if result.action != tern_protocol::elicitation::ElicitAction::Accept {
+                self.session.refuse();
+            }
+            Ok(result)
+        })
+    }
+
+    fn url(
+        &self,
+        question: Question,
+        params: ElicitRequestUrlParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
+        Box::pin(async move {
+            if !self.interactive {
+                return Err(not_here(&question.key));
+            }
+            let result = self
+                .session
+                .with_terminal(move |s, console| {
+                    url_consent(
+                        console,
+                        &s.asker(&question, "asks you to open a web page"),
+                        &params,
+                    )
+                })
+                .await?;
+            if result.action != tern_protocol::elicitation::ElicitAction::Accept {
+                self.session.refuse();
+            }
+            Ok(result)
+        })
+    }
+
+    fn supports_url(&self) -> bool {
+        true
+    }
+}
+
+/// URL mode: show who asks and the whole URL, ask consent, open only with it.
+fn url_consent(
+    console: &mut dyn Console,
+    asker: &str,
+    params: &ElicitRequestUrlParams,
+) -> ElicitResult {
+    let host = params
+        .url
+        .split_once("://")
+        .map(|(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or_default())
+        .unwrap_or_default();
+    console.say(&format!(
+        "\n-- {asker} --\n{}\n  URL:  {}\n  Host: {host}\n(Accepting only opens the page; the server learns the outcome itself. Type {CANCEL} to dismiss.)\n",
+        params.message.trim_end(),
+        params.url,
+    ));
+    loop {
+        match form::read(console, "Open this URL in your browser? [y/N]: ") {
+            Input::Decline => {
+                console.say("Declined.\n");
+                return ElicitResult::decline();
+            }
+            Input::Cancel => {
+                console.say("Cancelled.\n");
+                return ElicitResult::cancel();
+            }
+            Input::Line(l) => match l.to_ascii_lowercase().as_str() {
+                "y" | "yes" => {
+                    match open_browser(&params.url) {
+                        Ok(opener) => console.say(&format!(
+                            "Opened with {opener}. Finish there; tern carries on.\n"
+                        )),
+                        Err(why) => console.say(&format!(
+                            "Could not open a browser ({why}). Open this URL yourself:\n  {}\n",
+                            params.url
+                        )),
+                    }
+                    return ElicitResult::consent();
+                }
+                "" | "n" | "no" => {
+                    console.say("Declined.\n");
+                    return ElicitResult::decline();
+                }
+                _ => console.say("  ! answer y or n\n"),
+            },
+        }
+    }
+}
+
+/// Finds `program` on `PATH`.
+fn on_path(program: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Opens `url` with `xdg-open` or `open`; says which.
+fn open_browser(url: &str) -> Result<&'static str, String> {
+    let opener = ["xdg-open", "open"]
+        .into_iter()
+        .find(|o| on_path(o).is_some())
+        .ok_or("neither xdg-open nor open is installed")?;
+    std::process::Command::new(opener)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| e.to_string())
+        .and_then(|s| {
+            if s.success() {
+                Ok(opener)
+            } else {
+                Err(format!("{opener} failed: {s}"))
+            }
+        })
+}
+
+/// Who writes sampling replies.
+#[derive(Debug, Clone)]
+pub(crate) enum Sampler {
+    /// The person types them.
+    Human,
+    /// A command (run by `sh -c`) reads the prompt on stdin and writes the
+    /// reply on stdout.
+    Command(String),
+}
+
+/// Answers sampling requests.
+#[derive(Debug)]
+pub(crate) struct TerminalSampling {
+    /// The shared session.
+    pub(crate) session: Arc<Session>,
+    /// Prompting is allowed.
+    pub(crate) interactive: bool,
+    /// Who replies.
+    pub(crate) sampler: Sampler,
+}
+
+/// The conversation as plain text: the system prompt, then each message
+/// (labelled when there is more than one speaker or a system prompt).
+pub(crate) fn prompt_text(params: &CreateMessageRequestParams) -> String {
+    let plain = params.system_prompt.is_none()
+        && params.messages.len() == 1
+        && params.messages[0].role == Role::User;
+    let mut parts = Vec::new();
+    if let Some(system) = &params.system_prompt {
+        parts.push(format!("System: {system}"));
+    }
+    for m in &params.messages {
+        let text: Vec<String> = m
+            .content
+            .blocks()
+            .iter()
+            .map(|b| match b {
+                SamplingContentBlock::Text(t) => t.text.clone(),
+                SamplingContentBlock::Image(i) => format!("[image, {}]", i.mime_type),
+                SamplingContentBlock::Audio(a) => format!("[audio, {}]", a.mime_type),
+                SamplingContentBlock::ToolUse(t) => format!(
+                    "[tool call {} {}]",
+                    t.name,
+                    serde_json::Value::Object(t.input.clone())
+                ),
+                SamplingContentBlock::ToolResult(r) => {
+                    format!("[tool result for {}]", r.tool_use_id)
+                }
+            })
+            .collect();
+        let text = text.join("\n");
+        if plain {
+            parts.push(text);
+        } else {
+            let who = match m.role {
+                Role::User => "User",
+                Role::Assistant => "Assistant",
+            };
+            parts.push(format!("{who}: {text}"));
+        }
+    }
+    parts.join("\n\n")
+}
+
+fn reply(text: String, model: String) -> CreateMessageResult {
+    CreateMessageResult {
+        role: Role::Assistant,
+        content: SamplingContent::One(SamplingContentBlock::Text(TextContent::new(text))),
+        model,
+        stop_reason: Some(StopReason::EndTurn),
+        meta: None,
+    }
+}
+
+impl Sampling for TerminalSampling {
+    fn create_message(
+        &self,
+        question: Question,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, HandlerError>> {
+        Box::pin(async move {
+            let prompt = prompt_text(&params);
+            match &self.sampler {
+                Sampler::Command(command) => {
+                    if std::io::stderr().is_terminal() {
+                        let asker = self.session.asker(&question, "asks for a completion");
+                        self.session.progress.interrupt();
+                        eprintln!("tern: {asker}; running `{command}`");
+                    }
+                    let text = run_sampler(command, &prompt).await?;
+                    Ok(reply(text, command.clone()))
+                }
+                Sampler::Human => {
+                    if !self.interactive {
+                        return Err(not_here(&question.key));
+                    }
+                    let max = params.max_tokens;
+                    let text = self
+                        .session
+                        .with_terminal(move |s, console| {
+                            console.say(&format!(
+                                "\n-- {} --\n(You are the model; at most ~{max} tokens.)\n{}\n(Type the reply and end it with an empty line; type {DECLINE} or {CANCEL} to refuse, which stops the call.)\n",
+                                s.asker(&question, "asks for a completion"),
+                                prompt.trim_end()
+                            ));
+                            let mut lines: Vec<String> = Vec::new();
+                            loop {
+                                let prompt = if lines.is_empty() { "> " } else { ". " };
+                                match console.ask(prompt) {
+                                    None => return None,
+                                    Some(l) if matches!(l.trim(), DECLINE | CANCEL) => return None,
+                                    Some(l) if l.trim().is_empty() && !lines.is_empty() => break,
+                                    Some(l) if l.trim().is_empty() => {}
+                                    Some(l) => lines.push(l),
+                                }
+                            }
+                            console.say("Sending your reply.\n");
+                            Some(lines.join("\n"))
+                        })
+                        .await?;
+                    if let Some(text) = text {
+                        Ok(reply(text, "human".into()))
+                    } else {
+                        self.session.refuse();
+                        Err(HandlerError("you refused the sampling request".into()))
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Runs the `--sampler` command with `prompt` on its standard input.
+async fn run_sampler(command: &str, prompt: &str) -> Result<String, HandlerError> {
+    let fail =
+        |e: &dyn std::fmt::Display| HandlerError(format!("the sampler `{command}` failed: {e}"));
+    let mut child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| fail(&e))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A sampler that does not read its input is not an error.
+        let _ = stdin.write_all(prompt.as_bytes()).await;
+        drop(stdin);
+    }
+    let out = child.wait_with_output().await.map_err(|e| fail(&e))?;
+    if !out.status.success() {
+        return Err(fail(&out.status));
+    }
+    let text = String::from_utf8(out.stdout).map_err(|e| fail(&e))?;
+    Ok(text.trim_end_matches(['\r', '\n']).to_owned())
+}
+
+/// `path` as a `file://` URI: absolute, each byte outside the unreserved set
+/// and `/` percent-encoded (so a space is `%20`).
+pub(crate) fn file_uri(path: &Path) -> String {
+    let text = path.to_string_lossy().replace('\\', "/");
+    let mut uri = String::from("file://");
+    if !text.starts_with('/') {
+        uri.push('/');
+    }
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            uri.push(char::from(b));
+        } else {
+            let _ = write!(uri, "%{b:02X}");
+        }
+    }
+    uri
+}
+
+/// The roots for `--root` paths (default: the working folder).
+pub(crate) fn roots(paths: &[std::path::PathBuf]) -> Result<Vec<Root>, String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("no working folder: {e}"))?;
+    let paths = if paths.is_empty() {
+        vec![cwd.clone()]
+    } else {
+        paths.to_vec()
+    };
+    paths
+        .iter()
+        .map(|p| {
+            let abs = if p.is_absolute() {
+                p.clone()
+            } else {
+                cwd.join(p)
+            };
+            let abs = abs.canonicalize().unwrap_or(abs);
+            let mut root = Root::new(file_uri(&abs));
+            root.name = abs.file_name().map(|n| n.to_string_lossy().into_owned());
+            Ok(root)
+        })
+        .collect()
+}
+
+/// The progress line on standard error: a bar redrawn in place on a
+/// terminal, plain lines otherwise.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    tty: bool,
+    open: Mutex<bool>,
+}
+
+const BAR: usize = 20;
+
+impl Progress {
+    fn new(tty: bool) -> Self {
+        Self {
+            tty,
+            open: Mutex::new(false),
+        }
+    }
+
+    /// Shows one notification.
+    pub(crate) fn show(&self, p: &ProgressNotificationParams) {
+        let message = p.message.as_deref().unwrap_or_default();
+        let line = match p.total.filter(|t| *t > 0.0) {
+            Some(total) => {
+                let ratio = (p.progress / total).clamp(0.0, 1.0);
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    clippy::cast_precision_loss,
+                    reason = "ratio is clamped to 0..=1 and BAR is small"
+                )]
+                let (filled, percent) = (
+                    (ratio * BAR as f64).round() as usize,
+                    (ratio * 100.0).round() as u32,
+                );
+                format!(
+                    "[{}{}] {percent:>3}% {message}",
+                    "#".repeat(filled),
+                    ".".repeat(BAR - filled)
+                )
+            }
+            None => format!("[{}] {message}", p.progress),
+        };
+        let mut open = lock(&self.open);
+        if self.tty {
+            eprint!("\r{line}\x1b[K");
+            let done = p.total.is_some_and(|t| p.progress >= t);
+            if done {
+                eprintln!();
+            }
+            *open = !done;
+        } else {
+            eprintln!("progress: {line}");
+        }
+        let _ = std::io::stderr().flush();
+    }
+
+    /// Ends an open bar's line (before a prompt or the result).
+    pub(crate) fn interrupt(&self) {
+        let mut open = lock(&self.open);
+        if *open {
+            eprintln!();
+            *open = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tern_protocol::sampling::SamplingMessage;
+
+    #[test]
+    fn file_uris_are_percent_encoded() {
+        assert_eq!(
+            file_uri(Path::new("/home/ada/my project")),
+            "file:///home/ada/my%20project"
+        );
+        assert_eq!(file_uri(Path::new("/a/é#")), "file:///a/%C3%A9%23");
+    }
+
+    #[test]
+    fn the_default_root_is_the_working_folder() {
+        let roots = roots(&[]).unwrap();
+        assert_eq!(roots.len(), 1);
+        assert!(roots[0].uri.starts_with("file:///"));
+    }
+
+    #[test]
+    fn a_single_user_message_is_the_prompt_itself() {
+        let mut p = CreateMessageRequestParams {
+            messages: vec![SamplingMessage::user_text("Summarise: x")],
+            max_tokens: 10,
+            ..Default::default()
+        };
+        assert_eq!(prompt_text(&p), "Summarise: x");
+        p.system_prompt = Some("Be brief".into());
+        assert_eq!(prompt_text(&p), "System: Be brief\n\nUser: Summarise: x");
+    }
+
+    #[tokio::test]
+    async fn a_sampler_command_reads_the_prompt_and_writes_the_reply() {
+        assert_eq!(run_sampler("tr a-z A-Z", "hello\n").await.unwrap(), "HELLO");
+        assert!(run_sampler("exit 3", "x").await.is_err());
+    }
+}

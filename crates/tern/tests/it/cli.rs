@@ -1,0 +1,408 @@
+//! The client subcommands without a terminal (standard input is not a TTY,
+//! so tern never prompts): preset answers, `--no-input`, `--json`, exit
+//! codes, and each way of naming the server.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+const REGION: &str = r#"region={"action":"accept","content":{"region":"eu-west-1"}}"#;
+
+fn tern(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap()
+}
+
+#[test]
+fn a_preset_answer_creates_the_database_and_exits_0() {
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "name=orders",
+        "--answer",
+        REGION,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Created database orders in eu-west-1.\n");
+}
+
+#[test]
+fn no_input_on_a_tool_that_needs_elicitation_exits_5_with_a_clear_error() {
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "name=orders",
+        "--no-input",
+    ]);
+    assert_eq!(code(&o), 5);
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    assert!(err.contains("-32021"), "{err}");
+    assert!(err.contains("elicitation"), "{err}");
+    assert!(err.contains("--answer KEY=JSON"), "{err}");
+}
+
+#[test]
+fn without_a_terminal_tern_behaves_as_no_input() {
+    let o = tern(&["call", "--demo", "provision_database", "name=orders"]);
+    assert_eq!(code(&o), 5, "{}", stderr(&o));
+    assert!(stderr(&o).contains("-32021"));
+}
+
+#[test]
+fn a_question_without_a_preset_answer_names_its_key() {
+    // Elicitation is declared (answers are preset), but `plan` has none.
+    let o = tern(&[
+        "call",
+        "--demo",
+        "deploy",
+        "service=api",
+        "--answer",
+        REGION,
+    ]);
+    assert_eq!(code(&o), 5);
+    assert!(stderr(&o).contains("--answer plan=JSON"), "{}", stderr(&o));
+}
+
+#[test]
+fn json_output_is_the_result() {
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "name=orders",
+        "--answer",
+        REGION,
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["resultType"], "complete");
+    assert_eq!(
+        v["content"][0]["text"],
+        "Created database orders in eu-west-1."
+    );
+    assert_eq!(
+        v["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "tern-demo"
+    );
+}
+
+#[test]
+fn tools_lists_the_demo_tools() {
+    let o = tern(&["tools", "--demo"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    for tool in [
+        "provision_database",
+        "book_table",
+        "transfer_funds",
+        "deploy",
+        "connect_account",
+        "summarize",
+        "workspace_files",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(tool)),
+            "{tool} missing from:\n{text}"
+        );
+    }
+    assert!(
+        text.contains("    name*: string  Name of the database to create."),
+        "{text}"
+    );
+
+    let o = tern(&["tools", "--demo", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 7);
+    assert!(names.contains(&"provision_database"));
+}
+
+#[test]
+fn discover_prompts_resources_prompt_and_read() {
+    let o = tern(&["discover", "--demo"]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).starts_with("tern-demo "), "{}", stdout(&o));
+    assert!(stdout(&o).contains("protocol versions: 2026-07-28"));
+
+    let o = tern(&["prompts", "--demo"]);
+    assert!(stdout(&o).starts_with("incident_report"), "{}", stdout(&o));
+
+    let o = tern(&["resources", "--demo", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["resources"][0]["uri"], "demo://greeting");
+
+    let o = tern(&[
+        "prompt",
+        "--demo",
+        "incident_report",
+        "service=api",
+        "--answer",
+        r#"severity={"action":"accept","content":{"severity":"major"}}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("[user]\nWrite a Major incident report for api"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = tern(&[
+        "read",
+        "--demo",
+        "demo://greeting",
+        "--answer",
+        r#"reader={"action":"accept","content":{"name":"Ada"}}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Hello, Ada! You are reading demo://greeting.\n");
+}
+
+#[test]
+fn a_preset_decline_prints_the_fallback_and_exits_1() {
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "name=orders",
+        "--answer",
+        r#"region={"action":"decline"}"#,
+    ]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(stdout(&o), "Provisioning cancelled.\n");
+    assert!(stderr(&o).contains("declined or cancelled"));
+}
+
+#[test]
+fn answers_come_from_a_file() {
+    let dir = std::env::temp_dir().join(format!("tern-answers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("answers.json");
+    std::fs::write(
+        &file,
+        json!({
+            "party": {"action": "accept", "content": {"size": "4"}},
+            "time": {"action": "accept", "content": {"at": "2026-12-24T19:30:00Z"}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let o = tern(&[
+        "call",
+        "--demo",
+        "book_table",
+        "restaurant=Chez Ada",
+        "--answers",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "Booked a table for 4 at Chez Ada for 2026-12-24T19:30:00Z.\n"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_sampler_command_writes_the_reply() {
+    let o = tern(&[
+        "call",
+        "--demo",
+        "summarize",
+        "text=hello world",
+        "--sampler",
+        "tr a-z A-Z",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "Summary (tr a-z A-Z): SUMMARISE IN ONE SENTENCE:\n\nHELLO WORLD\n"
+    );
+}
+
+#[test]
+fn roots_are_the_given_folders_as_file_uris() {
+    let dir = std::env::temp_dir().join(format!("tern roots {}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = tern(&[
+        "call",
+        "--demo",
+        "workspace_files",
+        "--root",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let expected = format!("tern%20roots%20{}", std::process::id());
+    assert!(
+        stdout(&o).contains("The client shares 1 folder(s)"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains(&expected), "{}", stdout(&o));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(code(&tern(&["tools"])), 2, "no server named");
+    assert_eq!(
+        code(&tern(&[
+            "tools",
+            "--demo",
+            "--url",
+            "http://127.0.0.1:9/mcp"
+        ])),
+        2
+    );
+    assert_eq!(
+        code(&tern(&["call", "--demo", "provision_database", "orders"])),
+        2
+    );
+    assert_eq!(
+        code(&tern(&[
+            "call",
+            "--demo",
+            "provision_database",
+            "--args",
+            "[1]"
+        ])),
+        2
+    );
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "--answer",
+        "region=eu-west-1",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--answer"), "{}", stderr(&o));
+    assert_eq!(code(&tern(&["frobnicate"])), 2);
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let o = tern(&["call", "--help"]);
+    assert_eq!(code(&o), 0);
+    let text = stdout(&o);
+    assert!(text.contains("Exit codes:"), "{text}");
+    assert!(text.contains("-32021"), "{text}");
+    assert!(text.contains("KEY=VALUE"), "{text}");
+}
+
+#[test]
+fn transport_errors_exit_4() {
+    let o = tern(&["tools", "--", "/nonexistent/server"]);
+    assert_eq!(code(&o), 4);
+    let o = tern(&["tools", "--url", "http://127.0.0.1:9/mcp"]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+}
+
+#[test]
+fn a_tool_error_exits_1_and_a_server_error_exits_3() {
+    // Arguments failing the input schema are a tool error (isError).
+    let o = tern(&[
+        "call",
+        "--demo",
+        "transfer_funds",
+        "to=bob",
+        "amount=0",
+        "--no-input",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("less than the minimum of 1"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("transfer_funds reported an error"));
+    // An unknown tool is a JSON-RPC error.
+    let o = tern(&["call", "--demo", "no_such_tool"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("Unknown tool"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_child_named_after_the_double_dash_is_the_server() {
+    let o = tern(&[
+        "call",
+        "provision_database",
+        "name=orders",
+        "--answer",
+        REGION,
+        "--",
+        env!("CARGO_BIN_EXE_tern"),
+        "serve",
+        "demo",
+        "--stdio",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Created database orders in eu-west-1.\n");
+}
+
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_url_names_an_http_server() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["serve", "demo", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let served = Served(child);
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the server says where it serves")
+            .unwrap();
+        if let Some(url) = line.split("serving the demo at ").nth(1) {
+            break url.trim().to_owned();
+        }
+    };
+    let o = tern(&[
+        "call",
+        "--url",
+        &url,
+        "provision_database",
+        "name=orders",
+        "--answer",
+        REGION,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Created database orders in eu-west-1.\n");
+    drop(served);
+}
