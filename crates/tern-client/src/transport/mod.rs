@@ -56,6 +56,22 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// An exchange whose replies arrive on `replies`, for transports written
+    /// outside this crate. `on_cancel` runs if the exchange is dropped before
+    /// its response arrived (the transport's way of cancelling the request).
+    pub fn new(
+        replies: mpsc::Receiver<Result<Incoming, ClientError>>,
+        on_cancel: Option<Box<dyn FnOnce() + Send>>,
+    ) -> Self {
+        Self {
+            replies,
+            cancel_on_drop: on_cancel.map(|cancel| CancelGuard {
+                armed: true,
+                on_cancel: Some(cancel),
+            }),
+        }
+    }
+
     /// The next reply, `None` when the transport closed without a response.
     pub async fn next(&mut self) -> Option<Result<Incoming, ClientError>> {
         self.replies.recv().await

@@ -1,0 +1,342 @@
+//! The tern server the client is tested against, the same in process, in a
+//! child process and over HTTP. Its side effects are observed through its own
+//! tools (`cancellations`), so a test asks them the same way whichever way
+//! the server runs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tern_server::{
+    Answer, Args, CompletionDef, Ctx, Elicit, KeyRing, ListRoots, PromptDef, ResourceDef, Sample,
+    Server, ToolDef, ToolError, Uri,
+};
+use tokio::sync::watch;
+
+/// Fixed keys, so a round sealed by one server process opens in another.
+const KEYS: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+
+/// The server's name, as handlers see it in `Question::server` (C9).
+pub const NAME: &str = "client-fixture";
+
+/// How long a server-side wait may take before the tool gives up.
+const SERVER_WAIT: Duration = Duration::from_secs(20);
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Name {
+    /// Your name
+    pub name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Color {
+    /// Favourite colour
+    pub color: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Confirm {
+    /// Go ahead?
+    pub ok: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Tag {
+    /// Which call this is.
+    pub tag: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Label {
+    /// Carried along, unused.
+    #[serde(default)]
+    #[allow(dead_code, reason = "only its presence in the arguments matters")]
+    pub label: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Shed {
+    /// Counts retries per tag.
+    pub tag: String,
+    /// How many state-only rounds before completing.
+    pub times: u32,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct AtLeast {
+    /// Wait until this many cancellations were seen.
+    pub at_least: u32,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct Who {
+    /// Who the prompt is for.
+    pub who: String,
+}
+
+/// What the server's tools remember within one process.
+#[derive(Debug)]
+struct State {
+    /// How many handlers saw their request cancelled.
+    cancellations: watch::Sender<u32>,
+    /// State-only rounds given so far, per tag.
+    shed: Mutex<HashMap<String, u32>>,
+}
+
+async fn greet(ctx: Ctx) -> Result<String, ToolError> {
+    match ctx
+        .ask(Elicit::<Name>::form("What is your name?").key("user_name"))
+        .await?
+    {
+        Answer::Accept(Name { name }) => Ok(format!("Hello, {name}!")),
+        Answer::Decline => Ok("declined".into()),
+        Answer::Cancel => Ok("cancelled".into()),
+    }
+}
+
+async fn name_for(ctx: Ctx, Args(t): Args<Tag>) -> Result<String, ToolError> {
+    let Answer::Accept(Name { name }) = ctx
+        .ask(Elicit::<Name>::form(format!("Name for {}?", t.tag)).key("user_name"))
+        .await?
+    else {
+        return Ok(format!("{}: none", t.tag));
+    };
+    Ok(format!("{}: {name}", t.tag))
+}
+
+async fn batch(ctx: Ctx) -> Result<String, ToolError> {
+    let (name, color) = tokio::join!(
+        ctx.ask(Elicit::<Name>::form("Name?").key("name")),
+        ctx.ask(Elicit::<Color>::form("Colour?").key("color")),
+    );
+    let (Answer::Accept(Name { name }), Answer::Accept(Color { color })) = (name?, color?) else {
+        return Ok("incomplete".into());
+    };
+    Ok(format!("{name} likes {color}"))
+}
+
+async fn three_rounds(ctx: Ctx, Args(_label): Args<Label>) -> Result<String, ToolError> {
+    let Answer::Accept(Name { name }) = ctx
+        .ask(Elicit::<Name>::form("Step 1: name?").key("step1"))
+        .await?
+    else {
+        return Ok("stopped at 1".into());
+    };
+    let Answer::Accept(Color { color }) = ctx
+        .ask(Elicit::<Color>::form(format!("Step 2: {name}'s colour?")).key("step2"))
+        .await?
+    else {
+        return Ok("stopped at 2".into());
+    };
+    let Answer::Accept(Confirm { ok }) = ctx
+        .ask(Elicit::<Confirm>::form(format!("Step 3: {name} likes {color}?")).key("step3"))
+        .await?
+    else {
+        return Ok("stopped at 3".into());
+    };
+    Ok(format!("{name}/{color}/{ok}"))
+}
+
+async fn login(ctx: Ctx) -> Result<String, ToolError> {
+    match ctx
+        .ask(Elicit::url("Sign in", "https://example.com/login?flow=1").key("login"))
+        .await?
+    {
+        Answer::Accept(()) => Ok("consented".into()),
+        Answer::Decline => Ok("declined".into()),
+        Answer::Cancel => Ok("cancelled".into()),
+    }
+}
+
+#[allow(deprecated, reason = "sampling is deprecated and still supported")]
+async fn sample(ctx: Ctx) -> Result<String, ToolError> {
+    let reply = ctx
+        .ask(Sample::text("Capital of France?", 50).key("capital"))
+        .await?;
+    Ok(format!(
+        "{}: {}",
+        reply.model,
+        reply.text().unwrap_or_default()
+    ))
+}
+
+#[allow(deprecated, reason = "roots are deprecated and still supported")]
+async fn roots(ctx: Ctx) -> Result<String, ToolError> {
+    let roots = ctx.ask(ListRoots::new().key("roots")).await?;
+    Ok(roots
+        .iter()
+        .map(|r| r.uri.as_str())
+        .collect::<Vec<_>>()
+        .join(","))
+}
+
+async fn fallback(ctx: Ctx) -> Result<String, ToolError> {
+    let question = Elicit::<Name>::form("Name?").key("name");
+    if !ctx.can_ask(&question) {
+        return Ok("fallback: no elicitation".into());
+    }
+    match ctx.ask(question).await? {
+        Answer::Accept(Name { name }) => Ok(format!("asked: {name}")),
+        _ => Ok("none".into()),
+    }
+}
+
+/// Asks again until the name has three letters: a client answering "x"
+/// never gets a result (the round bound, C12).
+async fn until_valid(ctx: Ctx) -> Result<String, ToolError> {
+    loop {
+        let Answer::Accept(Name { name }) = ctx
+            .ask(Elicit::<Name>::form("A name of 3 letters or more?").key("name"))
+            .await?
+        else {
+            return Ok("none".into());
+        };
+        if name.len() >= 3 {
+            return Ok(name);
+        }
+    }
+}
+
+/// Sheds load `times` times (state-only rounds), then completes.
+#[allow(clippy::unused_async, reason = "handlers are async fns")]
+async fn shed(state: Arc<State>, Args(s): Args<Shed>) -> Result<String, ToolError> {
+    let mut counts = state.shed.lock().unwrap();
+    let seen = counts.entry(s.tag).or_default();
+    if *seen < s.times {
+        *seen += 1;
+        return Err(ToolError::retry_later());
+    }
+    Ok(format!("ready after {seen} retries"))
+}
+
+/// Reports progress once, then waits to be cancelled; the cancellation is
+/// counted by a watcher task (the handler's future is dropped on cancel).
+async fn hang(ctx: Ctx, state: Arc<State>) -> String {
+    let watcher = ctx.clone();
+    tokio::spawn(async move {
+        if tokio::time::timeout(SERVER_WAIT, watcher.cancelled())
+            .await
+            .is_ok()
+        {
+            state.cancellations.send_modify(|n| *n += 1);
+        }
+    });
+    ctx.progress(1.0, None, Some("started"));
+    match tokio::time::timeout(SERVER_WAIT, ctx.cancelled()).await {
+        Ok(()) => "cancelled".into(),
+        Err(_) => "never cancelled".into(),
+    }
+}
+
+/// How many requests were cancelled, once at least `at_least` were (or the
+/// count when the server's wait ends).
+async fn cancellations(state: Arc<State>, Args(a): Args<AtLeast>) -> String {
+    let mut seen = state.cancellations.subscribe();
+    let _ = tokio::time::timeout(SERVER_WAIT, seen.wait_for(|n| *n >= a.at_least)).await;
+    let n = *seen.borrow();
+    n.to_string()
+}
+
+async fn progress(ctx: Ctx) -> String {
+    for i in 1..=4u8 {
+        ctx.progress(f64::from(i), Some(4.0), Some("working"));
+    }
+    "done".into()
+}
+
+async fn ask_prompt(ctx: Ctx, Args(w): Args<Who>) -> Result<String, ToolError> {
+    let Answer::Accept(Color { color }) = ctx
+        .ask(Elicit::<Color>::form("Colour?").key("color"))
+        .await?
+    else {
+        return Ok(format!("{} has no colour", w.who));
+    };
+    Ok(format!("{} likes {color}", w.who))
+}
+
+async fn ask_resource(ctx: Ctx, Uri(uri): Uri) -> Result<String, ToolError> {
+    let Answer::Accept(Name { name }) = ctx
+        .ask(Elicit::<Name>::form("Reader?").key("reader"))
+        .await?
+    else {
+        return Ok("anonymous".into());
+    };
+    Ok(format!("{uri} for {name}"))
+}
+
+/// The fixture server.
+pub fn build() -> Server {
+    let state = Arc::new(State {
+        cancellations: watch::Sender::new(0),
+        shed: Mutex::default(),
+    });
+    let builder = Server::builder(NAME, "1.0.0")
+        .keys(KeyRing::parse(KEYS).unwrap())
+        .progress_interval(Duration::ZERO);
+    let changes = builder.changes();
+    let touch = move || {
+        let changes = changes.clone();
+        async move {
+            changes.tools_changed();
+            "touched"
+        }
+    };
+    let s = Arc::clone(&state);
+    let shed_tool = move |args: Args<Shed>| shed(Arc::clone(&s), args);
+    let s = Arc::clone(&state);
+    let hang_tool = move |ctx: Ctx| hang(ctx, Arc::clone(&s));
+    let s = Arc::clone(&state);
+    let cancellations_tool = move |args: Args<AtLeast>| cancellations(Arc::clone(&s), args);
+    builder
+        .tool(ToolDef::new("greet", "Asks a name", greet).elicits::<Name>())
+        .tool(ToolDef::new("name_for", "Asks a name for a tag", name_for))
+        .tool(ToolDef::new("batch", "Two questions in one round", batch))
+        .tool(ToolDef::new(
+            "three_rounds",
+            "Three dependent rounds",
+            three_rounds,
+        ))
+        .tool(ToolDef::new("login", "URL mode", login))
+        .tool(ToolDef::new("sample", "Sampling", sample))
+        .tool(ToolDef::new("roots", "Roots", roots))
+        .tool(ToolDef::new(
+            "fallback",
+            "Another path without elicitation",
+            fallback,
+        ))
+        .tool(ToolDef::new(
+            "until_valid",
+            "Asks until satisfied",
+            until_valid,
+        ))
+        .tool(ToolDef::new(
+            "shed",
+            "Sheds load, then completes",
+            shed_tool,
+        ))
+        .tool(ToolDef::new("hang", "Waits to be cancelled", hang_tool))
+        .tool(ToolDef::new(
+            "cancellations",
+            "Cancellations seen",
+            cancellations_tool,
+        ))
+        .tool(ToolDef::new("progress", "Reports progress", progress))
+        .tool(ToolDef::new("touch", "Announces a tool list change", touch))
+        .prompt(PromptDef::new(
+            "ask_prompt",
+            "Asks before answering",
+            ask_prompt,
+        ))
+        .resource(ResourceDef::new("res://ask", "ask", ask_resource).mime_type("text/plain"))
+        .completion(CompletionDef::prompt("ask_prompt", |r| async move {
+            ["alice", "bob", "carol"]
+                .iter()
+                .filter(|n| n.starts_with(&r.value))
+                .map(|n| (*n).to_owned())
+                .collect()
+        }))
+        .build()
+        .unwrap()
+}

@@ -1,0 +1,83 @@
+//! A hand-written server answering fixed JSON, for what a tern server never
+//! sends: a result without `resultType`, an unknown `resultType`, a
+//! `requestState` no sealing codec would produce, a round without state, and
+//! questions of a kind the client cannot answer. It checks what the retry
+//! carries and says so in the result's text.
+
+use serde_json::{Value, json};
+
+/// A state a client could be tempted to normalise: surrounding and inner
+/// whitespace, base64 and JSON look-alikes, escapes, non-ASCII, a line
+/// separator and a newline.
+pub const ODD_STATE: &str =
+    "  ~st8/with+odd=chars= {\"not\":\"parsed\"} \\\"q\\\" \u{e9}\u{1F600}\u{2028}\t\n ";
+
+fn text(t: &str) -> Value {
+    json!({"resultType": "complete", "content": [{"type": "text", "text": t}]})
+}
+
+fn name_question() -> Value {
+    json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": "Name?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            }
+        }
+    })
+}
+
+/// The reply to one message; `None` for notifications.
+pub fn reply(message: &Value) -> Option<Value> {
+    let id = message.get("id")?.clone();
+    let params = &message["params"];
+    let tool = params["name"].as_str().unwrap_or_default();
+    let answered = params.get("inputResponses").is_some();
+    let state = params.get("requestState");
+    let result = match (message["method"].as_str(), tool) {
+        (Some("tools/call"), "implicit_complete") => {
+            json!({"content": [{"type": "text", "text": "no resultType"}]})
+        }
+        (Some("tools/call"), "unknown_result_type") => {
+            json!({"resultType": "partial", "content": [{"type": "text", "text": "?"}]})
+        }
+        (Some("tools/call"), "odd_state") => match state {
+            None => json!({
+                "resultType": "input_required",
+                "inputRequests": {"name": name_question()},
+                "requestState": ODD_STATE,
+            }),
+            Some(Value::String(s)) if s == ODD_STATE && answered => text("echoed"),
+            Some(other) => text(&format!("changed: {other}")),
+        },
+        (Some("tools/call"), "stateless") => match (state, answered) {
+            (None, false) => json!({
+                "resultType": "input_required",
+                "inputRequests": {"name": name_question()},
+            }),
+            (None, true) => text("no state"),
+            (Some(s), _) => text(&format!("state invented: {s}")),
+        },
+        (Some("tools/call"), "asks_sampling") if !answered => json!({
+                "resultType": "input_required",
+                "inputRequests": {"llm": {"method": "sampling/createMessage", "params": {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Hi?"}}],
+                    "maxTokens": 10
+                }}},
+            "requestState": "s",
+        }),
+        (Some("tools/call"), "asks_sampling") => text("an answer was invented"),
+        (method, _) => {
+            return Some(json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": -32601, "message": format!("not in the stub: {method:?} {tool}")}
+            }));
+        }
+    };
+    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
