@@ -314,7 +314,7 @@ impl Engine {
         &self,
         policy: ReplayPolicy,
         state_id: Option<[u8; 16]>,
-    ) -> Result<Option<Value>, ErrorObject> {
+    ) -> Result<Option<Box<serde_json::value::RawValue>>, ErrorObject> {
         let Some(state_id) = state_id else {
             return Ok(None);
         };
@@ -328,7 +328,7 @@ impl Engine {
         if policy.idempotent_retry
             && let Some(result) = self.replay.result(state_id).await.map_err(store_failed)?
         {
-            return Ok(Some(result));
+            return Ok(Some(crate::server::to_json(&result)));
         }
         // S11: single use is enforced server-side, in the shared store.
         let first = self
@@ -346,7 +346,7 @@ impl Engine {
             while tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 if let Some(result) = self.replay.result(state_id).await.map_err(store_failed)? {
-                    return Ok(Some(result));
+                    return Ok(Some(crate::server::to_json(&result)));
                 }
             }
         }
@@ -370,13 +370,18 @@ impl Engine {
         &self,
         policy: ReplayPolicy,
         state_id: Option<[u8; 16]>,
-        result: &Value,
+        result: &serde_json::value::RawValue,
     ) {
-        if let (true, Some(state_id)) = (policy.idempotent_retry, state_id)
-            && let Err(e) = self
-                .replay
-                .store_result(state_id, result.clone(), self.state_ttl * 2)
-                .await
+        let (true, Some(state_id)) = (policy.idempotent_retry, state_id) else {
+            return;
+        };
+        let Ok(value) = serde_json::from_str::<Value>(result.get()) else {
+            return;
+        };
+        if let Err(e) = self
+            .replay
+            .store_result(state_id, value, self.state_ttl * 2)
+            .await
         {
             tracing::error!(error = %e, "replay store failed to keep a result");
         }

@@ -120,7 +120,7 @@ impl Server {
         id: &RequestId,
         params: GetPromptRequestParams,
         call: CallContext,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<crate::server::Json, ErrorObject> {
         let inner = &self.inner;
         let Some(def) = self.registry().prompts.get(&params.name).cloned() else {
             return Err(ErrorObject::invalid_params(format!(
@@ -174,7 +174,7 @@ impl Server {
             Driven::Done(Ok(mut result)) => {
                 result.meta.get_or_insert_with(Default::default).server_info =
                     Some(inner.info.clone());
-                Ok(serde_json::to_value(result).unwrap_or_default())
+                Ok(crate::server::to_json(&result))
             }
             Driven::Done(Err(e)) if e.is_retry_later() => {
                 let ir = inner

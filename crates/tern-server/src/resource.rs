@@ -160,7 +160,7 @@ impl Server {
         id: &RequestId,
         params: ReadResourceRequestParams,
         call: CallContext,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<crate::server::Json, ErrorObject> {
         let inner = &self.inner;
         let registry = self.registry();
         let (handler, variables) = if let Some(def) = registry.resources.get(&params.uri) {
@@ -221,7 +221,7 @@ impl Server {
                     meta: Some(self.result_meta()),
                     ..ReadResourceResult::default()
                 };
-                Ok(serde_json::to_value(result).unwrap_or_default())
+                Ok(crate::server::to_json(&result))
             }
             Driven::Done(Err(e)) if e.is_retry_later() => {
                 let ir = inner

@@ -6,10 +6,9 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Serialize, Serializer};
-use serde_json::Value;
 use serde_json::value::RawValue;
 use tern_protocol::discover::DiscoverResult;
-use tern_protocol::error::{ErrorObject, code};
+use tern_protocol::error::ErrorObject;
 use tern_protocol::jsonrpc::{self, RequestId};
 use tern_protocol::meta::{RequestMeta, ResultMeta};
 use tern_protocol::prompt::ListPromptsResult;
@@ -577,13 +576,7 @@ impl Server {
     /// version, the capabilities and any MRTR state come from this one.
     pub async fn handle(&self, request: &jsonrpc::Request, call: CallContext) -> Reply {
         let (outcome, malformed) = match self.dispatch(request, call).await {
-            Ok(value) => (
-                serde_json::value::to_raw_value(&value).map_err(|e| {
-                    tracing::error!(error = %e, "cannot encode a result");
-                    ErrorObject::new(code::INTERNAL_ERROR, "Internal error")
-                }),
-                false,
-            ),
+            Ok(value) => (Ok(value), false),
             Err(Fail { error, malformed }) => (Err(error), malformed),
         };
         Reply {
@@ -613,7 +606,7 @@ impl Server {
         }
     }
 
-    async fn dispatch(&self, request: &jsonrpc::Request, call: CallContext) -> Result<Value, Fail> {
+    async fn dispatch(&self, request: &jsonrpc::Request, call: CallContext) -> Result<Json, Fail> {
         let m = request.method.as_str();
         if !self.serves(m) {
             return Err(ErrorObject::method_not_found(m).into());
@@ -710,12 +703,12 @@ impl Server {
         ResultMeta::with_server_info(self.inner.info.clone())
     }
 
-    pub(crate) fn stamp_input_required(&self, mut ir: InputRequiredResult) -> Value {
+    pub(crate) fn stamp_input_required(&self, mut ir: InputRequiredResult) -> Json {
         ir.meta = Some(self.result_meta());
         to_json(&ir)
     }
 
-    fn discover(&self) -> Value {
+    fn discover(&self) -> Json {
         let hints = self.inner.config.list_cache;
         to_json(&DiscoverResult {
             result_type: tern_protocol::result::CompleteTag,
@@ -740,8 +733,8 @@ impl Server {
             Option<u64>,
             Option<CacheScope>,
             Option<ResultMeta>,
-        ) -> Value,
-    ) -> Result<Value, ErrorObject> {
+        ) -> Json,
+    ) -> Result<Json, ErrorObject> {
         let start = match cursor {
             None => 0,
             Some(c) => decode_cursor(c)
@@ -788,9 +781,12 @@ fn check_version(meta: &RequestMeta) -> Result<(), ErrorObject> {
     }
 }
 
-fn to_json<T: Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or_else(|e| {
+/// A serialised result: written once, straight into the response.
+pub(crate) type Json = Box<RawValue>;
+
+pub(crate) fn to_json<T: Serialize>(value: &T) -> Json {
+    serde_json::value::to_raw_value(value).unwrap_or_else(|e| {
         tracing::error!(error = %e, "cannot encode a result");
-        Value::Null
+        RawValue::NULL.to_owned()
     })
 }

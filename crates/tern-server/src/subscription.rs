@@ -3,7 +3,6 @@
 //! subscription id, until the client goes away or the server closes the
 //! subscription gracefully.
 
-use serde_json::Value;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::meta::{NotificationMeta, NotificationParams};
 use tern_protocol::resource::ResourceUpdatedNotificationParams;
@@ -41,7 +40,7 @@ impl Server {
         id: &RequestId,
         params: SubscriptionsListenRequestParams,
         call: CallContext,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<crate::server::Json, ErrorObject> {
         let Some(notifier) = call.notifier else {
             return Err(ErrorObject::new(
                 code::INTERNAL_ERROR,
@@ -122,6 +121,6 @@ impl Server {
         // Graceful close: the result names the subscription (spec §4.3).
         let mut result = SubscriptionsListenResult::new(id.clone());
         result.meta.server_info = Some(self.info().clone());
-        Ok(serde_json::to_value(result).unwrap_or_default())
+        Ok(crate::server::to_json(&result))
     }
 }

@@ -133,7 +133,7 @@ impl Server {
         id: &RequestId,
         params: CallToolRequestParams,
         call: CallContext,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<crate::server::Json, ErrorObject> {
         let inner = &self.inner;
         let Some(entry) = self.registry().tools.get(&params.name).cloned() else {
             return Err(ErrorObject::invalid_params(format!(
@@ -227,10 +227,10 @@ impl Server {
         Ok(value)
     }
 
-    fn stamp_tool_result(&self, mut result: CallToolResult) -> Value {
+    fn stamp_tool_result(&self, mut result: CallToolResult) -> crate::server::Json {
         let meta = result.meta.get_or_insert_with(Default::default);
         meta.server_info = Some(self.inner.info.clone());
-        serde_json::to_value(result).unwrap_or_default()
+        crate::server::to_json(&result)
     }
 }
 
