@@ -1,0 +1,68 @@
+//! The servers under test, each run as its own process (`bench serve …`) on
+//! a single-threaded tokio runtime, pinned to one core by the parent.
+
+use std::io::Write as _;
+
+pub(crate) mod floor;
+pub(crate) mod rmcp;
+pub(crate) mod tern;
+
+/// Which implementation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub(crate) enum Kind {
+    /// Raw hyper, fixed responses.
+    Floor,
+    /// tern-server.
+    Tern,
+    /// rmcp.
+    Rmcp,
+}
+
+impl Kind {
+    /// The name in the tables.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Floor => "floor",
+            Self::Tern => "tern",
+            Self::Rmcp => "rmcp",
+        }
+    }
+}
+
+/// Which transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Transport {
+    /// Streamable HTTP on a loopback port, printed as `port N` on stdout.
+    Http,
+    /// stdio.
+    Stdio,
+}
+
+/// Runs one server until it is killed (HTTP) or its input ends (stdio).
+pub(crate) fn run(kind: Kind, transport: Transport) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        match transport {
+            Transport::Http => {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+                let port = listener.local_addr()?.port();
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "port {port}")?;
+                out.flush()?;
+                drop(out);
+                match kind {
+                    Kind::Floor => floor::http(listener).await,
+                    Kind::Tern => tern::http(listener).await,
+                    Kind::Rmcp => rmcp::http(listener).await,
+                }
+            }
+            Transport::Stdio => match kind {
+                Kind::Floor => Err(std::io::Error::other("the floor has no stdio server")),
+                Kind::Tern => tern::stdio().await,
+                Kind::Rmcp => rmcp::stdio().await,
+            },
+        }
+    })
+}

@@ -1,0 +1,71 @@
+//! tern: the four tools on `tern-server`'s public API, with its defaults
+//! (sealing with a generated key ring, argument validation).
+
+use std::time::Duration;
+
+use tern_server::transport::http::{Http, serve};
+use tern_server::transport::stdio::{StdioOptions, serve_stdio};
+use tern_server::{Answer, Args, Ctx, Elicit, Json, KeyRing, Server, ToolDef, ToolError};
+
+use crate::workload::{
+    ConfirmArgs, Confirmation, EchoArgs, PayloadArgs, Report, SlowArgs, confirmed, report,
+};
+
+async fn echo(Args(a): Args<EchoArgs>) -> String {
+    a.text
+}
+
+async fn payload(Args(a): Args<PayloadArgs>) -> Json<Report> {
+    Json(report(a.data.len()))
+}
+
+async fn confirm(ctx: Ctx, Args(a): Args<ConfirmArgs>) -> Result<String, ToolError> {
+    let question = Elicit::<Confirmation>::form("Proceed?").key("confirm");
+    Ok(match ctx.ask(question).await? {
+        Answer::Accept(Confirmation { ok: true }) => confirmed(&a.item),
+        _ => "cancelled".to_owned(),
+    })
+}
+
+async fn slow(ctx: Ctx, Args(a): Args<SlowArgs>) -> String {
+    let total = f64::from(a.seconds);
+    for i in 0..a.seconds {
+        ctx.progress(f64::from(i), Some(total), None);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    "done".to_owned()
+}
+
+fn server() -> Server {
+    let built = Server::builder("bench", "1.0.0")
+        .tool(ToolDef::new("echo", "Echoes", echo))
+        .tool(ToolDef::new(
+            "payload",
+            "Answers 4 KiB of structure",
+            payload,
+        ))
+        .tool(ToolDef::new("confirm", "Asks once, then answers", confirm).elicits::<Confirmation>())
+        .tool(ToolDef::new("slow", "Reports progress every second", slow))
+        .keys(KeyRing::generate())
+        .build();
+    match built {
+        Ok(server) => server,
+        Err(e) => panic!("the bench server does not build: {e}"),
+    }
+}
+
+/// Serves over Streamable HTTP at `/mcp` until the process is killed.
+pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    serve(
+        listener,
+        Http::new(server()),
+        "/mcp",
+        std::future::pending::<()>(),
+    )
+    .await
+}
+
+/// Serves on standard input and output until end of input.
+pub(crate) async fn stdio() -> std::io::Result<()> {
+    serve_stdio(server(), StdioOptions::default()).await
+}
