@@ -25,8 +25,9 @@ use crate::replay::BoxFuture;
 #[derive(Debug)]
 pub struct CallParts {
     pub(crate) ctx: Ctx,
-    /// Tool arguments, prompt arguments, or resource template variables.
-    pub(crate) arguments: JsonObject,
+    /// Tool arguments, prompt arguments, or resource template variables: a
+    /// JSON object, shared rather than copied.
+    pub(crate) arguments: Arc<Value>,
     /// The resource URI (resources only).
     pub(crate) uri: Option<String>,
 }
@@ -78,7 +79,7 @@ pub struct Args<T>(pub T);
 
 impl<T: DeserializeOwned + JsonSchema + Send + 'static> FromCall for Args<T> {
     fn from_call(parts: &CallParts) -> Result<Self, ToolError> {
-        T::deserialize(Value::Object(parts.arguments.clone()))
+        T::deserialize(&*parts.arguments)
             .map(Args)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
     }

@@ -142,7 +142,7 @@ impl Server {
                 )));
             }
         }
-        let arguments_value = Value::Object(arguments.clone());
+        let arguments_value = std::sync::Arc::new(Value::Object(arguments));
         let origin = Origin {
             method: method::PROMPTS_GET,
             target: &params.name,
@@ -167,7 +167,7 @@ impl Server {
         });
         let parts = CallParts {
             ctx: ctx.clone(),
-            arguments,
+            arguments: std::sync::Arc::clone(&arguments_value),
             uri: None,
         };
         match drive(&ctx, (def.handler)(parts)).await {

@@ -7,6 +7,8 @@
 //! exact question it was given to.
 
 use std::marker::PhantomData;
+
+use sha2::Digest as _;
 use std::sync::{Arc, Once};
 
 use serde::de::DeserializeOwned;
@@ -137,10 +139,14 @@ pub(crate) fn declared(request: &InputRequest, declared: &ClientCapabilities) ->
     }
 }
 
-/// The fingerprint of a rendered request: hex SHA-256 of its canonical JSON.
+/// The fingerprint of a rendered request: hex of the first half of the
+/// SHA-256 of its JSON.
 pub(crate) fn fingerprint(request: &InputRequest) -> String {
-    let value = serde_json::to_value(request).unwrap_or_default();
-    let digest = tern_seal::arguments_digest(Some(&value));
+    // The request is rendered by this server's own code, so its JSON is
+    // deterministic from leg to leg: no canonical form is needed.
+    let mut hasher = Sha256Writer(sha2::Sha256::new());
+    let _ = serde_json::to_writer(&mut hasher, request);
+    let digest: [u8; 32] = sha2::Digest::finalize(hasher.0).into();
     digest
         .iter()
         .take(16)
@@ -149,6 +155,19 @@ pub(crate) fn fingerprint(request: &InputRequest) -> String {
             let _ = write!(hex, "{b:02x}");
             hex
         })
+}
+
+struct Sha256Writer(sha2::Sha256);
+
+impl std::io::Write for Sha256Writer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(&mut self.0, buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn derived_key(prefix: &str, request: &InputRequest) -> String {

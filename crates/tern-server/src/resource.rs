@@ -209,7 +209,7 @@ impl Server {
         });
         let parts = CallParts {
             ctx: ctx.clone(),
-            arguments: variables,
+            arguments: std::sync::Arc::new(Value::Object(variables)),
             uri: Some(params.uri.clone()),
         };
         match drive(&ctx, handler(parts)).await {

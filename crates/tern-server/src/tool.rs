@@ -141,7 +141,7 @@ impl Server {
                 params.name
             )));
         };
-        let arguments = Value::Object(params.arguments.unwrap_or_default());
+        let arguments = std::sync::Arc::new(Value::Object(params.arguments.unwrap_or_default()));
         // A bad argument is a tool error the model can read and fix, not a
         // protocol error (spec §7).
         if let Some(error) = entry.validator.iter_errors(&arguments).next() {
@@ -186,12 +186,9 @@ impl Server {
             progress_interval: inner.config.progress_interval,
             leg: resumed.leg,
         });
-        let Value::Object(arguments_object) = arguments.clone() else {
-            unreachable!("built as an object above")
-        };
         let parts = CallParts {
             ctx: ctx.clone(),
-            arguments: arguments_object,
+            arguments: std::sync::Arc::clone(&arguments),
             uri: None,
         };
         let outcome = drive(&ctx, (entry.def.handler)(parts)).await;

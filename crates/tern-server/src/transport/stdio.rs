@@ -106,11 +106,14 @@ async fn read_line<R: AsyncRead + Unpin>(
 /// apart, the request's cancellation).
 type InFlight = Arc<Mutex<HashMap<RequestId, (u64, CancellationToken)>>>;
 
+/// One outgoing line, newline included.
 fn encode(value: &impl serde::Serialize) -> String {
-    serde_json::to_string(value).unwrap_or_else(|e| {
+    let mut line = serde_json::to_string(value).unwrap_or_else(|e| {
         tracing::error!(error = %e, "cannot encode an outgoing message");
         String::new()
-    })
+    });
+    line.push('\n');
+    line
 }
 
 /// Acts on a client notification: only `notifications/cancelled` matters.
@@ -191,10 +194,11 @@ where
 {
     let (out_tx, mut out_rx) = mpsc::channel::<String>(1024);
     let writer_task = tokio::spawn(async move {
-        let mut writer = writer;
+        // Buffered, flushed when nothing more is queued: one write per burst,
+        // not one per message (each write to stdout is a blocking-pool hop).
+        let mut writer = tokio::io::BufWriter::with_capacity(64 * 1024, writer);
         while let Some(line) = out_rx.recv().await {
             writer.write_all(line.as_bytes()).await?;
-            writer.write_all(b"\n").await?;
             if out_rx.is_empty() {
                 writer.flush().await?;
             }
