@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
-use serde_json::Value;
 use tern_protocol::JsonObject;
 use tern_protocol::capabilities::{ListChangedCapability, ResourcesCapability, ServerCapabilities};
 use tern_protocol::prompt::Prompt;
@@ -19,106 +18,16 @@ use crate::prompt::PromptDef;
 use crate::resource::{ResourceDef, ResourceTemplateDef};
 use crate::tool::ToolDef;
 
-/// The JSON type of an argument mirrored into an `Mcp-Param-*` header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeaderParamType {
-    /// A string.
-    String,
-    /// An integer (within ±(2^53 − 1)).
-    Integer,
-    /// A boolean.
-    Boolean,
-}
+pub use tern_protocol::header::{HeaderParam, HeaderParamType};
 
-/// A tool argument annotated `x-mcp-header`: its value travels in the
-/// `Mcp-Param-{name}` header too (spec §6.2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeaderParam {
-    /// The header name after `Mcp-Param-`, as annotated.
-    pub name: String,
-    /// The property path from the arguments object.
-    pub path: Vec<String>,
-    /// The argument's type.
-    pub kind: HeaderParamType,
-}
-
-/// An RFC 9110 token.
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-fn count_annotations(value: &Value) -> usize {
-    match value {
-        Value::Object(o) => {
-            usize::from(o.contains_key("x-mcp-header"))
-                + o.values().map(count_annotations).sum::<usize>()
-        }
-        Value::Array(a) => a.iter().map(count_annotations).sum(),
-        _ => 0,
-    }
-}
-
-/// The `x-mcp-header` arguments of a tool's `inputSchema`, or why the
-/// annotations are invalid (a server must not advertise such a tool).
+/// The `x-mcp-header` arguments of a tool, or why they are invalid (a server
+/// must not advertise such a tool).
 pub(crate) fn header_params(
     tool: &str,
     schema: &JsonObject,
 ) -> Result<Vec<HeaderParam>, BuildError> {
-    fn walk(
-        schema: &JsonObject,
-        path: &[String],
-        out: &mut Vec<HeaderParam>,
-        tool: &str,
-    ) -> Result<(), BuildError> {
-        let Some(Value::Object(props)) = schema.get("properties") else {
-            return Ok(());
-        };
-        for (name, prop) in props {
-            let Value::Object(prop) = prop else { continue };
-            let mut here = path.to_vec();
-            here.push(name.clone());
-            if let Some(header) = prop.get("x-mcp-header") {
-                let header = header.as_str().filter(|h| is_token(h)).ok_or_else(|| {
-                    BuildError(format!(
-                        "tool {tool}: x-mcp-header of `{}` must be a non-empty header token",
-                        here.join(".")
-                    ))
-                })?;
-                let kind = match prop.get("type").and_then(Value::as_str) {
-                    Some("string") => HeaderParamType::String,
-                    Some("integer") => HeaderParamType::Integer,
-                    Some("boolean") => HeaderParamType::Boolean,
-                    _ => {
-                        return Err(BuildError(format!(
-                            "tool {tool}: x-mcp-header `{header}` must annotate a string, integer or boolean property"
-                        )));
-                    }
-                };
-                if out.iter().any(|p| p.name.eq_ignore_ascii_case(header)) {
-                    return Err(BuildError(format!(
-                        "tool {tool}: x-mcp-header `{header}` is used twice"
-                    )));
-                }
-                out.push(HeaderParam {
-                    name: header.to_owned(),
-                    path: here.clone(),
-                    kind,
-                });
-            }
-            walk(prop, &here, out, tool)?;
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    walk(schema, &[], &mut out, tool)?;
-    if count_annotations(&Value::Object(schema.clone())) != out.len() {
-        return Err(BuildError(format!(
-            "tool {tool}: x-mcp-header may only annotate properties reached through `properties` alone"
-        )));
-    }
-    Ok(out)
+    tern_protocol::header::header_params(schema)
+        .map_err(|why| BuildError(format!("tool {tool}: {why}")))
 }
 
 pub(crate) struct ToolEntry {
@@ -251,28 +160,14 @@ mod tests {
 
     use super::*;
 
-    fn schema(v: &Value) -> JsonObject {
-        v.as_object().unwrap().clone()
-    }
-
     #[test]
-    fn finds_header_params_through_properties_only() {
-        let s = schema(&json!({"type": "object", "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"},
-            "opts": {"type": "object", "properties": {"dry": {"type": "boolean", "x-mcp-header": "Dry-Run"}}},
-        }}));
-        let found = header_params("t", &s).unwrap();
-        assert_eq!(found.len(), 2);
-        assert_eq!(found[1].path, ["opts", "dry"]);
-        assert_eq!(found[1].kind, HeaderParamType::Boolean);
-        for bad in [
-            json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}),
-            json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A"}, "b": {"type": "string", "x-mcp-header": "a"}}}),
-            json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "bad header"}}}),
-            json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}}),
-            json!({"type": "object", "oneOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]}),
-        ] {
-            assert!(header_params("t", &schema(&bad)).is_err(), "{bad}");
-        }
+    fn an_invalid_annotation_names_the_tool() {
+        let bad =
+            json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}});
+        let err = header_params("place", bad.as_object().unwrap()).unwrap_err();
+        assert!(
+            err.to_string().starts_with("tool place: x-mcp-header `N`"),
+            "{err}"
+        );
     }
 }
