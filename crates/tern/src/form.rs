@@ -210,6 +210,37 @@ fn ask_field(console: &mut dyn Console, key: &str, field: &PrimitiveSchema, must
     }
 }
 
+/// Asks `prompt` until `answer` accepts the line (empty when the user just
+/// pressed Enter), saying why each refused line was refused. Declining or
+/// cancelling ends the form whatever the field.
+fn ask_until(
+    console: &mut dyn Console,
+    prompt: &str,
+    mut answer: impl FnMut(String) -> Result<Field, String>,
+) -> Field {
+    loop {
+        match read(console, prompt) {
+            Input::Decline => return Field::Decline,
+            Input::Cancel => return Field::Cancel,
+            Input::Line(line) => match answer(line) {
+                Ok(field) => return field,
+                Err(why) => console.say(&format!("  ! {why}\n")),
+            },
+        }
+    }
+}
+
+/// The answer typed, or on an empty line the default; `None` when an
+/// optional field is skipped.
+fn or_default(line: String, default: Option<String>, must: bool) -> Result<Option<String>, String> {
+    match (line.is_empty(), default) {
+        (false, _) => Ok(Some(line)),
+        (true, Some(d)) => Ok(Some(d)),
+        (true, None) if !must => Ok(None),
+        (true, None) => Err("an answer is required".into()),
+    }
+}
+
 fn ask_bool(console: &mut dyn Console, key: &str, b: &BooleanSchema, must: bool) -> Field {
     let label = header(
         console,
@@ -223,22 +254,20 @@ fn ask_bool(console: &mut dyn Console, key: &str, b: &BooleanSchema, must: bool)
         Some(false) => "y/N",
         None => "y/n",
     };
-    loop {
-        match read(console, &format!("{label} [{hint}]: ")) {
-            Input::Decline => return Field::Decline,
-            Input::Cancel => return Field::Cancel,
-            Input::Line(l) if l.is_empty() => match b.default {
-                Some(d) => return Field::Value(ElicitValue::Bool(d)),
-                None if !must => return Field::Skip,
-                None => console.say("  ! an answer is required: y or n\n"),
-            },
-            Input::Line(l) => match l.to_ascii_lowercase().as_str() {
-                "y" | "yes" | "true" => return Field::Value(ElicitValue::Bool(true)),
-                "n" | "no" | "false" => return Field::Value(ElicitValue::Bool(false)),
-                _ => console.say("  ! answer y or n\n"),
-            },
+    ask_until(console, &format!("{label} [{hint}]: "), |line| {
+        if line.is_empty() {
+            return match b.default {
+                Some(d) => Ok(Field::Value(ElicitValue::Bool(d))),
+                None if !must => Ok(Field::Skip),
+                None => Err("an answer is required: y or n".into()),
+            };
         }
-    }
+        match line.to_ascii_lowercase().as_str() {
+            "y" | "yes" | "true" => Ok(Field::Value(ElicitValue::Bool(true))),
+            "n" | "no" | "false" => Ok(Field::Value(ElicitValue::Bool(false))),
+            _ => Err("answer y or n".into()),
+        }
+    })
 }
 
 fn ask_text(console: &mut dyn Console, key: &str, s: &StringSchema, must: bool) -> Field {
@@ -267,29 +296,13 @@ fn ask_text(console: &mut dyn Console, key: &str, s: &StringSchema, must: bool) 
         let _ = write!(prompt, " [{d}]");
     }
     prompt.push_str(": ");
-    loop {
-        let line = match read(console, &prompt) {
-            Input::Decline => return Field::Decline,
-            Input::Cancel => return Field::Cancel,
-            Input::Line(l) => l,
+    ask_until(console, &prompt, |line| {
+        let Some(value) = or_default(line, s.default.clone(), must)? else {
+            return Ok(Field::Skip);
         };
-        let value = if line.is_empty() {
-            match &s.default {
-                Some(d) => d.clone(),
-                None if !must => return Field::Skip,
-                None => {
-                    console.say("  ! an answer is required\n");
-                    continue;
-                }
-            }
-        } else {
-            line
-        };
-        match check_text(&value, s) {
-            Ok(()) => return Field::Value(ElicitValue::String(value)),
-            Err(why) => console.say(&format!("  ! {why}\n")),
-        }
-    }
+        check_text(&value, s)?;
+        Ok(Field::Value(ElicitValue::String(value)))
+    })
 }
 
 fn format_hint(f: StringFormat) -> &'static str {
@@ -452,29 +465,12 @@ fn ask_number(console: &mut dyn Console, key: &str, n: &NumberSchema, must: bool
         let _ = write!(prompt, " [{d}]");
     }
     prompt.push_str(": ");
-    loop {
-        let line = match read(console, &prompt) {
-            Input::Decline => return Field::Decline,
-            Input::Cancel => return Field::Cancel,
-            Input::Line(l) => l,
+    ask_until(console, &prompt, |line| {
+        let Some(text) = or_default(line, n.default.map(|d| d.to_string()), must)? else {
+            return Ok(Field::Skip);
         };
-        let text = if line.is_empty() {
-            match n.default {
-                Some(d) => d.to_string(),
-                None if !must => return Field::Skip,
-                None => {
-                    console.say("  ! an answer is required\n");
-                    continue;
-                }
-            }
-        } else {
-            line
-        };
-        match parse_number(&text, n) {
-            Ok(v) => return Field::Value(ElicitValue::Number(v)),
-            Err(why) => console.say(&format!("  ! {why}\n")),
-        }
-    }
+        Ok(Field::Value(ElicitValue::Number(parse_number(&text, n)?)))
+    })
 }
 
 /// Parses a number answer and checks its kind and bounds.
@@ -551,24 +547,19 @@ fn ask_one(
         let _ = write!(prompt, ", default {}", i + 1);
     }
     prompt.push_str("]: ");
-    loop {
-        match read(console, &prompt) {
-            Input::Decline => return Field::Decline,
-            Input::Cancel => return Field::Cancel,
-            Input::Line(l) if l.is_empty() => match default {
-                Some(d) => return Field::Value(ElicitValue::String(d.to_owned())),
-                None if !must => return Field::Skip,
-                None => console.say("  ! choose one option by its number\n"),
-            },
-            Input::Line(l) => match pick(options, &l) {
-                Some(o) => return Field::Value(ElicitValue::String(o.value.clone())),
-                None => console.say(&format!(
-                    "  ! choose a number from 1 to {}\n",
-                    options.len()
-                )),
-            },
+    ask_until(console, &prompt, |line| {
+        if line.is_empty() {
+            return match default {
+                Some(d) => Ok(Field::Value(ElicitValue::String(d.to_owned()))),
+                None if !must => Ok(Field::Skip),
+                None => Err("choose one option by its number".into()),
+            };
         }
-    }
+        match pick(options, &line) {
+            Some(o) => Ok(Field::Value(ElicitValue::String(o.value.clone()))),
+            None => Err(format!("choose a number from 1 to {}", options.len())),
+        }
+    })
 }
 
 fn ask_many(
@@ -602,17 +593,12 @@ fn ask_many(
         let _ = write!(prompt, " [{}]", numbers.join(","));
     }
     prompt.push_str(": ");
-    loop {
-        let line = match read(console, &prompt) {
-            Input::Decline => return Field::Decline,
-            Input::Cancel => return Field::Cancel,
-            Input::Line(l) => l,
-        };
-        let chosen: Result<Vec<String>, String> = if line.is_empty() {
+    ask_until(console, &prompt, |line| {
+        let mut chosen: Vec<String> = if line.is_empty() {
             if default.is_none() && !must {
-                return Field::Skip;
+                return Ok(Field::Skip);
             }
-            Ok(defaults.iter().map(|d| (*d).to_owned()).collect())
+            defaults.iter().map(|d| (*d).to_owned()).collect()
         } else {
             line.split([',', ' '])
                 .filter(|w| !w.is_empty())
@@ -621,31 +607,22 @@ fn ask_many(
                         .map(|o| o.value.clone())
                         .ok_or_else(|| format!("{w:?} is not one of the options"))
                 })
-                .collect()
-        };
-        let mut chosen = match chosen {
-            Ok(c) => c,
-            Err(why) => {
-                console.say(&format!("  ! {why}\n"));
-                continue;
-            }
+                .collect::<Result<_, _>>()?
         };
         chosen.dedup();
         let n = chosen.len() as u64;
         if let Some(min) = min.or(must.then_some(1))
             && n < min
         {
-            console.say(&format!("  ! choose at least {min}\n"));
-            continue;
+            return Err(format!("choose at least {min}"));
         }
         if let Some(max) = max
             && n > max
         {
-            console.say(&format!("  ! choose at most {max}\n"));
-            continue;
+            return Err(format!("choose at most {max}"));
         }
-        return Field::Value(ElicitValue::Strings(chosen));
-    }
+        Ok(Field::Value(ElicitValue::Strings(chosen)))
+    })
 }
 
 #[cfg(test)]
