@@ -5,7 +5,6 @@ use tern_protocol::error::ErrorObject;
 use tern_protocol::prompt::{GetPromptRequestParams, GetPromptResult, Prompt, PromptArgument};
 use tern_protocol::{JsonObject, RequestId, method};
 
-use crate::ctx::{Ctx, CtxParts};
 use crate::form::{FormError, form_schema};
 use crate::handler::{CallParts, Erased, Handler, IntoPromptResult, erase_prompt};
 use crate::mrtr::{Driven, Origin, drive};
@@ -155,16 +154,7 @@ impl Server {
             params.input_responses.as_ref(),
             def.answers_without_state,
         )?;
-        let ctx = Ctx::new(CtxParts {
-            request_id: id.clone(),
-            meta: params.meta,
-            principal: call.principal.clone(),
-            server: inner.info.clone(),
-            notifier: call.notifier,
-            cancel: call.cancel,
-            progress_interval: inner.config.progress_interval,
-            leg: resumed.leg,
-        });
+        let ctx = self.leg_ctx(id, params.meta, &call, resumed.leg);
         let parts = CallParts {
             ctx: ctx.clone(),
             arguments: std::sync::Arc::clone(&arguments_value),

@@ -9,7 +9,6 @@ use tern_protocol::resource::{
 };
 use tern_protocol::{JsonObject, RequestId, method};
 
-use crate::ctx::{Ctx, CtxParts};
 use crate::error::BuildError;
 use crate::handler::{CallParts, Erased, Handler, IntoReadResult, erase_resource};
 use crate::mrtr::{Driven, Origin, drive};
@@ -197,16 +196,7 @@ impl Server {
             params.input_responses.as_ref(),
             false,
         )?;
-        let ctx = Ctx::new(CtxParts {
-            request_id: id.clone(),
-            meta: params.meta,
-            principal: call.principal.clone(),
-            server: inner.info.clone(),
-            notifier: call.notifier,
-            cancel: call.cancel,
-            progress_interval: inner.config.progress_interval,
-            leg: resumed.leg,
-        });
+        let ctx = self.leg_ctx(id, params.meta, &call, resumed.leg);
         let parts = CallParts {
             ctx: ctx.clone(),
             arguments: std::sync::Arc::new(Value::Object(variables)),

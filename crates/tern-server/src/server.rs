@@ -22,7 +22,7 @@ use tern_seal::{KeyRing, Sealer, SealerOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::completion::CompletionDef;
-use crate::ctx::Notifier;
+use crate::ctx::{Ctx, CtxParts, Leg, Notifier};
 use crate::error::BuildError;
 use crate::mrtr::{Clock, Engine, SystemClock};
 use crate::principal::Principal;
@@ -570,6 +570,27 @@ impl Server {
     /// result); call it before stopping the process.
     pub fn shutdown(&self) {
         self.inner.shutdown.cancel();
+    }
+
+    /// The context of one leg of a tool call, prompt or resource read: the
+    /// request's own metadata and caller, and what the engine restored.
+    pub(crate) fn leg_ctx(
+        &self,
+        id: &RequestId,
+        meta: RequestMeta,
+        call: &CallContext,
+        leg: Leg,
+    ) -> Ctx {
+        Ctx::new(CtxParts {
+            request_id: id.clone(),
+            meta,
+            principal: call.principal.clone(),
+            server: self.inner.info.clone(),
+            notifier: call.notifier.clone(),
+            cancel: call.cancel.clone(),
+            progress_interval: self.inner.config.progress_interval,
+            leg,
+        })
     }
 
     /// Answers one request. Nothing is carried over from earlier requests: the

@@ -5,7 +5,6 @@ use tern_protocol::error::ErrorObject;
 use tern_protocol::tool::{CallToolRequestParams, CallToolResult, Tool, ToolAnnotations};
 use tern_protocol::{JsonObject, RequestId, method};
 
-use crate::ctx::{Ctx, CtxParts};
 use crate::error::{BuildError, ToolError};
 use crate::form::{FormError, form_schema};
 use crate::handler::{CallParts, Erased, Handler, IntoToolResult, erase_tool};
@@ -176,16 +175,7 @@ impl Server {
         // Released if this leg ends without an outcome (an error, or the
         // client going away), so the retry can be made again.
         let claim = inner.engine.claim(policy, resumed.state_id);
-        let ctx = Ctx::new(CtxParts {
-            request_id: id.clone(),
-            meta: params.meta,
-            principal: call.principal.clone(),
-            server: inner.info.clone(),
-            notifier: call.notifier,
-            cancel: call.cancel,
-            progress_interval: inner.config.progress_interval,
-            leg: resumed.leg,
-        });
+        let ctx = self.leg_ctx(id, params.meta, &call, resumed.leg);
         let parts = CallParts {
             ctx: ctx.clone(),
             arguments: std::sync::Arc::clone(&arguments),
