@@ -121,36 +121,37 @@ fn header(
 }
 
 fn ask_field(console: &mut dyn Console, key: &str, field: &PrimitiveSchema, must: bool) -> Field {
+    use PrimitiveSchema as P;
+    let (title, description) = match field {
+        P::String(s) => (&s.title, &s.description),
+        P::Number(n) => (&n.title, &n.description),
+        P::Boolean(b) => (&b.title, &b.description),
+        P::UntitledSingleSelect(e) => (&e.title, &e.description),
+        P::TitledSingleSelect(e) => (&e.title, &e.description),
+        P::LegacyTitled(e) => (&e.title, &e.description),
+        P::UntitledMultiSelect(e) => (&e.title, &e.description),
+        P::TitledMultiSelect(e) => (&e.title, &e.description),
+    };
+    let label = header(console, key, title.as_deref(), description.as_deref(), must);
+    let untitled = |values: &[String]| -> Vec<TitledOption> {
+        values
+            .iter()
+            .map(|o| TitledOption::new(o.clone(), o.clone()))
+            .collect()
+    };
     match field {
-        PrimitiveSchema::String(s) => ask_text(console, key, s, must),
-        PrimitiveSchema::Number(n) => ask_number(console, key, n, must),
-        PrimitiveSchema::Boolean(b) => ask_bool(console, key, b, must),
-        PrimitiveSchema::UntitledSingleSelect(e) => {
-            let options: Vec<TitledOption> = e
-                .options
-                .iter()
-                .map(|o| TitledOption::new(o.clone(), o.clone()))
-                .collect();
-            let label = header(
-                console,
-                key,
-                e.title.as_deref(),
-                e.description.as_deref(),
-                must,
-            );
-            ask_one(console, &label, &options, e.default.as_deref(), must)
-        }
-        PrimitiveSchema::TitledSingleSelect(e) => {
-            let label = header(
-                console,
-                key,
-                e.title.as_deref(),
-                e.description.as_deref(),
-                must,
-            );
-            ask_one(console, &label, &e.one_of, e.default.as_deref(), must)
-        }
-        PrimitiveSchema::LegacyTitled(e) => {
+        P::String(s) => ask_text(console, label, s, must),
+        P::Number(n) => ask_number(console, &label, n, must),
+        P::Boolean(b) => ask_bool(console, &label, b, must),
+        P::UntitledSingleSelect(e) => ask_one(
+            console,
+            &label,
+            &untitled(&e.options),
+            e.default.as_deref(),
+            must,
+        ),
+        P::TitledSingleSelect(e) => ask_one(console, &label, &e.one_of, e.default.as_deref(), must),
+        P::LegacyTitled(e) => {
             let names = e.enum_names.clone().unwrap_or_default();
             let options: Vec<TitledOption> = e
                 .options
@@ -158,55 +159,24 @@ fn ask_field(console: &mut dyn Console, key: &str, field: &PrimitiveSchema, must
                 .enumerate()
                 .map(|(i, o)| TitledOption::new(o.clone(), names.get(i).unwrap_or(o).clone()))
                 .collect();
-            let label = header(
-                console,
-                key,
-                e.title.as_deref(),
-                e.description.as_deref(),
-                must,
-            );
             ask_one(console, &label, &options, e.default.as_deref(), must)
         }
-        PrimitiveSchema::UntitledMultiSelect(e) => {
-            let options: Vec<TitledOption> = e
-                .items
-                .options
-                .iter()
-                .map(|o| TitledOption::new(o.clone(), o.clone()))
-                .collect();
-            let label = header(
-                console,
-                key,
-                e.title.as_deref(),
-                e.description.as_deref(),
-                must,
-            );
-            ask_many(
-                console,
-                &label,
-                &options,
-                e.default.as_deref(),
-                (e.min_items, e.max_items),
-                must,
-            )
-        }
-        PrimitiveSchema::TitledMultiSelect(e) => {
-            let label = header(
-                console,
-                key,
-                e.title.as_deref(),
-                e.description.as_deref(),
-                must,
-            );
-            ask_many(
-                console,
-                &label,
-                &e.items.any_of,
-                e.default.as_deref(),
-                (e.min_items, e.max_items),
-                must,
-            )
-        }
+        P::UntitledMultiSelect(e) => ask_many(
+            console,
+            &label,
+            &untitled(&e.items.options),
+            e.default.as_deref(),
+            (e.min_items, e.max_items),
+            must,
+        ),
+        P::TitledMultiSelect(e) => ask_many(
+            console,
+            &label,
+            &e.items.any_of,
+            e.default.as_deref(),
+            (e.min_items, e.max_items),
+            must,
+        ),
     }
 }
 
@@ -241,14 +211,7 @@ fn or_default(line: String, default: Option<String>, must: bool) -> Result<Optio
     }
 }
 
-fn ask_bool(console: &mut dyn Console, key: &str, b: &BooleanSchema, must: bool) -> Field {
-    let label = header(
-        console,
-        key,
-        b.title.as_deref(),
-        b.description.as_deref(),
-        must,
-    );
+fn ask_bool(console: &mut dyn Console, label: &str, b: &BooleanSchema, must: bool) -> Field {
     let hint = match b.default {
         Some(true) => "Y/n",
         Some(false) => "y/N",
@@ -270,14 +233,7 @@ fn ask_bool(console: &mut dyn Console, key: &str, b: &BooleanSchema, must: bool)
     })
 }
 
-fn ask_text(console: &mut dyn Console, key: &str, s: &StringSchema, must: bool) -> Field {
-    let label = header(
-        console,
-        key,
-        s.title.as_deref(),
-        s.description.as_deref(),
-        must,
-    );
+fn ask_text(console: &mut dyn Console, label: String, s: &StringSchema, must: bool) -> Field {
     let mut hints = Vec::new();
     if let Some(f) = s.format {
         hints.push(format_hint(f).to_owned());
@@ -444,14 +400,7 @@ pub(crate) fn is_date_time(v: &str) -> bool {
         && digits(s).is_some_and(|s| s <= 60)
 }
 
-fn ask_number(console: &mut dyn Console, key: &str, n: &NumberSchema, must: bool) -> Field {
-    let label = header(
-        console,
-        key,
-        n.title.as_deref(),
-        n.description.as_deref(),
-        must,
-    );
+fn ask_number(console: &mut dyn Console, label: &str, n: &NumberSchema, must: bool) -> Field {
     let integer = n.kind == NumberKind::Integer;
     let hint = if integer { "whole number" } else { "number" };
     let bounds = match (n.minimum, n.maximum) {
