@@ -16,7 +16,9 @@ use tern_client::transport::BoxFuture;
 use tern_client::{Elicitation, HandlerError, Question, Sampling};
 use tern_protocol::content::Role;
 use tern_protocol::content::TextContent;
-use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitRequestUrlParams, ElicitResult};
+use tern_protocol::elicitation::{
+    ElicitAction, ElicitRequestFormParams, ElicitRequestUrlParams, ElicitResult,
+};
 use tern_protocol::progress::ProgressNotificationParams;
 use tern_protocol::roots::Root;
 use tern_protocol::sampling::{
@@ -148,31 +150,39 @@ fn not_here(key: &str) -> HandlerError {
     ))
 }
 
+impl TerminalElicitation {
+    /// Asks on the terminal with `ask`, or refuses when prompting is not
+    /// allowed; a decline or cancel stops further prompting this session.
+    async fn prompt(
+        &self,
+        key: String,
+        ask: impl FnOnce(&Session, &mut dyn Console) -> ElicitResult + Send + 'static,
+    ) -> Result<ElicitResult, HandlerError> {
+        if !self.interactive {
+            return Err(not_here(&key));
+        }
+        let result = self.session.with_terminal(ask).await?;
+        if result.action != ElicitAction::Accept {
+            self.session.refuse();
+        }
+        Ok(result)
+    }
+}
+
 impl Elicitation for TerminalElicitation {
     fn form(
         &self,
         question: Question,
         params: ElicitRequestFormParams,
     ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
-        Box::pin(async move {
-            if !self.interactive {
-                return Err(not_here(&question.key));
+        let key = question.key.clone();
+        Box::pin(self.prompt(key, move |s, console| {
+            let result = form::fill(console, &s.asker(&question, "asks"), &params);
+            if result.action == ElicitAction::Accept {
+                console.say("Sending your answer.\n");
             }
-            let result = self
-                .session
-                .with_terminal(move |s, console| {
-                    let result = form::fill(console, &s.asker(&question, "asks"), &params);
-                    if result.action == tern_protocol::elicitation::ElicitAction::Accept {
-                        console.say("Sending your answer.\n");
-                    }
-                    result
-                })
-                .await?;
-            if result.action != tern_protocol::elicitation::ElicitAction::Accept {
-                self.session.refuse();
-            }
-            Ok(result)
-        })
+            result
+        }))
     }
 
     fn url(
@@ -180,25 +190,14 @@ impl Elicitation for TerminalElicitation {
         question: Question,
         params: ElicitRequestUrlParams,
     ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
-        Box::pin(async move {
-            if !self.interactive {
-                return Err(not_here(&question.key));
-            }
-            let result = self
-                .session
-                .with_terminal(move |s, console| {
-                    url_consent(
-                        console,
-                        &s.asker(&question, "asks you to open a web page"),
-                        &params,
-                    )
-                })
-                .await?;
-            if result.action != tern_protocol::elicitation::ElicitAction::Accept {
-                self.session.refuse();
-            }
-            Ok(result)
-        })
+        let key = question.key.clone();
+        Box::pin(self.prompt(key, move |s, console| {
+            url_consent(
+                console,
+                &s.asker(&question, "asks you to open a web page"),
+                &params,
+            )
+        }))
     }
 
     fn supports_url(&self) -> bool {
