@@ -125,7 +125,6 @@ impl Subscription {
 struct Inner {
     transport: Arc<dyn Transport>,
     info: Implementation,
-    version: Mutex<String>,
     elicitation: Option<Arc<dyn Elicitation>>,
     sampling: Option<Arc<dyn Sampling>>,
     roots: Option<Arc<dyn Roots>>,
@@ -232,7 +231,6 @@ impl ClientBuilder {
             inner: Arc::new(Inner {
                 transport: Arc::new(transport),
                 info: self.info,
-                version: Mutex::new(version::LATEST.to_owned()),
                 elicitation: self.elicitation,
                 sampling: self.sampling,
                 roots: self.roots,
@@ -269,10 +267,10 @@ impl Client {
         ClientBuilder::default()
     }
 
-    /// The protocol version requests are sent with (changed once if the server
-    /// answers `-32022` with other versions).
-    pub fn protocol_version(&self) -> String {
-        lock(&self.inner.version).clone()
+    /// The protocol version every request is sent with: tern's client speaks
+    /// 2026-07-28 only.
+    pub fn protocol_version(&self) -> &'static str {
+        version::LATEST
     }
 
     /// The server's self-description, from the last result that carried it.
@@ -335,7 +333,7 @@ impl Client {
     ) -> Result<Box<RawValue>, ClientError> {
         let id = self.next_id();
         let version = self.protocol_version();
-        let mut meta = RequestMeta::new(version.clone(), self.capabilities(options))
+        let mut meta = RequestMeta::new(version, self.capabilities(options))
             .with_client_info(self.inner.info.clone());
         let progress_token = options.on_progress.as_ref().map(|_| format!("tern-{id}"));
         if let Some(token) = &progress_token {
@@ -369,7 +367,7 @@ impl Client {
             id,
             method: m.to_owned(),
             name,
-            protocol_version: version,
+            protocol_version: version.to_owned(),
             header_params,
             progress_token,
             body,
@@ -408,8 +406,11 @@ impl Client {
     }
 
     /// [`Self::send_once`] with the two retries the spec asks for: after
-    /// `-32022`, once with a version from `supported`; after `-32020` on
-    /// `tools/call`, once after refreshing `tools/list`.
+    /// `-32022`, once, if `supported` lists the version tern speaks (§2.3: a
+    /// mutually supported version; tern speaks 2026-07-28 only, so this is a
+    /// replica of another release answering, as in a rolling upgrade, and
+    /// otherwise the error is the answer); after `-32020` on `tools/call`,
+    /// once after refreshing `tools/list` (§6.2).
     async fn request(
         &self,
         m: &str,
@@ -419,22 +420,11 @@ impl Client {
         match self.send_once(m, params, options).await {
             Err(e)
                 if e.rpc_error()
-                    .is_some_and(|e| e.code == code::UNSUPPORTED_PROTOCOL_VERSION) =>
-            {
-                let supported = e
-                    .rpc_error()
+                    .filter(|e| e.code == code::UNSUPPORTED_PROTOCOL_VERSION)
                     .and_then(tern_protocol::ErrorObject::unsupported_version_data)
-                    .map(|d| d.supported)
-                    .unwrap_or_default();
-                let current = self.protocol_version();
-                // tern speaks 2026-07-28; retry with it if the server lists it.
-                if supported.iter().any(|v| v == version::LATEST) && current != version::LATEST
-                    || supported.contains(&current)
-                {
-                    version::LATEST.clone_into(&mut lock(&self.inner.version));
-                    return self.send_once(m, params, options).await;
-                }
-                Err(e)
+                    .is_some_and(|d| d.supported.iter().any(|v| v == version::LATEST)) =>
+            {
+                self.send_once(m, params, options).await
             }
             Err(e)
                 if m == method::TOOLS_CALL
@@ -653,14 +643,14 @@ impl Client {
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, ClientError> {
         let id = self.next_id();
         let version = self.protocol_version();
-        let meta = RequestMeta::new(version.clone(), self.capabilities(&CallOptions::default()))
+        let meta = RequestMeta::new(version, self.capabilities(&CallOptions::default()))
             .with_client_info(self.inner.info.clone());
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method::SUBSCRIPTIONS_LISTEN, "params": {"notifications": filter, "_meta": meta}}).to_string();
         let out = Outgoing {
             id,
             method: method::SUBSCRIPTIONS_LISTEN.into(),
             name: None,
-            protocol_version: version,
+            protocol_version: version.to_owned(),
             header_params: Vec::new(),
             progress_token: None,
             body,

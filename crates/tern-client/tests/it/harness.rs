@@ -168,7 +168,11 @@ pub async fn start(way: Way, kind: Kind) -> Conn {
             let url = serve_http(recorded(Http::new(server::build()), log.clone())).await;
             (log, Target::Http(url))
         }
-        (Way::Http, Kind::Stub) => (Log::memory(), Target::Http(serve_http(stub_router()).await)),
+        (Way::Http, Kind::Stub) => {
+            let log = Log::memory();
+            let url = serve_http(stub_router(log.clone())).await;
+            (log, Target::Http(url))
+        }
     };
     Conn { log, target }
 }
@@ -182,7 +186,7 @@ impl Conn {
                 server: server.clone(),
                 log: self.log.clone(),
             }),
-            Target::InProcessStub => builder.build(StubTransport),
+            Target::InProcessStub => builder.build(StubTransport(self.log.clone())),
             Target::Child(kind) => {
                 let Log::File(record) = &self.log else {
                     unreachable!("a child logs to a file")
@@ -301,15 +305,18 @@ impl Transport for InProcess {
     }
 }
 
-/// The stub, in process.
+/// The stub, in process, logging what it receives and answers.
 #[derive(Debug)]
-struct StubTransport;
+struct StubTransport(Log);
 
 impl Transport for StubTransport {
     fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>> {
         Box::pin(async move {
             let message: Value = serde_json::from_str(&out.body).unwrap();
-            let reply = stub::reply(&message).unwrap().to_string();
+            let reply = stub::reply(&message).unwrap();
+            self.0.push(Dir::ToServer, message);
+            self.0.push(Dir::FromServer, reply.clone());
+            let reply = reply.to_string();
             let incoming = match Message::from_slice(reply.as_bytes()).unwrap() {
                 Message::Response(r) => Incoming::Result(r.result),
                 Message::Error(e) => Incoming::Error(e.error),
@@ -400,11 +407,13 @@ fn record_chunk(log: &Log, buffer: &mut String, sse: bool) {
 }
 
 /// The stub over HTTP: one JSON response per request, 202 for
-/// notifications.
-fn stub_router() -> axum::Router {
-    let handler = |body: axum::body::Bytes| async move {
+/// notifications; `log` records both directions.
+fn stub_router(log: Log) -> axum::Router {
+    let handler = move |body: axum::body::Bytes| async move {
         let message: Value = serde_json::from_slice(&body).unwrap();
-        match stub::reply(&message) {
+        let reply = stub::reply(&message);
+        log.push(Dir::ToServer, message);
+        match reply {
             Some(reply) => (
                 http::StatusCode::OK,
                 [(CONTENT_TYPE, "application/json")],

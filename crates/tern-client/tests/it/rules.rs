@@ -287,6 +287,29 @@ each_way! {
 }
 
 each_way! {
+    /// Spec §2.3: after `-32022` a client retries only with a version both
+    /// sides speak. tern speaks 2026-07-28 alone, so a server that does not
+    /// list it gets one request and the caller the error, with its code; one
+    /// that lists it gets one retry.
+    async fn an_unsupported_version_is_returned_without_a_futile_retry(way) {
+        let stub = start(way, Kind::Stub).await;
+        let client = stub.client(Client::builder());
+        let err = bounded(client.call_tool("old_versions_only", None))
+            .await
+            .unwrap_err();
+        assert_eq!(err.rpc_error().map(|e| e.code), Some(-32022), "{way:?}: {err}");
+        assert_eq!(stub.log.requests("tools/call").len(), 1, "{way:?}");
+
+        // A `-32022` that lists 2026-07-28 (another replica answered) is
+        // retried once, with a new id.
+        let fresh = stub.client(Client::builder());
+        let result = bounded(fresh.call_tool("replica_mismatch", None)).await.unwrap();
+        assert_eq!(text(&result), "served", "{way:?}");
+        assert_eq!(stub.log.requests("tools/call").len(), 3, "{way:?}");
+    }
+}
+
+each_way! {
     /// C8: the client has no result cache at all, so results of answered
     /// requests cannot be cached; shown here by the same call made twice
     /// reaching the server twice (both legs) with the second call's answer.
@@ -404,12 +427,10 @@ each_way! {
             }
         });
         let client = conn.client(Client::builder().elicitation(elicit.clone()));
-        let began = Instant::now();
         let err = bounded(client.call_tool("batch", Some(empty()))).await.unwrap_err();
         assert!(err.is_handler(), "{way:?}: {err}");
         assert!(err.to_string().contains("closed the terminal"), "{way:?}: {err}");
         bounded(dropped_rx).await.unwrap();
-        assert!(began.elapsed() < Duration::from_secs(10), "{way:?}");
         assert_eq!(elicit.asked().len(), 2, "{way:?}: both questions were asked at once");
         assert_eq!(conn.log.requests("tools/call").len(), 1, "{way:?}: no retry");
     }
@@ -463,7 +484,6 @@ each_way! {
         let err = bounded(client.call_tool("hang", Some(empty()))).await.unwrap_err();
         assert!(err.is_bounds(), "{way:?}: {err}");
         assert!(began.elapsed() >= deadline, "{way:?}");
-        assert!(began.elapsed() < Duration::from_secs(10), "{way:?}");
         // The request in flight at the deadline was cancelled, not left running.
         let seen = bounded(client.call_tool("cancellations", Some(json!({"at_least": 1}))))
             .await

@@ -71,6 +71,24 @@ pub fn reply(message: &Value) -> Option<Value> {
             "requestState": "s",
         }),
         (Some("tools/call"), "asks_sampling") => text("an answer was invented"),
+        // A replica of another release answers a fresh client's first request.
+        (Some("tools/call"), "replica_mismatch") if id == json!(1) => {
+            return Some(json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": -32022, "message": "Unsupported protocol version",
+                    "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}
+            }));
+        }
+        (Some("tools/call"), "replica_mismatch") => text("served"),
+        (Some("tools/call"), "old_versions_only") => {
+            return Some(json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": -32022, "message": "Unsupported protocol version",
+                    "data": {"supported": ["2025-11-25"], "requested": "2026-07-28"}}
+            }));
+        }
         (method, _) => {
             return Some(json!({
                 "jsonrpc": "2.0",
