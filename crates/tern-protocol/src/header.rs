@@ -137,6 +137,14 @@ mod tests {
         }}));
         let found = header_params(&s).unwrap();
         assert_eq!(found.len(), 2);
+        assert_eq!(
+            found[0],
+            HeaderParam {
+                name: "Region".into(),
+                path: vec!["region".into()],
+                kind: HeaderParamType::String
+            }
+        );
         assert_eq!(found[1].path, ["opts", "dry"]);
         assert_eq!(found[1].kind, HeaderParamType::Boolean);
         for bad in [
@@ -159,6 +167,7 @@ mod tests {
         assert_eq!(encode_value("two words"), "two words");
         assert_eq!(encode_value(""), "");
         assert_eq!(encode_value(" padded"), "=?base64?IHBhZGRlZA==?=");
+        assert_eq!(encode_value("padded "), "=?base64?cGFkZGVkIA==?=");
         assert_eq!(encode_value("日本"), "=?base64?5pel5pys?=");
         assert_eq!(encode_value("tab\there"), "=?base64?dGFiCWhlcmU=?=");
         assert_eq!(

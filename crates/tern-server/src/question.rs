@@ -2,9 +2,10 @@
 //! URL), and the deprecated sampling and roots.
 //!
 //! Each question renders to one input request, has a key (chosen with
-//! `.key(...)` or derived from its content) and a fingerprint: the SHA-256 of
-//! the RFC 8785 form of its rendered request. An answer counts only for the
-//! exact question it was given to.
+//! `.key(...)` or derived from its content) and a fingerprint: the first half
+//! of the SHA-256 of its rendered request's JSON (this server renders it the
+//! same way on every leg). An answer counts only for the exact question it
+//! was given to.
 
 use std::marker::PhantomData;
 

@@ -751,6 +751,41 @@ mod tests {
     }
 
     #[test]
+    fn required_fields_refuse_an_empty_answer_and_ask_again() {
+        let (r, shown) = run(
+            json!({"type": "object", "properties": {
+                "n": {"type": "number", "title": "Count"},
+                "b": {"type": "boolean", "title": "Sure"},
+                "m": {"type": "array", "title": "Tags", "items": {"type": "string", "enum": ["x", "y"]}}},
+                "required": ["n", "b", "m"]}),
+            &["", "2.5", "", "y", "", "2"],
+        );
+        assert_eq!(
+            serde_json::Value::Object(r.content_object()),
+            json!({"n": 2.5, "b": true, "m": ["y"]})
+        );
+        assert_eq!(
+            shown.matches("  ! an answer is required\n").count(),
+            1,
+            "{shown}"
+        );
+        assert!(
+            shown.contains("  ! an answer is required: y or n\n"),
+            "{shown}"
+        );
+        assert!(shown.contains("  ! choose at least 1\n"), "{shown}");
+        // The header comes once per field, however often its prompt repeats.
+        for header in [
+            "\nCount (required)\n",
+            "\nSure (required)\n",
+            "\nTags (required)\n",
+        ] {
+            assert_eq!(shown.matches(header).count(), 1, "{header:?} in {shown}");
+        }
+        assert_eq!(shown.matches("Count (number): ").count(), 2, "{shown}");
+    }
+
+    #[test]
     fn booleans_take_yes_and_no() {
         let (r, _) = run(
             json!({"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "boolean"}}, "required": ["a", "b"]}),

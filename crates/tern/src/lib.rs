@@ -1,6 +1,7 @@
 //! The library behind the `tern` command.
 //!
-//! It holds the built-in servers the command serves, so tests (and the
-//! client's `--demo` mode) can start them in process.
+//! It holds the built-in servers the command serves (`tern serve demo`, which
+//! `--demo` starts as a child process), so tests can also start them in
+//! process.
 
 pub mod demo;
