@@ -107,18 +107,28 @@ pub enum Round<T> {
 #[derive(Debug)]
 pub struct Subscription {
     exchange: Exchange,
+    ended: bool,
 }
 
 impl Subscription {
-    /// The next notification; `None` when the subscription ended (the server
-    /// closed it gracefully or went away).
+    /// The next notification; `None` when the subscription ended: the server
+    /// closed it gracefully, cancelled it, or went away (spec §9: a client
+    /// accepts any of the three as the end), and every call after that.
     pub async fn next(&mut self) -> Option<Result<ServerNotification, ClientError>> {
-        match self.exchange.next().await? {
-            Ok(Incoming::Notification(n)) => Some(Ok(n)),
-            Ok(Incoming::Result(_)) => None,
-            Ok(Incoming::Error(e)) => Some(Err(ClientError::rpc(e))),
-            Err(e) => Some(Err(e)),
+        if self.ended {
+            return None;
         }
+        let next = match self.exchange.next().await {
+            None
+            | Some(Ok(
+                Incoming::Result(_) | Incoming::Notification(ServerNotification::Cancelled(_)),
+            )) => None,
+            Some(Ok(Incoming::Notification(n))) => Some(Ok(n)),
+            Some(Ok(Incoming::Error(e))) => Some(Err(ClientError::rpc(e))),
+            Some(Err(e)) => Some(Err(e)),
+        };
+        self.ended = next.is_none();
+        next
     }
 }
 
@@ -657,6 +667,7 @@ impl Client {
         };
         Ok(Subscription {
             exchange: self.inner.transport.send(out).await?,
+            ended: false,
         })
     }
 

@@ -176,7 +176,14 @@ async fn dispatch(routes: &Mutex<Routes>, line: &str) {
         }
     };
     let Some(id) = target else { return };
-    let final_reply = matches!(reply, Ok(Incoming::Result(_) | Incoming::Error(_)));
+    // A server's `notifications/cancelled` ends a listen stream as its result
+    // would (spec §9), so the route is released with it.
+    let final_reply = matches!(
+        reply,
+        Ok(Incoming::Result(_)
+            | Incoming::Error(_)
+            | Incoming::Notification(ServerNotification::Cancelled(_)))
+    );
     let tx = {
         let mut r = lock(routes);
         if final_reply {

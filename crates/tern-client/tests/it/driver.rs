@@ -349,6 +349,30 @@ each_way! {
     }
 }
 
+/// Spec §9 (how a listen stream ends): a server's `notifications/cancelled`
+/// for the listen request ends the subscription, as a result or a closed
+/// stream does; over stdio the route is released, not left waiting.
+async fn a_server_cancellation_ends_the_subscription(way: Way) {
+    let stub = start(way, Kind::Stub).await;
+    let client = stub.client(Client::builder());
+    let mut subscription = bounded(client.listen(SubscriptionFilter::default()))
+        .await
+        .unwrap();
+    let end = bounded(subscription.next()).await;
+    assert!(end.is_none(), "{way:?}: {end:?}");
+    assert!(bounded(subscription.next()).await.is_none(), "{way:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_cancellation_ends_the_subscription_in_process() {
+    a_server_cancellation_ends_the_subscription(Way::InProcess).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_cancellation_ends_the_subscription_over_stdio() {
+    a_server_cancellation_ends_the_subscription(Way::Stdio).await;
+}
+
 each_way! {
     /// Every method: discover, the lists, a prompt and a resource that ask
     /// first (the driver answers for them too), completion; the server's

@@ -16,6 +16,7 @@ use tern_client::transport::http::HttpTransport;
 use tern_client::transport::stdio::ChildProcess;
 use tern_client::transport::{BoxFuture, Exchange, Incoming, Outgoing, Transport};
 use tern_client::{Client, ClientBuilder, ClientError};
+use tern_protocol::ServerNotification;
 use tern_protocol::jsonrpc::Message;
 use tern_server::transport::http::Http;
 use tern_server::{CallContext, Server};
@@ -320,7 +321,10 @@ impl Transport for StubTransport {
             let incoming = match Message::from_slice(reply.as_bytes()).unwrap() {
                 Message::Response(r) => Incoming::Result(r.result),
                 Message::Error(e) => Incoming::Error(e.error),
-                other => panic!("the stub answered {other:?}"),
+                Message::Notification(n) => {
+                    Incoming::Notification(ServerNotification::from_notification(&n).unwrap())
+                }
+                Message::Request(r) => panic!("the stub sent a request: {r:?}"),
             };
             let (tx, rx) = mpsc::channel(1);
             tx.send(Ok(incoming)).await.unwrap();

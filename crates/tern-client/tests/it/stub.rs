@@ -81,6 +81,15 @@ pub fn reply(message: &Value) -> Option<Value> {
             }));
         }
         (Some("tools/call"), "replica_mismatch") => text("served"),
+        // Ends every subscription at once, as a server shutting down may do on
+        // stdio (spec §9: a server `notifications/cancelled` ends the stream).
+        (Some("subscriptions/listen"), _) => {
+            return Some(json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": id, "reason": "the server is shutting down"}
+            }));
+        }
         (Some("tools/call"), "old_versions_only") => {
             return Some(json!({
                 "jsonrpc": "2.0",
