@@ -49,6 +49,7 @@ pub mod content;
 pub mod discover;
 pub mod elicitation;
 pub mod error;
+mod format;
 pub mod header;
 pub(crate) mod json;
 pub mod jsonrpc;
