@@ -255,7 +255,7 @@ impl Ctx {
         }
         let fingerprint = fingerprint(request);
         let mut leg = self.leg();
-        let base = question.key();
+        let base = question.key(&fingerprint);
         // Asking a key again after it was answered in this leg (a handler
         // looping until an answer suits it) is a new question: `key#2`, …
         let answered = leg.asked.get(&base).copied().unwrap_or(0);

@@ -66,8 +66,10 @@ pub trait Question: sealed::Sealed + Send + Sync {
     /// The rendered input request.
     fn request(&self) -> &InputRequest;
 
-    /// The key the answer travels under.
-    fn key(&self) -> String;
+    /// The key the answer travels under: the one chosen with `.key(...)`, or
+    /// one derived from `fingerprint`, the rendered request's (computed once
+    /// per ask by the caller).
+    fn key(&self, fingerprint: &str) -> String;
 
     /// Decodes an answer; `Err` when it does not satisfy the question, which
     /// then is asked again (S15).
@@ -171,8 +173,8 @@ impl std::io::Write for Sha256Writer {
     }
 }
 
-fn derived_key(prefix: &str, request: &InputRequest) -> String {
-    format!("{prefix}_{}", &fingerprint(request)[..12])
+fn derived_key(prefix: &str, fingerprint: &str) -> String {
+    format!("{prefix}_{}", &fingerprint[..12])
 }
 
 /// An elicitation: a form whose answer decodes into `T`, or (with `T = ()`)
@@ -248,10 +250,10 @@ impl<T: DeserializeOwned + Send + 'static> Question for Elicit<T> {
         &self.request
     }
 
-    fn key(&self) -> String {
+    fn key(&self, fingerprint: &str) -> String {
         self.key
             .clone()
-            .unwrap_or_else(|| derived_key("elicit", &self.request))
+            .unwrap_or_else(|| derived_key("elicit", fingerprint))
     }
 
     fn decode(&self, response: InputResponse) -> Result<Answer<T>, String> {
@@ -339,10 +341,10 @@ impl Question for Sample {
         &self.request
     }
 
-    fn key(&self) -> String {
+    fn key(&self, fingerprint: &str) -> String {
         self.key
             .clone()
-            .unwrap_or_else(|| derived_key("sample", &self.request))
+            .unwrap_or_else(|| derived_key("sample", fingerprint))
     }
 
     fn decode(&self, response: InputResponse) -> Result<CreateMessageResult, String> {
@@ -398,10 +400,10 @@ impl Question for ListRoots {
         &self.request
     }
 
-    fn key(&self) -> String {
+    fn key(&self, fingerprint: &str) -> String {
         self.key
             .clone()
-            .unwrap_or_else(|| derived_key("roots", &self.request))
+            .unwrap_or_else(|| derived_key("roots", fingerprint))
     }
 
     fn decode(&self, response: InputResponse) -> Result<Vec<Root>, String> {
