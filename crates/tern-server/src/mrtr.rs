@@ -131,7 +131,14 @@ pub(crate) struct Engine {
     pub(crate) sealer: Sealer,
     pub(crate) replay: Arc<dyn ReplayStore>,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) state_ttl: Duration,
+}
+
+impl Engine {
+    /// How long the replay store keeps what it knows of a state: twice the
+    /// state's own lifetime, so the record outlives every token it guards.
+    fn replay_ttl(&self) -> Duration {
+        self.sealer.options().ttl * 2
+    }
 }
 
 fn invalid_state(reason: impl std::fmt::Display) -> ErrorObject {
@@ -333,7 +340,7 @@ impl Engine {
         // S11: single use is enforced server-side, in the shared store.
         let first = self
             .replay
-            .redeem(state_id, self.state_ttl * 2)
+            .redeem(state_id, self.replay_ttl())
             .await
             .map_err(store_failed)?;
         if first {
@@ -380,7 +387,7 @@ impl Engine {
         };
         if let Err(e) = self
             .replay
-            .store_result(state_id, value, self.state_ttl * 2)
+            .store_result(state_id, value, self.replay_ttl())
             .await
         {
             tracing::error!(error = %e, "replay store failed to keep a result");

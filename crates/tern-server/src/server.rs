@@ -418,7 +418,6 @@ impl ServerBuilder {
                     .replay
                     .unwrap_or_else(|| Arc::new(MemoryReplayStore::default())),
                 clock: self.clock,
-                state_ttl: self.state_ttl,
             },
             config: self.config,
         };
