@@ -17,6 +17,7 @@ use tern_protocol::{InputRequests, InputRequiredResult, InputResponses};
 use tern_seal::{Claims, Expect, Sealer};
 
 use crate::ctx::{Ctx, Leg, StoredAnswer, UNBOUND};
+use crate::error::ToolError;
 use crate::principal::Principal;
 use crate::replay::ReplayStore;
 
@@ -446,9 +447,15 @@ impl std::io::Write for LenCounter {
 /// Polls `handler` until it completes, or until a poll leaves questions
 /// pending (all questions raised in that poll travel together), or a fatal
 /// error was recorded.
-pub(crate) async fn drive<F: Future>(ctx: &Ctx, handler: F) -> Driven<F::Output> {
+pub(crate) async fn drive<T, F>(ctx: &Ctx, handler: F) -> Driven<Result<T, ToolError>>
+where
+    F: Future<Output = Result<T, ToolError>>,
+{
     let mut handler = pin!(handler);
     std::future::poll_fn(|cx| match handler.as_mut().poll(cx) {
+        // `ToolError::retry_later`: a round with no new question, only the
+        // state to come back with (S6 allows `requestState` alone).
+        Poll::Ready(Err(e)) if e.is_retry_later() => Poll::Ready(Driven::Suspended),
         Poll::Ready(out) => Poll::Ready(Driven::Done(out)),
         Poll::Pending => {
             let mut leg = ctx.leg();

@@ -166,12 +166,6 @@ impl Server {
                     Some(inner.info.clone());
                 Ok(crate::server::to_json(&result))
             }
-            Driven::Done(Err(e)) if e.is_retry_later() => {
-                let ir = inner
-                    .engine
-                    .suspend(origin, ctx.take_leg(), resumed.round)?;
-                Ok(self.stamp_input_required(ir))
-            }
             // A prompt has no `isError`: a handler error is invalid params.
             Driven::Done(Err(e)) => Err(e
                 .error_object()

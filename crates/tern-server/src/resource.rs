@@ -213,12 +213,6 @@ impl Server {
                 };
                 Ok(crate::server::to_json(&result))
             }
-            Driven::Done(Err(e)) if e.is_retry_later() => {
-                let ir = inner
-                    .engine
-                    .suspend(origin, ctx.take_leg(), resumed.round)?;
-                Ok(self.stamp_input_required(ir))
-            }
             Driven::Done(Err(e)) => Err(e.error_object().unwrap_or_else(|| {
                 ErrorObject::invalid_params(e.to_string())
                     .with_data(serde_json::json!({ "uri": params.uri }))

@@ -183,12 +183,6 @@ impl Server {
         };
         let outcome = drive(&ctx, (entry.def.handler)(parts)).await;
         let value = match outcome {
-            Driven::Done(Err(e)) if e.is_retry_later() => {
-                let ir = inner
-                    .engine
-                    .suspend(origin, ctx.take_leg(), resumed.round)?;
-                self.stamp_input_required(ir)
-            }
             Driven::Done(result) => {
                 let result = match result {
                     Ok(r) => r,
