@@ -64,7 +64,7 @@ impl HttpTransport {
     fn request(
         &self,
         body: String,
-        method: Option<&str>,
+        method: &str,
         version: &str,
     ) -> Result<Request<Full<Bytes>>, ClientError> {
         let mut builder = Request::builder()
@@ -72,10 +72,8 @@ impl HttpTransport {
             .uri(self.url.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", version);
-        if let Some(method) = method {
-            builder = builder.header("Mcp-Method", method);
-        }
+            .header("MCP-Protocol-Version", version)
+            .header("Mcp-Method", method);
         for (k, v) in self.headers.iter() {
             builder = builder.header(k.as_str(), v.as_str());
         }
@@ -179,7 +177,7 @@ async fn pump(
 impl Transport for HttpTransport {
     fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>> {
         Box::pin(async move {
-            let mut request = self.request(out.body, Some(&out.method), &out.protocol_version)?;
+            let mut request = self.request(out.body, &out.method, &out.protocol_version)?;
             let headers = request.headers_mut();
             if let Some(name) = &out.name {
                 let value =
@@ -211,28 +209,6 @@ impl Transport for HttpTransport {
                 replies: rx,
                 cancel_on_drop: Some(guard),
             })
-        })
-    }
-
-    fn notify(&self, body: String) -> BoxFuture<'_, Result<(), ClientError>> {
-        Box::pin(async move {
-            let method = serde_json::from_str::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|v| v["method"].as_str().map(str::to_owned));
-            let request = self.request(body, method.as_deref(), tern_protocol::version::LATEST)?;
-            let response = self
-                .client
-                .request(request)
-                .await
-                .map_err(ClientError::transport)?;
-            if response.status().is_success() {
-                Ok(())
-            } else {
-                Err(ClientError::transport(format!(
-                    "notification refused: HTTP {}",
-                    response.status()
-                )))
-            }
         })
     }
 

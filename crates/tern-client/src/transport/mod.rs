@@ -114,9 +114,6 @@ pub trait Transport: Send + Sync + std::fmt::Debug + 'static {
     /// Sends one request; its replies arrive on the exchange.
     fn send(&self, request: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>>;
 
-    /// Sends a notification (`notifications/cancelled` on stdio, say).
-    fn notify(&self, body: String) -> BoxFuture<'_, Result<(), ClientError>>;
-
     /// Closes the transport (a child process is asked to exit, then stopped).
     fn close(&self) -> BoxFuture<'_, ()>;
 }

@@ -250,10 +250,6 @@ impl Transport for ChildProcess {
         })
     }
 
-    fn notify(&self, body: String) -> BoxFuture<'_, Result<(), ClientError>> {
-        Box::pin(async move { self.write(body) })
-    }
-
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             // Close stdin, wait, then terminate (spec §6.1).

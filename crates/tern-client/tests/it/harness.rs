@@ -295,12 +295,6 @@ impl Transport for InProcess {
         })
     }
 
-    fn notify(&self, body: String) -> BoxFuture<'_, Result<(), ClientError>> {
-        self.log
-            .push(Dir::ToServer, serde_json::from_str(&body).unwrap());
-        Box::pin(async { Ok(()) })
-    }
-
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
@@ -330,10 +324,6 @@ impl Transport for StubTransport {
             tx.send(Ok(incoming)).await.unwrap();
             Ok(Exchange::new(rx, None))
         })
-    }
-
-    fn notify(&self, _body: String) -> BoxFuture<'_, Result<(), ClientError>> {
-        Box::pin(async { Ok(()) })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
