@@ -531,16 +531,11 @@ impl Client {
 
     /// Every tool, every page.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
+        all_pages(|cursor| async move {
             let page = self.list_tools_page(cursor.as_deref()).await?;
-            all.extend(page.tools);
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(all),
-            }
-        }
+            Ok((page.tools, page.next_cursor))
+        })
+        .await
     }
 
     /// One page of `prompts/list`.
@@ -556,16 +551,11 @@ impl Client {
 
     /// Every prompt, every page.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
+        all_pages(|cursor| async move {
             let page = self.list_prompts_page(cursor.as_deref()).await?;
-            all.extend(page.prompts);
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(all),
-            }
-        }
+            Ok((page.prompts, page.next_cursor))
+        })
+        .await
     }
 
     /// One page of `resources/list`.
@@ -581,16 +571,11 @@ impl Client {
 
     /// Every resource, every page.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
+        all_pages(|cursor| async move {
             let page = self.list_resources_page(cursor.as_deref()).await?;
-            all.extend(page.resources);
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(all),
-            }
-        }
+            Ok((page.resources, page.next_cursor))
+        })
+        .await
     }
 
     /// One page of `resources/templates/list`.
@@ -608,16 +593,11 @@ impl Client {
 
     /// Every resource template, every page.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
+        all_pages(|cursor| async move {
             let page = self.list_resource_templates_page(cursor.as_deref()).await?;
-            all.extend(page.resource_templates);
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(all),
-            }
-        }
+            Ok((page.resource_templates, page.next_cursor))
+        })
+        .await
     }
 
     /// `completion/complete`.
@@ -1031,4 +1011,23 @@ fn retry_params(pending: &PendingRound, responses: Option<&InputResponses>) -> J
 struct ResultMetaPeek {
     #[serde(rename = "_meta", default)]
     meta: Option<tern_protocol::ResultMeta>,
+}
+
+/// Every item of a paginated list: `page` is asked for the page at each
+/// cursor, starting without one, until a page has no `nextCursor`.
+async fn all_pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, ClientError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), ClientError>>,
+{
+    let mut all = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (items, next) = page(cursor.take()).await?;
+        all.extend(items);
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(all),
+        }
+    }
 }

@@ -274,7 +274,9 @@ pub fn build() -> Server {
     });
     let builder = Server::builder(NAME, "1.0.0")
         .keys(KeyRing::parse(KEYS).unwrap())
-        .progress_interval(Duration::ZERO);
+        .progress_interval(Duration::ZERO)
+        // Small pages, so every list the client reads spans several.
+        .page_size(5);
     let changes = builder.changes();
     let touch = move || {
         let changes = changes.clone();
