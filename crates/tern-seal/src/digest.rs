@@ -27,17 +27,40 @@ pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
 /// within ±2<sup>53</sup>, all RFC 8785 promises to handle) the two agree; beyond
 /// it, JCS would give `4611686018427387904` and `4611686018427387905` one
 /// digest, and a state sealed for one id would open for its neighbour.
-pub fn arguments_digest(arguments: Option<&Value>) -> [u8; 32] {
+///
+/// It fails closed ([`InexactNumber`]) on a number it cannot represent
+/// exactly, so two argument texts a handler reads differently never share a
+/// digest: a non-integer number whose text is not the shortest form of its
+/// double (only possible with `serde_json`'s `arbitrary_precision`, where a
+/// handler could read the extra digits), and an integral double of
+/// magnitude 2<sup>53</sup> or more (an integer literal too large for 64 bits,
+/// or a literal like `1e20`, whose neighbouring integers share that double).
+pub fn arguments_digest(arguments: Option<&Value>) -> Result<[u8; 32], InexactNumber> {
     let Some(value) = arguments else {
-        return sha256(b"{}");
+        return Ok(sha256(b"{}"));
     };
     let mut hasher = HashWriter(Sha256::new());
-    canonical(value, &mut hasher);
-    hasher.0.finalize().into()
+    canonical(value, &mut hasher)?;
+    Ok(hasher.0.finalize().into())
 }
 
+/// The arguments hold a number [`arguments_digest`] cannot bind exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InexactNumber;
+
+impl std::fmt::Display for InexactNumber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the arguments hold a number that cannot be represented exactly")
+    }
+}
+
+impl std::error::Error for InexactNumber {}
+
+/// 2^53: from here on, not every integer is a double.
+const EXACT_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0;
+
 /// Writes `value` in canonical form (see [`arguments_digest`]).
-fn canonical(value: &Value, out: &mut HashWriter) {
+fn canonical(value: &Value, out: &mut HashWriter) -> Result<(), InexactNumber> {
     match value {
         Value::Null | Value::Bool(_) | Value::String(_) => {
             // serde_json escapes strings exactly as JCS does: `\"`, `\\`, the
@@ -50,7 +73,19 @@ fn canonical(value: &Value, out: &mut HashWriter) {
                 out.0.update(i.to_string().as_bytes());
             } else if let Some(u) = n.as_u64() {
                 out.0.update(u.to_string().as_bytes());
-            } else if let Some(f) = n.as_f64() {
+            } else {
+                let f = n.as_f64().filter(|f| f.is_finite()).ok_or(InexactNumber)?;
+                if f.fract() == 0.0 && f.abs() >= EXACT_INTEGER_LIMIT {
+                    return Err(InexactNumber);
+                }
+                // The number's own text must be the double's: with
+                // `arbitrary_precision` a longer text keeps digits the double
+                // lost.
+                if serde_json::Number::from_f64(f)
+                    .is_none_or(|exact| exact.to_string() != n.to_string())
+                {
+                    return Err(InexactNumber);
+                }
                 write_double(f, out);
             }
         }
@@ -60,7 +95,7 @@ fn canonical(value: &Value, out: &mut HashWriter) {
                 if i > 0 {
                     out.0.update(b",");
                 }
-                canonical(item, out);
+                canonical(item, out)?;
             }
             out.0.update(b"]");
         }
@@ -74,11 +109,12 @@ fn canonical(value: &Value, out: &mut HashWriter) {
                 }
                 let _ = serde_json::to_writer(&mut *out, key);
                 out.0.update(b":");
-                canonical(&members[key], out);
+                canonical(&members[key], out)?;
             }
             out.0.update(b"}");
         }
     }
+    Ok(())
 }
 
 /// A double as ECMAScript's `Number.prototype.toString` writes it (RFC 8785
@@ -115,13 +151,13 @@ mod tests {
     /// Digests computed independently (`printf '%s' '<json>' | sha256sum`).
     #[test]
     fn integers_are_bound_exactly_beyond_two_to_the_53() {
-        let a = arguments_digest(Some(&json!({"id": 4_611_686_018_427_387_904_u64})));
-        let b = arguments_digest(Some(&json!({"id": 4_611_686_018_427_387_905_u64})));
+        let a = arguments_digest(Some(&json!({"id": 4_611_686_018_427_387_904_u64}))).unwrap();
+        let b = arguments_digest(Some(&json!({"id": 4_611_686_018_427_387_905_u64}))).unwrap();
         assert_ne!(a, b);
-        let neg = arguments_digest(Some(&json!({"id": -9_007_199_254_740_993_i64})));
+        let neg = arguments_digest(Some(&json!({"id": -9_007_199_254_740_993_i64}))).unwrap();
         assert_ne!(
             neg,
-            arguments_digest(Some(&json!({"id": -9_007_199_254_740_992_i64})))
+            arguments_digest(Some(&json!({"id": -9_007_199_254_740_992_i64}))).unwrap()
         );
     }
 
@@ -151,7 +187,7 @@ mod tests {
         // in UTF-8 / code points.
         let value = json!({"\u{fb01}": 1, "\u{1f600}": 2});
         let mut h = HashWriter(Sha256::new());
-        canonical(&value, &mut h);
+        canonical(&value, &mut h).unwrap();
         let want = sha256("{\"\u{1f600}\":2,\"\u{fb01}\":1}".as_bytes());
         assert_eq!(h.0.finalize().as_slice(), want.as_slice());
     }
@@ -159,15 +195,40 @@ mod tests {
     #[test]
     fn known_digests() {
         assert_eq!(
-            hex(&arguments_digest(None)),
+            hex(&arguments_digest(None).unwrap()),
             "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
         );
         assert_eq!(
-            hex(&arguments_digest(Some(
-                &json!({"b": [true, null, "x"], "a": 1.5})
-            ))),
+            hex(&arguments_digest(Some(&json!({"b": [true, null, "x"], "a": 1.5}))).unwrap()),
             "c7d663295c9d20eeecb7ff2d717d0e31285e9bb52d28dc454dc13c887da66e2b"
         );
+    }
+
+    /// Two texts a handler would read differently never share a digest: a
+    /// number the digest cannot hold exactly is refused, not rounded.
+    #[test]
+    fn inexact_numbers_fail_closed() {
+        for text in [
+            r#"{"id": 18446744073709551616}"#,
+            r#"{"id": 18446744073709551617}"#,
+            r#"{"id": -9223372036854775809}"#,
+            r#"{"n": 1e20}"#,
+            r#"{"deep": [{"n": 9007199254740992.0}]}"#,
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(arguments_digest(Some(&value)), Err(InexactNumber), "{text}");
+        }
+        for text in [
+            r#"{"id": 18446744073709551615}"#,
+            r#"{"id": -9223372036854775808}"#,
+            r#"{"n": 9007199254740991.0}"#,
+            r#"{"n": 0.1}"#,
+            r#"{"n": 1e-300}"#,
+            r#"{"n": 123456.5e3}"#,
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert!(arguments_digest(Some(&value)).is_ok(), "{text}");
+        }
     }
 
     #[test]

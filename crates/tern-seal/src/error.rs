@@ -117,6 +117,17 @@ pub enum SealError {
     MethodTooLong,
     /// `now` is before 1970, or `now + ttl` is not representable.
     Clock,
+    /// The arguments hold a number the digest cannot bind exactly (see
+    /// [`crate::arguments_digest`]).
+    InexactArguments,
+}
+
+impl SealError {
+    /// The arguments cannot be bound exactly: the caller's fault, not the
+    /// server's.
+    pub fn is_inexact_arguments(&self) -> bool {
+        matches!(self, SealError::InexactArguments)
+    }
 }
 
 impl fmt::Display for SealError {
@@ -129,6 +140,9 @@ impl fmt::Display for SealError {
             SealError::MethodTooLong => f.write_str("method name longer than 255 bytes"),
             SealError::Clock => {
                 f.write_str("clock before 1970 or expiry out of range for requestState")
+            }
+            SealError::InexactArguments => {
+                f.write_str("the arguments hold a number that cannot be represented exactly")
             }
         }
     }

@@ -48,7 +48,7 @@
 //!     arguments: Some(&arguments),
 //! };
 //! let opened = sealer.open(&token, &expect, now + Duration::from_secs(5))?;
-//! assert_eq!(opened.payload, b"answers so far");
+//! assert_eq!(*opened.payload, b"answers so far");
 //! assert_eq!(opened.round, 1);
 //!
 //! // Another caller cannot use it, and learns nothing about why.
@@ -130,7 +130,7 @@ mod error;
 mod key;
 mod sealer;
 
-pub use crate::digest::arguments_digest;
+pub use crate::digest::{InexactNumber, arguments_digest};
 pub use crate::error::{OpenError, OpenFailure, SealError};
 pub use crate::key::{Key, KeyError, KeyErrorKind, KeyRing, MAX_KEY_ID_LEN, SECRET_LEN};
 pub use crate::sealer::{

@@ -86,11 +86,12 @@ pub struct Claims<'a> {
 
 impl fmt::Debug for Claims<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Neither the principal nor the arguments: they are the caller's.
         f.debug_struct("Claims")
-            .field("principal", &self.principal)
+            .field("principal", &self.principal.map(|_| "<redacted>"))
             .field("method", &self.method)
             .field("target", &self.target)
-            .field("arguments", &self.arguments)
+            .field("arguments", &self.arguments.map(|_| "<redacted>"))
             .field("state_id", &self.state_id)
             .field("round", &self.round)
             .field("payload_len", &self.payload.len())
@@ -100,7 +101,7 @@ impl fmt::Debug for Claims<'_> {
 
 /// What the retry must match, at opening: the same fields as [`Claims`],
 /// taken from the retried request rather than from the token.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Expect<'a> {
     /// The principal authenticated on the retry, or `None`.
     pub principal: Option<&'a str>,
@@ -110,6 +111,17 @@ pub struct Expect<'a> {
     pub target: &'a str,
     /// The retry's arguments.
     pub arguments: Option<&'a Value>,
+}
+
+impl fmt::Debug for Expect<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Expect")
+            .field("principal", &self.principal.map(|_| "<redacted>"))
+            .field("method", &self.method)
+            .field("target", &self.target)
+            .field("arguments", &self.arguments.map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// An opened, fully verified token.
@@ -123,8 +135,8 @@ pub struct Opened {
     pub issued_at: SystemTime,
     /// When the token stops opening (whole seconds).
     pub expires_at: SystemTime,
-    /// The application state, as sealed.
-    pub payload: Vec<u8>,
+    /// The application state, as sealed; zeroised when dropped.
+    pub payload: Zeroizing<Vec<u8>>,
 }
 
 impl fmt::Debug for Opened {
@@ -218,7 +230,8 @@ impl Sealer {
             principal: key.principal_mac(claims.principal),
             method: claims.method.as_bytes(),
             target: sha256(claims.target.as_bytes()),
-            arguments: arguments_digest(claims.arguments),
+            arguments: arguments_digest(claims.arguments)
+                .map_err(|_| SealError::InexactArguments)?,
             payload: claims.payload,
         };
         // Exact capacity, so the plaintext is never copied by a reallocation
@@ -342,7 +355,10 @@ impl Sealer {
         if !ct_eq(&envelope.target, &sha256(expect.target.as_bytes())) {
             return Err(OpenFailure::Target);
         }
-        if !ct_eq(&envelope.arguments, &arguments_digest(expect.arguments)) {
+        let Ok(arguments) = arguments_digest(expect.arguments) else {
+            return Err(OpenFailure::Arguments);
+        };
+        if !ct_eq(&envelope.arguments, &arguments) {
             return Err(OpenFailure::Arguments);
         }
 
@@ -351,7 +367,7 @@ impl Sealer {
             round: envelope.round,
             issued_at,
             expires_at,
-            payload: envelope.payload.to_vec(),
+            payload: Zeroizing::new(envelope.payload.to_vec()),
         })
     }
 }

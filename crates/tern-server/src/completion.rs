@@ -6,7 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tern_protocol::completion::{CompleteRequestParams, CompleteResult, Completion, Reference};
+use tern_protocol::meta::ResultMeta;
 
+use crate::registry::Registry;
 use crate::replay::BoxFuture;
 use crate::server::Server;
 
@@ -81,9 +83,12 @@ impl CompletionDef {
 }
 
 impl Server {
-    pub(crate) async fn complete(&self, params: CompleteRequestParams) -> CompleteResult {
-        let handler = self
-            .registry()
+    pub(crate) async fn complete(
+        &self,
+        registry: &Registry,
+        params: CompleteRequestParams,
+    ) -> CompleteResult {
+        let handler = registry
             .completions
             .get(&CompletionDef::key(&params.reference))
             .map(|d| d.handler.clone());
@@ -108,7 +113,7 @@ impl Server {
                 total: Some(total),
                 has_more: Some(has_more),
             },
-            meta: Some(self.result_meta()),
+            meta: Some(ResultMeta::with_server_info(self.info().clone())),
             ..CompleteResult::default()
         }
     }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
@@ -20,6 +21,8 @@ use tern_protocol::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::CallId;
+use crate::engine::payload::StoredAnswer;
 use crate::error::AskError;
 use crate::principal::Principal;
 use crate::question::{Question, declared, fingerprint, required_capabilities};
@@ -49,17 +52,6 @@ impl Notifier {
     }
 }
 
-/// An answer carried over from an earlier round or merged from this retry.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub(crate) struct StoredAnswer {
-    /// Fingerprint of the question it answers.
-    #[serde(rename = "f")]
-    pub(crate) fingerprint: String,
-    /// The raw answer, already checked to be of the question's kind.
-    #[serde(rename = "v")]
-    pub(crate) value: Value,
-}
-
 /// A question asked in this leg without a usable answer.
 #[derive(Debug, Clone)]
 pub(crate) struct PendingQuestion {
@@ -68,7 +60,7 @@ pub(crate) struct PendingQuestion {
 }
 
 /// The mutable state of one leg of a request.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Leg {
     pub(crate) answers: BTreeMap<String, StoredAnswer>,
     pub(crate) pending: IndexMap<String, PendingQuestion>,
@@ -77,9 +69,33 @@ pub(crate) struct Leg {
     /// How often each key was answered in this leg: asking a key again after
     /// that (a handler that loops until an answer suits it) is a new question.
     pub(crate) asked: std::collections::HashMap<String, u32>,
-    /// Woken when a question is raised outside the handler's own poll (from a
-    /// spawned task holding a `Ctx`).
+    /// The runner's waker: woken when a question is raised outside the
+    /// handler's own poll (from a spawned task holding a `Ctx`).
     pub(crate) waker: Option<std::task::Waker>,
+    /// The wakers of `ask` futures waiting for an answer: woken when the
+    /// *await* strategy brings answers in.
+    pub(crate) askers: Vec<std::task::Waker>,
+}
+
+impl std::fmt::Debug for Leg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Keys only: answers and memoised values are the caller's data.
+        f.debug_struct("Leg")
+            .field("answers", &self.answers.keys().collect::<Vec<_>>())
+            .field("pending", &self.pending.keys().collect::<Vec<_>>())
+            .field("memo", &self.memo.keys().collect::<Vec<_>>())
+            .field("fatal", &self.fatal.as_ref().map(|e| e.code))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Leg {
+    /// Wakes every `ask` waiting for an answer (answers came in).
+    pub(crate) fn wake_askers(&mut self) {
+        for waker in self.askers.drain(..) {
+            waker.wake();
+        }
+    }
 }
 
 /// The fingerprint of an answer given without a `requestState` (see
@@ -93,9 +109,11 @@ struct ProgressState {
     sent_at: Option<Instant>,
 }
 
-#[derive(Debug)]
 struct Inner {
     request_id: RequestId,
+    call_id: CallId,
+    round: u32,
+    memo_limit: usize,
     meta: RequestMeta,
     principal: Principal,
     server: Implementation,
@@ -110,14 +128,33 @@ struct Inner {
 ///
 /// A handler may run more than once for one logical call (once per MRTR
 /// round): everything before its last question must be repeatable, or wrapped
-/// in [`Ctx::once`].
-#[derive(Debug, Clone)]
+/// in [`Ctx::once`]. The same handler also runs under the *await* strategy
+/// (a task, a 2025-11-25 session), where it runs once and `ask` waits for the
+/// answer; `ask`, `ask_all`, `once` and `can_ask` mean the same under both.
+///
+/// `Debug` shows the request id, call id and round, never answers, memoised
+/// values or the principal.
+#[derive(Clone)]
 pub struct Ctx {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("request_id", &self.inner.request_id)
+            .field("call_id", &self.inner.call_id)
+            .field("round", &self.inner.round)
+            .finish_non_exhaustive()
+    }
+}
+
 pub(crate) struct CtxParts {
     pub(crate) request_id: RequestId,
+    pub(crate) call_id: CallId,
+    pub(crate) round: u32,
+    /// The most bytes the memo may take (half the state's size cap).
+    pub(crate) memo_limit: usize,
     pub(crate) meta: RequestMeta,
     pub(crate) principal: Principal,
     pub(crate) server: Implementation,
@@ -142,6 +179,9 @@ impl Ctx {
         Self {
             inner: Arc::new(Inner {
                 request_id: parts.request_id,
+                call_id: parts.call_id,
+                round: parts.round,
+                memo_limit: parts.memo_limit,
                 meta: parts.meta,
                 principal: parts.principal,
                 server: parts.server,
@@ -165,6 +205,18 @@ impl Ctx {
     /// The JSON-RPC id of this leg (each MRTR round has its own, C4).
     pub fn request_id(&self) -> &RequestId {
         &self.inner.request_id
+    }
+
+    /// The logical call this leg belongs to: the same in every round, on
+    /// every replica. Use it as the idempotency key of a downstream effect.
+    pub fn call_id(&self) -> CallId {
+        self.inner.call_id
+    }
+
+    /// The round of this leg: 1 for the first leg of a call, then one more
+    /// for each `input_required` the call went through.
+    pub fn round(&self) -> u32 {
+        self.inner.round
     }
 
     /// The authenticated caller.
@@ -200,20 +252,26 @@ impl Ctx {
     }
 
     /// Asks the client `question`. Returns at once with the answer when this
-    /// round carries one for exactly this question; otherwise the request is
-    /// answered with `input_required` and the handler runs again, from the
-    /// top, when the client retries with the answer.
+    /// round carries one for exactly this question. Otherwise, under MRTR, the
+    /// request is answered with `input_required` and the handler runs again,
+    /// from the top, when the client retries with the answer; under the
+    /// *await* strategy the question goes to whoever drives the call and this
+    /// future resolves when the answer comes.
     ///
     /// Questions raised in the same poll (`tokio::join!`, [`Ctx::ask_all`])
     /// travel in one round. Fails with [`AskError`] when the request did not
     /// declare the capability the question needs; propagated with `?`, that
     /// ends the request with `-32021`.
     pub async fn ask<Q: Question>(&self, question: Q) -> Result<Q::Output, AskError> {
-        match self.lookup(&question) {
-            Lookup::Answered(out) => Ok(out),
-            Lookup::Missing(e) => Err(e),
-            Lookup::Suspend => std::future::pending().await,
-        }
+        std::future::poll_fn(|cx| match self.lookup(&question) {
+            Lookup::Answered(out) => Poll::Ready(Ok(out)),
+            Lookup::Missing(e) => Poll::Ready(Err(e)),
+            Lookup::Suspend => {
+                self.leg().askers.push(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
     }
 
     /// Asks several questions of one type in one round; the answers come back
@@ -227,19 +285,28 @@ impl Ctx {
             let (required, what) = required_capabilities(q.request());
             return Err(AskError::missing(required, what));
         }
-        let mut answers = Vec::with_capacity(questions.len());
-        let mut suspend = false;
-        for q in &questions {
-            match self.lookup(q) {
-                Lookup::Answered(out) => answers.push(out),
-                Lookup::Missing(e) => return Err(e),
-                Lookup::Suspend => suspend = true,
+        let mut answers: Vec<Option<Q::Output>> = questions.iter().map(|_| None).collect();
+        std::future::poll_fn(|cx| {
+            let mut waiting = false;
+            for (q, slot) in questions.iter().zip(answers.iter_mut()) {
+                if slot.is_some() {
+                    continue;
+                }
+                match self.lookup(q) {
+                    Lookup::Answered(out) => *slot = Some(out),
+                    Lookup::Missing(e) => return Poll::Ready(Err(e)),
+                    Lookup::Suspend => waiting = true,
+                }
             }
-        }
-        if suspend {
-            std::future::pending::<()>().await;
-        }
-        Ok(answers)
+            if waiting {
+                self.leg().askers.push(cx.waker().clone());
+                Poll::Pending
+            } else {
+                Poll::Ready(Ok(()))
+            }
+        })
+        .await?;
+        Ok(answers.into_iter().flatten().collect())
     }
 
     fn lookup<Q: Question>(&self, question: &Q) -> Lookup<Q::Output> {
@@ -305,7 +372,24 @@ impl Ctx {
     /// `requestState` and reused when the handler runs again in a later round.
     /// Use it for work before a question that must not repeat (creating an id,
     /// reserving something). `T` travels to the client encrypted; keep it
-    /// small.
+    /// small: the memo counts against the state's size cap (half of it), and
+    /// a leg whose memo outgrows it ends with `-32603`.
+    ///
+    /// The value always round-trips through serde, also in the round that
+    /// ran the step, so every round (and the *await* strategy, where the
+    /// handler runs once) sees the same value.
+    ///
+    /// What "once" can promise: a state is a snapshot of one round, and the
+    /// client holds every state it was given. Replaying an *earlier* state
+    /// after a newer one re-runs the handler from that earlier round: steps
+    /// memoised by then are reused, steps memoised only in later rounds run
+    /// again. With a replay store and the handler marked
+    /// [`crate::ToolDef::single_use`] or [`crate::ToolDef::idempotent_retry`],
+    /// each state redeems once, so a state replayed a second time never runs
+    /// anything; without one, nothing stops a client from replaying a state
+    /// (within its expiry and the call's lifetime). Effects that must happen
+    /// once per call belong in the last round of a guarded handler, or take
+    /// [`Ctx::call_id`] as a downstream idempotency key.
     pub async fn once<T, F>(&self, name: &str, step: F) -> T
     where
         T: Serialize + DeserializeOwned,
@@ -321,15 +405,27 @@ impl Ctx {
             }
         }
         let out = step.await;
-        match serde_json::to_value(&out) {
-            Ok(value) => {
-                self.leg().memo.insert(name.to_owned(), value);
-            }
+        let value = match serde_json::to_value(&out) {
+            Ok(value) => value,
             Err(e) => {
                 tracing::warn!(%name, error = %e, "step result not serialisable; it will run again");
+                return out;
+            }
+        };
+        {
+            let mut leg = self.leg();
+            leg.memo.insert(name.to_owned(), value.clone());
+            let mut counter = LenCounter(0);
+            let _ = serde_json::to_writer(&mut counter, &leg.memo);
+            if counter.0 > self.inner.memo_limit {
+                tracing::error!(%name, bytes = counter.0, "memoised steps outgrew the state's size cap");
+                leg.fatal = Some(ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "Internal error: the request's state grew too large",
+                ));
             }
         }
-        out
+        T::deserialize(value).unwrap_or(out)
     }
 
     /// Reports progress, when the request asked for it with a `progressToken`.
@@ -396,8 +492,12 @@ impl Ctx {
     }
 
     /// Resolves when the request is cancelled (the client disconnected, or
-    /// sent `notifications/cancelled`). The handler's future is dropped right
-    /// after; use this from spawned cleanup work.
+    /// sent `notifications/cancelled`). Nothing more is written for the
+    /// request after that. An unguarded handler's future is dropped right
+    /// after (use this from spawned cleanup work); a guarded one (marked
+    /// `single_use` or `idempotent_retry`, on a leg that presented a
+    /// `requestState`) keeps running to its end or its hard deadline, so
+    /// that its outcome is stored for the retry: it may use this to hurry.
     pub async fn cancelled(&self) {
         self.inner.cancel.cancelled().await;
     }
@@ -405,5 +505,19 @@ impl Ctx {
     /// The request has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancel.is_cancelled()
+    }
+}
+
+/// Counts the bytes a serialiser writes.
+pub(crate) struct LenCounter(pub(crate) usize);
+
+impl std::io::Write for LenCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

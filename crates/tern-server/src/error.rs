@@ -176,3 +176,25 @@ impl fmt::Display for BuildError {
 }
 
 impl std::error::Error for BuildError {}
+
+/// The JSON-RPC error codes tern itself defines, for outcomes the spec has no
+/// code for. They sit outside the ranges the spec reserves (`-32020…-32099`)
+/// and discourages (`-32000…-32019`, legacy and implementation-defined), in
+/// the application-defined space JSON-RPC leaves free.
+pub mod codes {
+    /// `-31001`: a guarded leg with this `requestState` started and did not
+    /// finish (its owner died, panicked or passed its deadline), or its
+    /// outcome was too large to keep. It will not run again: check its effect
+    /// before starting a new call.
+    pub const OUTCOME_UNKNOWN: i64 = -31001;
+    /// `-31002`: the replay store is full for this caller (or in total); try
+    /// again later.
+    pub const STORE_FULL: i64 = -31002;
+    /// `-31003`: under the *await* strategy (a task, a 2025-11-25 session),
+    /// nobody answered the server's question in time. `data.timeoutSeconds`
+    /// says how long it waited.
+    pub const QUESTION_TIMEOUT: i64 = -31003;
+    /// `-31004`: the call needed more rounds of questions than the server
+    /// allows (`data.maxRounds`).
+    pub const CALL_LIMIT: i64 = -31004;
+}

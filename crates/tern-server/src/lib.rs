@@ -49,12 +49,17 @@
 //!
 //! Features: none yet. Stability: pre-1.0.
 
+pub mod builder;
+pub mod call;
 pub mod completion;
 pub mod ctx;
+pub(crate) mod dispatch;
+pub mod engine;
 pub mod error;
 pub mod form;
 pub mod handler;
-pub mod mrtr;
+pub(crate) mod json;
+pub(crate) mod paging;
 pub mod principal;
 pub mod prompt;
 pub mod question;
@@ -68,20 +73,22 @@ pub mod testing;
 pub mod tool;
 pub mod transport;
 
+pub use builder::{
+    CacheHints, DEFAULT_MAX_STATE_LEN, DEFAULT_PAGE_SIZE, DEFAULT_STATE_TTL, ServerBuilder,
+};
+pub use call::{CallContext, Reply};
 pub use completion::{CompletionDef, CompletionRequest};
 pub use ctx::{Ctx, Notifier};
+pub use dispatch::DecodedRequest;
+pub use engine::{AnswerSource, CallId, CallLimits, Clock, SystemClock};
 pub use error::{AskError, BuildError, ToolError};
 pub use handler::{Args, Json, Uri};
-pub use mrtr::{Clock, SystemClock};
 pub use principal::Principal;
 pub use prompt::PromptDef;
 pub use question::{Answer, Elicit, ListRoots, Question, Sample};
 pub use registry::{Change, Changes};
-pub use replay::{MemoryReplayStore, ReplayStore};
+pub use replay::{MemoryReplayStore, ReplayStore, StoreLimits};
 pub use resource::{ResourceDef, ResourceTemplateDef};
-pub use server::{
-    CacheHints, CallContext, DEFAULT_MAX_STATE_LEN, DEFAULT_PAGE_SIZE, DEFAULT_STATE_TTL, Reply,
-    Server, ServerBuilder,
-};
+pub use server::Server;
 pub use tern_seal::KeyRing;
 pub use tool::ToolDef;

@@ -1,15 +1,21 @@
 //! Prompts: registration ([`PromptDef`]), `prompts/list` and `prompts/get`.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tern_protocol::error::ErrorObject;
 use tern_protocol::prompt::{GetPromptRequestParams, GetPromptResult, Prompt, PromptArgument};
 use tern_protocol::{JsonObject, RequestId, method};
 
+use crate::call::CallContext;
+use crate::engine::Engine;
+use crate::engine::runner::{LegPolicy, LegRequest, Origin};
+use crate::engine::strategy::Strategy;
 use crate::form::{FormError, form_schema};
 use crate::handler::{CallParts, Erased, Handler, IntoPromptResult, erase_prompt};
-use crate::mrtr::{Driven, Origin, drive};
+use crate::json::{Json, to_json};
 use crate::question::Form;
-use crate::server::{CallContext, Server};
+use crate::registry::Registry;
 
 /// A prompt and its handler, ready to register with
 /// [`crate::ServerBuilder::prompt`].
@@ -17,7 +23,7 @@ pub struct PromptDef {
     pub(crate) prompt: Prompt,
     pub(crate) handler: Erased<GetPromptResult>,
     pub(crate) forms: Vec<Result<(), FormError>>,
-    pub(crate) answers_without_state: bool,
+    pub(crate) policy: LegPolicy,
 }
 
 impl std::fmt::Debug for PromptDef {
@@ -73,7 +79,7 @@ impl PromptDef {
             prompt,
             handler: erase_prompt(handler),
             forms: Vec::new(),
-            answers_without_state: false,
+            policy: LegPolicy::default(),
         }
     }
 
@@ -88,7 +94,23 @@ impl PromptDef {
     /// [`crate::ToolDef::answers_without_state`]).
     #[must_use]
     pub fn answers_without_state(mut self) -> Self {
-        self.answers_without_state = true;
+        self.policy.answers_without_state = true;
+        self
+    }
+
+    /// Each `requestState` of this prompt is accepted once (see
+    /// [`crate::ToolDef::single_use`]).
+    #[must_use]
+    pub fn single_use(mut self) -> Self {
+        self.policy.single_use = true;
+        self
+    }
+
+    /// Exactly once per `requestState` (see
+    /// [`crate::ToolDef::idempotent_retry`]).
+    #[must_use]
+    pub fn idempotent_retry(mut self) -> Self {
+        self.policy.idempotent_retry = true;
         self
     }
 
@@ -103,6 +125,7 @@ impl PromptDef {
 
 impl PromptDef {
     pub(crate) fn check(&self) -> Result<(), crate::error::BuildError> {
+        self.policy.check(&format!("prompt {}", self.prompt.name))?;
         match self.forms.iter().find(|f| f.is_err()) {
             Some(Err(e)) => Err(crate::error::BuildError(format!(
                 "prompt {}: {e}",
@@ -113,70 +136,73 @@ impl PromptDef {
     }
 }
 
-impl Server {
-    pub(crate) async fn get_prompt(
-        &self,
-        id: &RequestId,
-        params: GetPromptRequestParams,
-        call: CallContext,
-    ) -> Result<crate::server::Json, ErrorObject> {
-        let inner = &self.inner;
-        let Some(def) = self.registry().prompts.get(&params.name).cloned() else {
+/// `prompts/get`.
+pub(crate) async fn get(
+    engine: &Arc<Engine>,
+    registry: &Registry,
+    id: RequestId,
+    params: GetPromptRequestParams,
+    call: CallContext,
+    strategy: Strategy,
+) -> Result<Json, ErrorObject> {
+    let Some(def) = registry.prompts.get(&params.name).cloned() else {
+        return Err(ErrorObject::invalid_params(format!(
+            "Unknown prompt: {}",
+            params.name
+        )));
+    };
+    let arguments: JsonObject = params
+        .arguments
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    for arg in def.prompt.arguments.iter().flatten() {
+        if arg.required == Some(true) && !arguments.contains_key(&arg.name) {
             return Err(ErrorObject::invalid_params(format!(
-                "Unknown prompt: {}",
-                params.name
+                "Missing required argument `{}` for prompt {}",
+                arg.name, params.name
             )));
-        };
-        let arguments: JsonObject = params
-            .arguments
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, Value::String(v)))
-            .collect();
-        for arg in def.prompt.arguments.iter().flatten() {
-            if arg.required == Some(true) && !arguments.contains_key(&arg.name) {
-                return Err(ErrorObject::invalid_params(format!(
-                    "Missing required argument `{}` for prompt {}",
-                    arg.name, params.name
-                )));
-            }
-        }
-        let arguments_value = std::sync::Arc::new(Value::Object(arguments));
-        let origin = Origin {
-            method: method::PROMPTS_GET,
-            target: &params.name,
-            arguments: Some(&arguments_value),
-            principal: &call.principal,
-        };
-        let resumed = inner.engine.resume(
-            origin,
-            params.request_state.as_deref(),
-            params.input_responses.as_ref(),
-            def.answers_without_state,
-        )?;
-        let ctx = self.leg_ctx(id, params.meta, &call, resumed.leg);
-        let parts = CallParts {
-            ctx: ctx.clone(),
-            arguments: std::sync::Arc::clone(&arguments_value),
-            uri: None,
-        };
-        match drive(&ctx, (def.handler)(parts)).await {
-            Driven::Done(Ok(mut result)) => {
-                result.meta.get_or_insert_with(Default::default).server_info =
-                    Some(inner.info.clone());
-                Ok(crate::server::to_json(&result))
-            }
-            // A prompt has no `isError`: a handler error is invalid params.
-            Driven::Done(Err(e)) => Err(e
-                .error_object()
-                .unwrap_or_else(|| ErrorObject::invalid_params(e.to_string()))),
-            Driven::Suspended => {
-                let ir = inner
-                    .engine
-                    .suspend(origin, ctx.take_leg(), resumed.round)?;
-                Ok(self.stamp_input_required(ir))
-            }
-            Driven::Fatal(e) => Err(e),
         }
     }
+    let arguments = Arc::new(Value::Object(arguments));
+    let request = LegRequest {
+        origin: Origin {
+            method: method::PROMPTS_GET,
+            target: params.name,
+            arguments: Some(Arc::clone(&arguments)),
+            principal: call.principal.clone(),
+        },
+        request_state: params.request_state,
+        responses: params.input_responses,
+        policy: def.policy,
+        id,
+        meta: params.meta,
+        call,
+    };
+    let handler = def.handler.clone();
+    engine
+        .run(
+            request,
+            Box::new(move |ctx| {
+                handler(CallParts {
+                    ctx,
+                    arguments,
+                    uri: None,
+                })
+            }),
+            Box::new(|engine, out| match out {
+                Ok(mut result) => {
+                    result.meta.get_or_insert_with(Default::default).server_info =
+                        Some(engine.info.clone());
+                    Ok(to_json(&result))
+                }
+                // A prompt has no `isError`: a handler error is invalid params.
+                Err(e) => Err(e
+                    .error_object()
+                    .unwrap_or_else(|| ErrorObject::invalid_params(e.to_string()))),
+            }),
+            strategy,
+        )
+        .await
 }

@@ -13,40 +13,11 @@ use tern_protocol::tool::Tool;
 use tokio::sync::broadcast;
 
 use crate::completion::CompletionDef;
-use crate::error::BuildError;
 use crate::prompt::PromptDef;
 use crate::resource::{ResourceDef, ResourceTemplateDef};
-use crate::tool::ToolDef;
+use crate::tool::ToolEntry;
 
-pub use tern_protocol::header::{HeaderParam, HeaderParamType};
-
-/// The `x-mcp-header` arguments of a tool, or why they are invalid (a server
-/// must not advertise such a tool).
-pub(crate) fn header_params(
-    tool: &str,
-    schema: &JsonObject,
-) -> Result<Vec<HeaderParam>, BuildError> {
-    tern_protocol::header::header_params(schema)
-        .map_err(|why| BuildError(format!("tool {tool}: {why}")))
-}
-
-pub(crate) struct ToolEntry {
-    pub(crate) def: ToolDef,
-    pub(crate) validator: jsonschema::Validator,
-    pub(crate) header_params: Vec<HeaderParam>,
-}
-
-impl ToolEntry {
-    pub(crate) fn new(def: ToolDef) -> Result<Self, BuildError> {
-        let validator = def.check()?;
-        let header_params = header_params(&def.tool.name, &def.tool.input_schema)?;
-        Ok(Self {
-            def,
-            validator,
-            header_params,
-        })
-    }
-}
+pub use tern_protocol::header::HeaderParamType;
 
 /// Everything registered, as one immutable snapshot.
 #[derive(Clone, Default)]
@@ -151,23 +122,5 @@ impl Changes {
     /// A receiver of every change from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.0.subscribe()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn an_invalid_annotation_names_the_tool() {
-        let bad =
-            json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}});
-        let err = header_params("place", bad.as_object().unwrap()).unwrap_err();
-        assert!(
-            err.to_string().starts_with("tool place: x-mcp-header `N`"),
-            "{err}"
-        );
     }
 }

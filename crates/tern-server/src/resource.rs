@@ -1,18 +1,26 @@
 //! Resources: registration ([`ResourceDef`], [`ResourceTemplateDef`]),
 //! `resources/list`, `resources/templates/list` and `resources/read`.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tern_protocol::content::ResourceContents;
 use tern_protocol::error::ErrorObject;
+use tern_protocol::meta::ResultMeta;
 use tern_protocol::resource::{
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
 };
 use tern_protocol::{JsonObject, RequestId, method};
 
+use crate::builder::CacheHints;
+use crate::call::CallContext;
+use crate::engine::Engine;
+use crate::engine::runner::{LegPolicy, LegRequest, Origin};
+use crate::engine::strategy::Strategy;
 use crate::error::BuildError;
 use crate::handler::{CallParts, Erased, Handler, IntoReadResult, erase_resource};
-use crate::mrtr::{Driven, Origin, drive};
-use crate::server::{CallContext, Server};
+use crate::json::{Json, to_json};
+use crate::registry::Registry;
 use crate::template::UriTemplate;
 
 /// Makes the erased handler once the MIME type is final.
@@ -24,6 +32,7 @@ pub struct ResourceDef {
     pub(crate) resource: Resource,
     handler: Option<MakeHandler>,
     pub(crate) erased: Option<Erased<Vec<ResourceContents>>>,
+    pub(crate) policy: LegPolicy,
 }
 
 impl std::fmt::Debug for ResourceDef {
@@ -45,6 +54,7 @@ impl ResourceDef {
             resource: Resource::new(uri, name),
             handler: Some(Box::new(move |mime| erase_resource(handler, mime))),
             erased: None,
+            policy: LegPolicy::default(),
         }
     }
 
@@ -69,11 +79,37 @@ impl ResourceDef {
         self
     }
 
-    pub(crate) fn finish(mut self) -> Self {
+    /// Accepts answers without a `requestState` (see
+    /// [`crate::ToolDef::answers_without_state`]).
+    #[must_use]
+    pub fn answers_without_state(mut self) -> Self {
+        self.policy.answers_without_state = true;
+        self
+    }
+
+    /// Each `requestState` of a read is accepted once (see
+    /// [`crate::ToolDef::single_use`]).
+    #[must_use]
+    pub fn single_use(mut self) -> Self {
+        self.policy.single_use = true;
+        self
+    }
+
+    /// Exactly once per `requestState` (see
+    /// [`crate::ToolDef::idempotent_retry`]).
+    #[must_use]
+    pub fn idempotent_retry(mut self) -> Self {
+        self.policy.idempotent_retry = true;
+        self
+    }
+
+    pub(crate) fn finish(mut self) -> Result<Self, BuildError> {
+        self.policy
+            .check(&format!("resource {}", self.resource.uri))?;
         if let Some(make) = self.handler.take() {
             self.erased = Some(make(self.resource.mime_type.clone()));
         }
-        self
+        Ok(self)
     }
 }
 
@@ -85,6 +121,7 @@ pub struct ResourceTemplateDef {
     handler: Option<MakeHandler>,
     pub(crate) erased: Option<Erased<Vec<ResourceContents>>>,
     pub(crate) matcher: Option<UriTemplate>,
+    pub(crate) policy: LegPolicy,
 }
 
 impl std::fmt::Debug for ResourceTemplateDef {
@@ -121,6 +158,7 @@ impl ResourceTemplateDef {
             handler: Some(Box::new(move |mime| erase_resource(handler, mime))),
             erased: None,
             matcher: None,
+            policy: LegPolicy::default(),
         }
     }
 
@@ -138,7 +176,33 @@ impl ResourceTemplateDef {
         self
     }
 
+    /// Accepts answers without a `requestState` (see
+    /// [`crate::ToolDef::answers_without_state`]).
+    #[must_use]
+    pub fn answers_without_state(mut self) -> Self {
+        self.policy.answers_without_state = true;
+        self
+    }
+
+    /// Each `requestState` of a read is accepted once (see
+    /// [`crate::ToolDef::single_use`]).
+    #[must_use]
+    pub fn single_use(mut self) -> Self {
+        self.policy.single_use = true;
+        self
+    }
+
+    /// Exactly once per `requestState` (see
+    /// [`crate::ToolDef::idempotent_retry`]).
+    #[must_use]
+    pub fn idempotent_retry(mut self) -> Self {
+        self.policy.idempotent_retry = true;
+        self
+    }
+
     pub(crate) fn finish(mut self) -> Result<Self, BuildError> {
+        self.policy
+            .check(&format!("resource template {}", self.template.uri_template))?;
         let matcher = UriTemplate::parse(&self.template.uri_template).map_err(|e| {
             BuildError(format!(
                 "resource template {}: {e}",
@@ -153,77 +217,75 @@ impl ResourceTemplateDef {
     }
 }
 
-impl Server {
-    pub(crate) async fn read_resource(
-        &self,
-        id: &RequestId,
-        params: ReadResourceRequestParams,
-        call: CallContext,
-    ) -> Result<crate::server::Json, ErrorObject> {
-        let inner = &self.inner;
-        let registry = self.registry();
-        let (handler, variables) = if let Some(def) = registry.resources.get(&params.uri) {
-            (def.erased.clone(), JsonObject::new())
-        } else if let Some((def, vars)) = registry.templates.iter().find_map(|t| {
-            t.matcher
-                .as_ref()
-                .and_then(|m| m.matches(&params.uri))
-                .map(|vars| (t, vars))
-        }) {
-            (
-                def.erased.clone(),
-                vars.into_iter()
-                    .map(|(k, v)| (k, Value::String(v)))
-                    .collect(),
-            )
-        } else {
-            (None, JsonObject::new())
-        };
-        let Some(handler) = handler else {
-            // A resource that does not exist is -32602, never empty contents.
-            return Err(ErrorObject::invalid_params("Resource not found")
-                .with_data(serde_json::json!({ "uri": params.uri })));
-        };
-        let origin = Origin {
+/// `resources/read`.
+pub(crate) async fn read(
+    engine: &Arc<Engine>,
+    registry: &Registry,
+    id: RequestId,
+    params: ReadResourceRequestParams,
+    call: CallContext,
+    strategy: Strategy,
+    cache: CacheHints,
+) -> Result<Json, ErrorObject> {
+    let found = if let Some(def) = registry.resources.get(&params.uri) {
+        def.erased
+            .clone()
+            .map(|h| (h, def.policy, JsonObject::new()))
+    } else {
+        registry.templates.iter().find_map(|t| {
+            let vars = t.matcher.as_ref()?.matches(&params.uri)?;
+            let vars = vars
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect();
+            t.erased.clone().map(|h| (h, t.policy, vars))
+        })
+    };
+    let Some((handler, policy, variables)) = found else {
+        // A resource that does not exist is -32602, never empty contents.
+        return Err(ErrorObject::invalid_params("Resource not found")
+            .with_data(serde_json::json!({ "uri": params.uri })));
+    };
+    let uri = params.uri;
+    let request = LegRequest {
+        origin: Origin {
             method: method::RESOURCES_READ,
-            target: &params.uri,
+            target: uri.clone(),
             arguments: None,
-            principal: &call.principal,
-        };
-        let resumed = inner.engine.resume(
-            origin,
-            params.request_state.as_deref(),
-            params.input_responses.as_ref(),
-            false,
-        )?;
-        let ctx = self.leg_ctx(id, params.meta, &call, resumed.leg);
-        let parts = CallParts {
-            ctx: ctx.clone(),
-            arguments: std::sync::Arc::new(Value::Object(variables)),
-            uri: Some(params.uri.clone()),
-        };
-        match drive(&ctx, handler(parts)).await {
-            Driven::Done(Ok(contents)) => {
-                let result = ReadResourceResult {
+            principal: call.principal.clone(),
+        },
+        request_state: params.request_state,
+        responses: params.input_responses,
+        policy,
+        id,
+        meta: params.meta,
+        call,
+    };
+    let handler_uri = uri.clone();
+    engine
+        .run(
+            request,
+            Box::new(move |ctx| {
+                handler(CallParts {
+                    ctx,
+                    arguments: Arc::new(Value::Object(variables)),
+                    uri: Some(handler_uri),
+                })
+            }),
+            Box::new(move |engine, out| match out {
+                Ok(contents) => Ok(to_json(&ReadResourceResult {
                     contents,
-                    ttl_ms: Some(inner.config.read_cache.ttl_ms),
-                    cache_scope: Some(inner.config.read_cache.scope),
-                    meta: Some(self.result_meta()),
+                    ttl_ms: Some(cache.ttl_ms),
+                    cache_scope: Some(cache.scope),
+                    meta: Some(ResultMeta::with_server_info(engine.info.clone())),
                     ..ReadResourceResult::default()
-                };
-                Ok(crate::server::to_json(&result))
-            }
-            Driven::Done(Err(e)) => Err(e.error_object().unwrap_or_else(|| {
-                ErrorObject::invalid_params(e.to_string())
-                    .with_data(serde_json::json!({ "uri": params.uri }))
-            })),
-            Driven::Suspended => {
-                let ir = inner
-                    .engine
-                    .suspend(origin, ctx.take_leg(), resumed.round)?;
-                Ok(self.stamp_input_required(ir))
-            }
-            Driven::Fatal(e) => Err(e),
-        }
-    }
+                })),
+                Err(e) => Err(e.error_object().unwrap_or_else(|| {
+                    ErrorObject::invalid_params(e.to_string())
+                        .with_data(serde_json::json!({ "uri": uri }))
+                })),
+            }),
+            strategy,
+        )
+        .await
 }

@@ -13,8 +13,9 @@ use tern_protocol::subscription::{
 use tern_protocol::{RequestId, ServerNotification};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::call::CallContext;
 use crate::registry::Change;
-use crate::server::{CallContext, Server};
+use crate::server::Server;
 
 impl Server {
     /// The subset of `asked` this server honours: what its capabilities
@@ -40,7 +41,7 @@ impl Server {
         id: &RequestId,
         params: SubscriptionsListenRequestParams,
         call: CallContext,
-    ) -> Result<crate::server::Json, ErrorObject> {
+    ) -> Result<crate::json::Json, ErrorObject> {
         let Some(notifier) = call.notifier else {
             return Err(ErrorObject::new(
                 code::INTERNAL_ERROR,
@@ -121,6 +122,6 @@ impl Server {
         // Graceful close: the result names the subscription (spec §4.3).
         let mut result = SubscriptionsListenResult::new(id.clone());
         result.meta.server_info = Some(self.info().clone());
-        Ok(crate::server::to_json(&result))
+        Ok(crate::json::to_json(&result))
     }
 }

@@ -1,25 +1,31 @@
 //! Tools: registration ([`ToolDef`]), `tools/list` and `tools/call`.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tern_protocol::error::ErrorObject;
+use tern_protocol::header::HeaderParam;
 use tern_protocol::tool::{CallToolRequestParams, CallToolResult, Tool, ToolAnnotations};
 use tern_protocol::{JsonObject, RequestId, method};
 
+use crate::call::CallContext;
+use crate::engine::Engine;
+use crate::engine::runner::{LegPolicy, LegRequest, Origin};
+use crate::engine::strategy::Strategy;
 use crate::error::{BuildError, ToolError};
 use crate::form::{FormError, form_schema};
 use crate::handler::{CallParts, Erased, Handler, IntoToolResult, erase_tool};
-use crate::mrtr::{Driven, Origin, ReplayPolicy, drive};
+use crate::json::{Json, to_json};
 use crate::question::Form;
-use crate::server::{CallContext, Server};
+use crate::registry::Registry;
 
 /// A tool and its handler, ready to register with
 /// [`crate::ServerBuilder::tool`].
 pub struct ToolDef {
     pub(crate) tool: Tool,
     pub(crate) handler: Erased<CallToolResult>,
-    pub(crate) policy: ReplayPolicy,
+    pub(crate) policy: LegPolicy,
     pub(crate) forms: Vec<Result<(), FormError>>,
-    pub(crate) answers_without_state: bool,
 }
 
 impl std::fmt::Debug for ToolDef {
@@ -44,9 +50,8 @@ impl ToolDef {
         Self {
             tool: Tool::new(name, schema).with_description(description),
             handler: erase_tool(handler),
-            policy: ReplayPolicy::default(),
+            policy: LegPolicy::default(),
             forms: Vec::new(),
-            answers_without_state: false,
         }
     }
 
@@ -94,23 +99,38 @@ impl ToolDef {
     /// against that question like any answer. Use it only where such an answer
     /// is trusted no more than an argument would be: by default an answer
     /// counts only with the sealed state of the round that asked it (S9).
+    /// It cannot be combined with [`Self::single_use`] or
+    /// [`Self::idempotent_retry`] ([`crate::ServerBuilder::build`] refuses).
     #[must_use]
     pub fn answers_without_state(mut self) -> Self {
-        self.answers_without_state = true;
+        self.policy.answers_without_state = true;
         self
     }
 
     /// Each `requestState` of this tool is accepted once (S11): a replayed
     /// state is refused with `-32602`, through the server's replay store.
+    /// The leg that redeems it runs to its end even if its client goes away
+    /// (see [`crate::Ctx::cancelled`]).
+    ///
+    /// The first leg of a call (no state yet) cannot be guarded: put side
+    /// effects after the first question.
     #[must_use]
     pub fn single_use(mut self) -> Self {
         self.policy.single_use = true;
         self
     }
 
-    /// The first final result per `requestState` is kept, so a retry that
-    /// arrives twice gets the same answer and the handler's effect happens
-    /// once.
+    /// Exactly once per `requestState`: the leg that redeems a state runs to
+    /// its end even if its client goes away, and whatever it ends with (a
+    /// result, an `isError` result, a JSON-RPC error, another
+    /// `input_required`) is what every duplicate of that retry gets, so the
+    /// handler's effect happens once. A duplicate that arrives while the
+    /// first still runs waits for it; a run that died reads "outcome
+    /// unknown" ([`crate::error::codes::OUTCOME_UNKNOWN`]), never a second
+    /// run.
+    ///
+    /// The first leg of a call (no state yet) cannot be guarded: put side
+    /// effects after the first question.
     #[must_use]
     pub fn idempotent_retry(mut self) -> Self {
         self.policy.idempotent_retry = true;
@@ -121,98 +141,107 @@ impl ToolDef {
         if let Some(Err(e)) = self.forms.iter().find(|f| f.is_err()) {
             return Err(BuildError(format!("tool {}: {e}", self.tool.name)));
         }
+        self.policy.check(&format!("tool {}", self.tool.name))?;
         jsonschema::draft202012::new(&Value::Object(self.tool.input_schema.clone()))
             .map_err(|e| BuildError(format!("tool {}: invalid inputSchema: {e}", self.tool.name)))
     }
 }
 
-impl Server {
-    pub(crate) async fn call_tool(
-        &self,
-        id: &RequestId,
-        params: CallToolRequestParams,
-        call: CallContext,
-    ) -> Result<crate::server::Json, ErrorObject> {
-        let inner = &self.inner;
-        let Some(entry) = self.registry().tools.get(&params.name).cloned() else {
-            return Err(ErrorObject::invalid_params(format!(
-                "Unknown tool: {}",
-                params.name
-            )));
+/// A registered tool: its definition, its compiled `inputSchema`, and its
+/// `x-mcp-header` arguments.
+pub(crate) struct ToolEntry {
+    pub(crate) def: ToolDef,
+    pub(crate) validator: jsonschema::Validator,
+    pub(crate) header_params: Vec<HeaderParam>,
+}
+
+impl ToolEntry {
+    pub(crate) fn new(def: ToolDef) -> Result<Self, BuildError> {
+        let validator = def.check()?;
+        // A server must not advertise a tool whose header arguments are
+        // invalid.
+        let header_params = tern_protocol::header::header_params(&def.tool.input_schema)
+            .map_err(|why| BuildError(format!("tool {}: {why}", def.tool.name)))?;
+        Ok(Self {
+            def,
+            validator,
+            header_params,
+        })
+    }
+}
+
+/// `tools/call`.
+pub(crate) async fn call(
+    engine: &Arc<Engine>,
+    registry: &Registry,
+    id: RequestId,
+    params: CallToolRequestParams,
+    call: CallContext,
+    strategy: Strategy,
+) -> Result<Json, ErrorObject> {
+    let Some(entry) = registry.tools.get(&params.name).cloned() else {
+        return Err(ErrorObject::invalid_params(format!(
+            "Unknown tool: {}",
+            params.name
+        )));
+    };
+    let arguments = Arc::new(Value::Object(params.arguments.unwrap_or_default()));
+    // A bad argument is a tool error the model can read and fix, not a
+    // protocol error (spec §7).
+    if let Some(error) = entry.validator.iter_errors(&arguments).next() {
+        let path = error.instance_path().to_string();
+        let at = if path.is_empty() {
+            String::new()
+        } else {
+            format!(" at {path}")
         };
-        let arguments = std::sync::Arc::new(Value::Object(params.arguments.unwrap_or_default()));
-        // A bad argument is a tool error the model can read and fix, not a
-        // protocol error (spec §7).
-        if let Some(error) = entry.validator.iter_errors(&arguments).next() {
-            let path = error.instance_path().to_string();
-            let at = if path.is_empty() {
-                String::new()
-            } else {
-                format!(" at {path}")
-            };
-            let result = CallToolResult::error(format!(
-                "Invalid arguments for tool {}{at}: {error}",
-                params.name
-            ));
-            return Ok(self.stamp_tool_result(result));
-        }
-        let origin = Origin {
+        let result = CallToolResult::error(format!(
+            "Invalid arguments for tool {}{at}: {error}",
+            params.name
+        ));
+        return Ok(stamp(engine, result));
+    }
+    let request = LegRequest {
+        origin: Origin {
             method: method::TOOLS_CALL,
-            target: &params.name,
-            arguments: Some(&arguments),
-            principal: &call.principal,
-        };
-        let resumed = inner.engine.resume(
-            origin,
-            params.request_state.as_deref(),
-            params.input_responses.as_ref(),
-            entry.def.answers_without_state,
-        )?;
-        let policy = entry.def.policy;
-        if let Some(kept) = inner.engine.before_leg(policy, resumed.state_id).await? {
-            return Ok(kept);
-        }
-        // Released if this leg ends without an outcome (an error, or the
-        // client going away), so the retry can be made again.
-        let claim = inner.engine.claim(policy, resumed.state_id);
-        let ctx = self.leg_ctx(id, params.meta, &call, resumed.leg);
-        let parts = CallParts {
-            ctx: ctx.clone(),
-            arguments: std::sync::Arc::clone(&arguments),
-            uri: None,
-        };
-        let outcome = drive(&ctx, (entry.def.handler)(parts)).await;
-        let value = match outcome {
-            Driven::Done(result) => {
-                let result = match result {
+            target: params.name,
+            arguments: Some(Arc::clone(&arguments)),
+            principal: call.principal.clone(),
+        },
+        request_state: params.request_state,
+        responses: params.input_responses,
+        policy: entry.def.policy,
+        id,
+        meta: params.meta,
+        call,
+    };
+    let handler = Arc::clone(&entry);
+    engine
+        .run(
+            request,
+            Box::new(move |ctx| {
+                (handler.def.handler)(CallParts {
+                    ctx,
+                    arguments,
+                    uri: None,
+                })
+            }),
+            Box::new(|engine, out| {
+                let result = match out {
                     Ok(r) => r,
                     Err(e) => tool_error(&e)?,
                 };
-                self.stamp_tool_result(result)
-            }
-            Driven::Suspended => {
-                let ir = inner
-                    .engine
-                    .suspend(origin, ctx.take_leg(), resumed.round)?;
-                self.stamp_input_required(ir)
-            }
-            Driven::Fatal(e) => return Err(e),
-        };
-        // The outcome of this leg, final or another round, is what a duplicate
-        // of this retry gets.
-        inner
-            .engine
-            .after_leg(policy, resumed.state_id, &value)
-            .await;
-        claim.keep();
-        Ok(value)
-    }
+                Ok(stamp(engine, result))
+            }),
+            strategy,
+        )
+        .await
+}
 
-    fn stamp_tool_result(&self, mut result: CallToolResult) -> crate::server::Json {
-        let meta = result.meta.get_or_insert_with(Default::default);
-        meta.server_info = Some(self.inner.info.clone());
-        crate::server::to_json(&result)
-    }
+fn stamp(engine: &Engine, mut result: CallToolResult) -> Json {
+    let meta = result.meta.get_or_insert_with(Default::default);
+    meta.server_info = Some(engine.info.clone());
+    to_json(&result)
 }
 
 /// A handler error: a tool error becomes an `isError` result, anything else a
@@ -221,5 +250,30 @@ pub(crate) fn tool_error(e: &ToolError) -> Result<CallToolResult, ErrorObject> {
     match e.error_object() {
         Some(obj) => Err(obj),
         None => Ok(CallToolResult::error(e.message().unwrap_or_default())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    async fn noop() -> &'static str {
+        "ok"
+    }
+
+    #[test]
+    fn an_invalid_annotation_names_the_tool() {
+        let bad =
+            json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}});
+        let def = ToolDef::new("place", "", noop).input_schema(bad.as_object().unwrap().clone());
+        let Err(err) = ToolEntry::new(def) else {
+            panic!("an invalid x-mcp-header annotation must not build");
+        };
+        assert!(
+            err.to_string().starts_with("tool place: x-mcp-header `N`"),
+            "{err}"
+        );
     }
 }

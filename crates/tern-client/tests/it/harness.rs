@@ -260,11 +260,9 @@ impl Transport for InProcess {
             let (tx, rx) = mpsc::channel(64);
             let (notifier, mut notes) = tern_server::Notifier::channel(256);
             let cancel = CancellationToken::new();
-            let call = CallContext {
-                notifier: Some(notifier),
-                cancel: cancel.clone(),
-                ..CallContext::default()
-            };
+            let call = CallContext::default()
+                .with_notifier(notifier)
+                .with_cancel(cancel.clone());
             let server = self.server.clone();
             let log = self.log.clone();
             tokio::spawn(async move {

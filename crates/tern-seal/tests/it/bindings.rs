@@ -23,7 +23,7 @@ fn faithful_retry_opens() {
     let opened = sealer()
         .open(&token(b"state"), &expect(&arguments), t0())
         .unwrap();
-    assert_eq!(opened.payload, b"state");
+    assert_eq!(*opened.payload, b"state");
 }
 
 #[test]
@@ -187,7 +187,7 @@ proptest! {
         let opened = sealer.open(&token, &faithful, t0()).unwrap();
         prop_assert_eq!(opened.state_id, state_id);
         prop_assert_eq!(opened.round, round);
-        prop_assert_eq!(&opened.payload, &payload);
+        prop_assert_eq!(&*opened.payload, &payload);
 
         let reason = |expect: &Expect<'_>| sealer.open(&token, expect, t0()).err().map(|e| e.reason());
         if other_principal != sealed_principal {

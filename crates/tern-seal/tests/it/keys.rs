@@ -130,7 +130,7 @@ fn rotation_old_key_still_opens() {
     // Sealed under A ("k1"): opens with [B, A] …
     let rotated = sealer_with(&[("k2", SECRET_B), ("k1", SECRET_A)], options());
     assert_eq!(
-        rotated
+        *rotated
             .open(&token, &expect(&arguments), t0())
             .unwrap()
             .payload,

@@ -200,7 +200,7 @@ proptest! {
         let expect = expect(&arguments);
         let sealer = sealer();
         let token = sealer.seal(&claims(&arguments, &payload), t0(), seal_nonce).unwrap();
-        prop_assert_eq!(&sealer.open(&token, &expect, t0()).unwrap().payload, &payload);
+        prop_assert_eq!(&*sealer.open(&token, &expect, t0()).unwrap().payload, &payload);
         if let Some(candidate) = apply(&token, &mutation) {
             prop_assert_ne!(&candidate, &token);
             let error = sealer.open(&candidate, &expect, t0()).unwrap_err();

@@ -52,21 +52,21 @@ use http::header::{
 };
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tern_protocol::error::{ErrorObject, code};
+use tern_protocol::header::HeaderParam;
 use tern_protocol::jsonrpc::{ErrorResponse, Message};
-use tern_protocol::{ServerNotification, method};
+use tern_protocol::{ClientRequest, JsonObject, ServerNotification, method};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::call::{CallContext, Reply};
 use crate::ctx::Notifier;
+use crate::dispatch::DecodedRequest;
 use crate::principal::Principal;
 use crate::registry::HeaderParamType;
 use crate::replay::BoxFuture;
-use crate::server::{CallContext, Reply, Server};
+use crate::server::Server;
 
 /// Default body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -329,12 +329,15 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let server = http.server.clone();
     let app = axum::Router::new().route_service(path, http.into_service());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            server.shutdown();
-        })
-        .await
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        server.shutdown();
+    })
+    .await
 }
 
 fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
@@ -433,32 +436,6 @@ fn header_lists(headers: &HeaderMap, name: http::HeaderName, wanted: &str) -> bo
         })
 }
 
-/// The fields of a request's params that headers mirror or that decide the
-/// response mode; everything else is skipped unread.
-#[derive(Deserialize, Default)]
-struct Peek {
-    #[serde(rename = "_meta", default)]
-    meta: Option<PeekMeta>,
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    uri: Option<Value>,
-    #[serde(rename = "taskId", default)]
-    task_id: Option<Value>,
-    #[serde(default)]
-    arguments: Option<Value>,
-}
-
-#[derive(Deserialize, Default)]
-struct PeekMeta {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
-    protocol_version: Option<Value>,
-    #[serde(rename = "progressToken", default)]
-    progress_token: Option<IgnoredAny>,
-    #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
-    log_level: Option<IgnoredAny>,
-}
-
 /// A header value as the spec encodes it: plain visible ASCII, or
 /// `=?base64?…?=` for anything else. Surrounding whitespace is tolerated.
 fn decode_header(value: &HeaderValue) -> Result<String, &'static str> {
@@ -482,9 +459,20 @@ fn mismatch(message: String) -> ErrorObject {
     ErrorObject::header_mismatch(message)
 }
 
+/// The one value of header `name`: sent twice it is refused, so a gateway
+/// that reads the first and a server that reads the last cannot disagree.
+fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a HeaderValue>, ErrorObject> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(mismatch(format!("{name} header sent more than once")));
+    }
+    Ok(first)
+}
+
 /// Checks one header against the body value (after decoding).
 fn check_named(headers: &HeaderMap, name: &str, body: Option<&str>) -> Result<(), ErrorObject> {
-    match (headers.get(name), body) {
+    match (single(headers, name)?, body) {
         (None, None) => Ok(()),
         (None, Some(_)) => Err(mismatch(format!("Missing {name} header"))),
         (Some(value), body) => {
@@ -504,96 +492,105 @@ fn check_named(headers: &HeaderMap, name: &str, body: Option<&str>) -> Result<()
 }
 
 impl Http {
-    /// Validates the MCP headers against the body (spec §6.2; conformance
-    /// §5.2: before the version is checked).
-    fn check_headers(
-        &self,
+    /// The header checks that need no decoded body (spec §6.2; conformance
+    /// §5.2: before the version is checked): `MCP-Protocol-Version` present
+    /// and well formed, `Mcp-Method` matching the envelope.
+    fn check_envelope_headers(
         headers: &HeaderMap,
         method_name: &str,
-        peek: &Peek,
-    ) -> Result<(), ErrorObject> {
-        let version = headers
-            .get("mcp-protocol-version")
+    ) -> Result<String, ErrorObject> {
+        let version = single(headers, "mcp-protocol-version")?
             .ok_or_else(|| mismatch("Missing MCP-Protocol-Version header".into()))?;
         let version = decode_header(version)
             .map_err(|why| mismatch(format!("MCP-Protocol-Version header {why}")))?;
-        if let Some(Value::String(body)) =
-            peek.meta.as_ref().and_then(|m| m.protocol_version.as_ref())
-            && *body != version
+        check_named(headers, "mcp-method", Some(method_name))?;
+        Ok(version)
+    }
+
+    /// The header checks against the decoded body: the version, `Mcp-Name`
+    /// and `Mcp-Param-*` — read from the same strict decode the dispatcher
+    /// serves, so no header can be checked against one reading of the body
+    /// and served from another.
+    fn check_headers(
+        headers: &HeaderMap,
+        version: &str,
+        decoded: &DecodedRequest,
+    ) -> Result<(), ErrorObject> {
+        let request = decoded.request();
+        if let Some(meta) = request.meta()
+            && meta.protocol_version != version
         {
             return Err(mismatch(format!(
-                "Header mismatch: MCP-Protocol-Version header value '{version}' does not match body value '{body}'"
+                "Header mismatch: MCP-Protocol-Version header value '{version}' does not match body value '{}'",
+                meta.protocol_version
             )));
         }
-        check_named(headers, "mcp-method", Some(method_name))?;
-        let name_source = match method_name {
-            method::TOOLS_CALL | method::PROMPTS_GET => Some(&peek.name),
-            method::RESOURCES_READ => Some(&peek.uri),
-            method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL => Some(&peek.task_id),
+        let name = match request {
+            ClientRequest::CallTool(p) => Some(p.name.as_str()),
+            ClientRequest::GetPrompt(p) => Some(p.name.as_str()),
+            ClientRequest::ReadResource(p) => Some(p.uri.as_str()),
+            ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => Some(p.task_id.as_str()),
+            ClientRequest::UpdateTask(p) => Some(p.task_id.as_str()),
             _ => None,
         };
-        // A missing or non-string value is the body's problem (-32602), not
-        // the header's.
-        if let Some(Some(Value::String(body))) = name_source {
-            check_named(headers, "mcp-name", Some(body))?;
+        if let Some(name) = name {
+            check_named(headers, "mcp-name", Some(name))?;
         }
-        if method_name == method::TOOLS_CALL
-            && let Some(Value::String(tool)) = &peek.name
+        if let ClientRequest::CallTool(p) = request
+            && let Some(entry) = decoded.registry().tools.get(&p.name)
         {
-            self.check_param_headers(headers, tool, peek.arguments.as_ref())?;
+            check_param_headers(headers, &entry.header_params, p.arguments.as_ref())?;
         }
         Ok(())
     }
+}
 
-    /// `Mcp-Param-*` for the tool's `x-mcp-header` arguments.
-    fn check_param_headers(
-        &self,
-        headers: &HeaderMap,
-        tool: &str,
-        arguments: Option<&Value>,
-    ) -> Result<(), ErrorObject> {
-        let registry = self.server.registry();
-        let Some(entry) = registry.tools.get(tool) else {
-            return Ok(());
+/// `Mcp-Param-*` for the tool's `x-mcp-header` arguments.
+fn check_param_headers(
+    headers: &HeaderMap,
+    params: &[HeaderParam],
+    arguments: Option<&JsonObject>,
+) -> Result<(), ErrorObject> {
+    for param in params {
+        let mut path = param.path.iter();
+        let mut value = path.next().and_then(|first| arguments?.get(first));
+        for key in path {
+            value = value.and_then(|v| v.get(key));
+        }
+        let header_name = format!("mcp-param-{}", param.name.to_ascii_lowercase());
+        let header = single(headers, header_name.as_str())?;
+        let display = format!("Mcp-Param-{}", param.name);
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            continue;
         };
-        for param in &entry.header_params {
-            let mut value = arguments;
-            for key in &param.path {
-                value = value.and_then(|v| v.get(key));
+        let Some(header) = header else {
+            return Err(mismatch(format!("Missing {display} header")));
+        };
+        let decoded =
+            decode_header(header).map_err(|why| mismatch(format!("{display} header {why}")))?;
+        let matches = match (param.kind, value) {
+            (HeaderParamType::String, Value::String(s)) => *s == decoded,
+            (HeaderParamType::Integer, Value::Number(n)) => decoded
+                .parse::<i64>()
+                .ok()
+                .is_some_and(|h| n.as_i64() == Some(h)),
+            (HeaderParamType::Boolean, Value::Bool(b)) => {
+                decoded == if *b { "true" } else { "false" }
             }
-            let header_name = format!("mcp-param-{}", param.name.to_ascii_lowercase());
-            let header = headers.get(header_name.as_str());
-            let display = format!("Mcp-Param-{}", param.name);
-            let Some(value) = value.filter(|v| !v.is_null()) else {
-                continue;
-            };
-            let Some(header) = header else {
-                return Err(mismatch(format!("Missing {display} header")));
-            };
-            let decoded =
-                decode_header(header).map_err(|why| mismatch(format!("{display} header {why}")))?;
-            let matches = match (param.kind, value) {
-                (HeaderParamType::String, Value::String(s)) => *s == decoded,
-                (HeaderParamType::Integer, Value::Number(n)) => decoded
-                    .parse::<i64>()
-                    .ok()
-                    .is_some_and(|h| n.as_i64() == Some(h)),
-                (HeaderParamType::Boolean, Value::Bool(b)) => {
-                    decoded == if *b { "true" } else { "false" }
-                }
-                // A value of the wrong type is the arguments' problem: the tool
-                // reports it (isError).
-                _ => true,
-            };
-            if !matches {
-                return Err(mismatch(format!(
-                    "Header mismatch: {display} header value '{decoded}' does not match the argument"
-                )));
-            }
+            // A value of the wrong type is the arguments' problem: the tool
+            // reports it (isError).
+            _ => true,
+        };
+        if !matches {
+            return Err(mismatch(format!(
+                "Header mismatch: {display} header value '{decoded}' does not match the argument"
+            )));
         }
-        Ok(())
     }
+    Ok(())
+}
 
+impl Http {
     #[allow(
         clippy::too_many_lines,
         reason = "one pass over the checks of the table in the module docs"
@@ -608,6 +605,11 @@ impl Http {
         }
         let (parts, body) = request.into_parts();
         let headers = &parts.headers;
+        // Anonymous callers' replay records are bounded per address.
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|info| Arc::<str>::from(info.0.ip().to_string()));
         let forbidden = || {
             error_response(
                 StatusCode::FORBIDDEN,
@@ -679,18 +681,23 @@ impl Http {
             }
             Err(e) => return error_response(StatusCode::BAD_REQUEST, None, e.to_error_object()),
         };
-        let peek: Peek = request
-            .params
-            .as_deref()
-            .and_then(|p: &RawValue| serde_json::from_str(p.get()).ok())
-            .unwrap_or_default();
-        if let Err(error) = self.check_headers(headers, &request.method, &peek) {
+        let version = match Self::check_envelope_headers(headers, &request.method) {
+            Ok(version) => version,
+            Err(error) => return error_response(StatusCode::BAD_REQUEST, Some(request.id), error),
+        };
+        // Decoded once: the header checks below and the dispatcher read the
+        // same typed request.
+        let decoded = match self.server.decode(&request) {
+            Ok(decoded) => decoded,
+            Err(reply) => return reply_response(&reply),
+        };
+        if let Err(error) = Self::check_headers(headers, &version, &decoded) {
             return error_response(StatusCode::BAD_REQUEST, Some(request.id), error);
         }
         let streams = request.method == method::SUBSCRIPTIONS_LISTEN
-            || peek
-                .meta
-                .as_ref()
+            || decoded
+                .request()
+                .meta()
                 .is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some());
         let cancel = CancellationToken::new();
         let guard = cancel.clone().drop_guard();
@@ -701,13 +708,11 @@ impl Http {
             (None, None)
         };
         let server = self.server.clone();
-        let call = CallContext {
-            principal,
-            notifier,
-            cancel,
-        };
+        let mut call = CallContext::new(principal).with_cancel(cancel);
+        call.notifier = notifier;
+        call.peer = peer;
         let handling: BoxFuture<'static, Reply> =
-            Box::pin(async move { server.handle(&request, call).await });
+            Box::pin(async move { server.handle_decoded(decoded, call).await });
         let Some(mut notifications) = notifications else {
             let reply = handling.await;
             drop(guard.disarm());

@@ -20,9 +20,10 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::call::CallContext;
 use crate::ctx::Notifier;
 use crate::principal::Principal;
-use crate::server::{CallContext, Server};
+use crate::server::Server;
 
 /// Limits of the stdio transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,11 +150,11 @@ async fn serve_request(
     seq: u64,
 ) {
     let (notifier, mut notifications) = Notifier::channel(256);
-    let call = CallContext {
-        principal: Principal::anonymous(),
-        notifier: Some(notifier),
-        cancel: cancel.clone(),
-    };
+    // One peer per stdio process: anonymous replay records share its bound.
+    let call = CallContext::new(Principal::anonymous())
+        .with_notifier(notifier)
+        .with_cancel(cancel.clone())
+        .with_peer("stdio");
     let handling = server.handle(request, call);
     tokio::pin!(handling);
     loop {

@@ -367,28 +367,23 @@ async fn a_nested_form_is_an_internal_error_and_fails_registration() {
     assert!(err.to_string().contains("field `inner`"), "{err}");
 }
 
+/// A guarded leg that fails after its state was claimed has had its run: the
+/// failure is its outcome, and the same retry never runs the handler again
+/// (with `single_use` alone, a duplicate is the uniform refusal).
 #[tokio::test]
-async fn s11_a_leg_that_fails_releases_its_state_for_the_same_retry() {
-    let (c, _, _) = client();
+async fn s11_a_guarded_leg_that_fails_keeps_its_failure() {
+    let (c, counters, _) = client();
     let r1 = c.call_tool("flaky", json!({})).await;
     let go = json!({"go": {"action": "accept", "content": {"ok": true}}});
     let failed = c
         .retry_tool("flaky", json!({}), go.clone(), r1.request_state())
         .await;
     assert_eq!(failed.error_code(), Some(code::INTERNAL_ERROR));
-    // The claim is released in the background; the same retry then works.
-    let mut outcome = None;
-    for _ in 0..100 {
-        let e = c
-            .retry_tool("flaky", json!({}), go.clone(), r1.request_state())
-            .await;
-        if e.outcome.is_ok() {
-            outcome = Some(e);
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(outcome.expect("released").text(), Some("done"));
+    let again = c
+        .retry_tool("flaky", json!({}), go, r1.request_state())
+        .await;
+    assert_refused(&again, "a duplicate of a failed single-use leg");
+    assert_eq!(counters.flaky_calls.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,6 +14,10 @@
 //! # });
 //! ```
 
+mod store;
+
+pub use store::{Advance, ManualClock, RealTime, replay_store_contract};
+
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::{Value, json};
@@ -22,9 +26,10 @@ use tern_protocol::jsonrpc::{Request, RequestId};
 use tern_protocol::{ClientCapabilities, version};
 use tokio_util::sync::CancellationToken;
 
+use crate::call::CallContext;
 use crate::ctx::Notifier;
 use crate::principal::Principal;
-use crate::server::{CallContext, Server};
+use crate::server::Server;
 
 /// What one request got back.
 #[derive(Debug, Clone)]
@@ -170,11 +175,9 @@ impl TestClient {
             params,
         };
         let (notifier, mut rx) = Notifier::channel(1024);
-        let call = CallContext {
-            principal: principal.clone(),
-            notifier: Some(notifier),
-            cancel,
-        };
+        let call = CallContext::new(principal.clone())
+            .with_notifier(notifier)
+            .with_cancel(cancel);
         let reply = self.server.handle(&request, call).await;
         let mut notifications = Vec::new();
         while let Ok(n) = rx.try_recv() {

@@ -1,0 +1,393 @@
+//! [`ServerBuilder`]: what a server offers and how it is configured, with
+//! the defaults and their numbers.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tern_protocol::Implementation;
+use tern_protocol::result::CacheScope;
+use tern_seal::{KeyRing, Sealer, SealerOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::completion::CompletionDef;
+use crate::engine::{CallLimits, Clock, Engine, SystemClock};
+use crate::error::BuildError;
+use crate::prompt::PromptDef;
+use crate::registry::{Changes, Registry};
+use crate::replay::{MemoryReplayStore, ReplayStore, StoreLimits};
+use crate::resource::{ResourceDef, ResourceTemplateDef};
+use crate::server::{Inner, Server};
+use crate::tool::{ToolDef, ToolEntry};
+
+/// Caching hints for a kind of result (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheHints {
+    /// How long a client may reuse the result, in milliseconds.
+    pub ttl_ms: u64,
+    /// Who may share it.
+    pub scope: CacheScope,
+}
+
+impl CacheHints {
+    /// Hints.
+    pub fn new(ttl: Duration, scope: CacheScope) -> Self {
+        Self {
+            ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+            scope,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) page_size: usize,
+    pub(crate) list_cache: CacheHints,
+    pub(crate) read_cache: CacheHints,
+    pub(crate) progress_interval: Duration,
+}
+
+/// Builds a [`Server`].
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    tools: Vec<ToolDef>,
+    prompts: Vec<PromptDef>,
+    resources: Vec<ResourceDef>,
+    templates: Vec<ResourceTemplateDef>,
+    completions: Vec<CompletionDef>,
+    keys: Option<KeyRing>,
+    multi_instance: bool,
+    state_ttl: Duration,
+    max_state_len: usize,
+    replay: Option<Arc<dyn ReplayStore>>,
+    store_limits: StoreLimits,
+    limits: CallLimits,
+    clock: Arc<dyn Clock>,
+    config: Config,
+    changes: Changes,
+    audience: Option<String>,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Default lifetime of a `requestState`: 10 minutes, refreshed each round.
+pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
+/// Default size cap of a `requestState` token: 64 KiB.
+pub const DEFAULT_MAX_STATE_LEN: usize = 64 * 1024;
+/// Default page size of the list methods: 100.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+impl ServerBuilder {
+    pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            info: Implementation::new(name, version),
+            instructions: None,
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            completions: Vec::new(),
+            keys: None,
+            multi_instance: false,
+            state_ttl: DEFAULT_STATE_TTL,
+            max_state_len: DEFAULT_MAX_STATE_LEN,
+            replay: None,
+            store_limits: StoreLimits::default(),
+            limits: CallLimits::default(),
+            clock: Arc::new(SystemClock),
+            changes: Changes::default(),
+            audience: None,
+            config: Config {
+                page_size: DEFAULT_PAGE_SIZE,
+                list_cache: CacheHints::new(Duration::from_secs(60), CacheScope::Public),
+                read_cache: CacheHints::new(Duration::ZERO, CacheScope::Private),
+                progress_interval: Duration::from_millis(10),
+            },
+        }
+    }
+
+    /// The server's title, description and so on (`serverInfo`).
+    #[must_use]
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// Instructions for clients and models, sent in `server/discover`.
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Registers a tool. Tools are listed in registration order.
+    #[must_use]
+    pub fn tool(mut self, tool: ToolDef) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Registers a prompt.
+    #[must_use]
+    pub fn prompt(mut self, prompt: PromptDef) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Registers a resource at a fixed URI.
+    #[must_use]
+    pub fn resource(mut self, resource: ResourceDef) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Registers a resource template.
+    #[must_use]
+    pub fn resource_template(mut self, template: ResourceTemplateDef) -> Self {
+        self.templates.push(template);
+        self
+    }
+
+    /// Registers completions for a prompt or a resource template.
+    #[must_use]
+    pub fn completion(mut self, completion: CompletionDef) -> Self {
+        self.completions.push(completion);
+        self
+    }
+
+    /// The keys that seal `requestState`: the first seals, all open. Every
+    /// replica must share them. Without keys a random one is made at start-up,
+    /// which serves a single process only (and says so in the log).
+    #[must_use]
+    pub fn keys(mut self, keys: KeyRing) -> Self {
+        self.keys = Some(keys);
+        self
+    }
+
+    /// Who `requestState` is sealed for (default: the server's name). Give
+    /// one value per logical server, the same on every replica (its public
+    /// URL, say), so that two servers sharing keys never accept each other's
+    /// states.
+    #[must_use]
+    pub fn audience(mut self, audience: impl Into<String>) -> Self {
+        self.audience = Some(audience.into());
+        self
+    }
+
+    /// Declares that several instances serve this server: [`Self::build`] then
+    /// refuses to start without shared [`Self::keys`], or with a replay store
+    /// that only one process sees (the default in-memory one): a duplicate
+    /// retry that reached another replica would run its effect again.
+    #[must_use]
+    pub fn multi_instance(mut self) -> Self {
+        self.multi_instance = true;
+        self
+    }
+
+    /// Lifetime of each round's `requestState` (default 10 minutes).
+    #[must_use]
+    pub fn state_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = ttl;
+        self
+    }
+
+    /// Size cap of a `requestState` token (default 64 KiB); a round whose
+    /// state would be larger fails with `-32603`.
+    #[must_use]
+    pub fn max_state_len(mut self, len: usize) -> Self {
+        self.max_state_len = len;
+        self
+    }
+
+    /// Where single-use and idempotent-retry records live (default: a
+    /// [`MemoryReplayStore`] in this process, bounded by
+    /// [`Self::replay_store_limits`]).
+    #[must_use]
+    pub fn replay_store(mut self, store: Arc<dyn ReplayStore>) -> Self {
+        self.replay = Some(store);
+        self
+    }
+
+    /// Byte bounds of the default in-memory replay store (default
+    /// [`StoreLimits::default`]: 64 MiB in all, 8 MiB per principal, 1 MiB
+    /// per anonymous peer, outcomes up to 1 MiB kept).
+    #[must_use]
+    pub fn replay_store_limits(mut self, limits: StoreLimits) -> Self {
+        self.store_limits = limits;
+        self
+    }
+
+    /// Bounds of one logical call and of guarded legs (default
+    /// [`CallLimits::default`]: 1 hour, 32 rounds, 60 s per guarded leg).
+    #[must_use]
+    pub fn call_limits(mut self, limits: CallLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The clock used for state expiry and the default replay store (tests
+    /// inject one).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Page size of the list methods (default 100).
+    #[must_use]
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.config.page_size = size.max(1);
+        self
+    }
+
+    /// Caching hints of `server/discover` and the list results (default
+    /// 60 s, public).
+    #[must_use]
+    pub fn list_cache(mut self, hints: CacheHints) -> Self {
+        self.config.list_cache = hints;
+        self
+    }
+
+    /// Caching hints of `resources/read` results (default 0, private).
+    #[must_use]
+    pub fn read_cache(mut self, hints: CacheHints) -> Self {
+        self.config.read_cache = hints;
+        self
+    }
+
+    /// Least time between two progress notifications of one request (default
+    /// 10 ms; the one reaching `total` is always sent).
+    #[must_use]
+    pub fn progress_interval(mut self, interval: Duration) -> Self {
+        self.config.progress_interval = interval;
+        self
+    }
+
+    /// The change announcer of the server being built, for handlers that
+    /// change what the server offers (see [`Changes`]).
+    pub fn changes(&self) -> Changes {
+        self.changes.clone()
+    }
+
+    /// Checks everything and builds the server.
+    #[allow(clippy::too_many_lines, reason = "one check after another, in order")]
+    pub fn build(self) -> Result<Server, BuildError> {
+        let configured_keys = self.keys.is_some();
+        let keys = match self.keys {
+            Some(keys) => keys,
+            None if self.multi_instance => {
+                return Err(BuildError(
+                    "a server configured for several instances needs shared requestState keys"
+                        .into(),
+                ));
+            }
+            None => {
+                tracing::warn!(
+                    "no requestState keys configured: using a random key for this process only; \
+                     pending questions will not survive a restart or reach another replica"
+                );
+                KeyRing::generate()
+            }
+        };
+        let sealer = Sealer::new(
+            keys,
+            SealerOptions {
+                ttl: self.state_ttl,
+                max_token_len: self.max_state_len,
+                audience: self
+                    .audience
+                    .clone()
+                    .unwrap_or_else(|| self.info.name.clone()),
+            },
+        );
+        let mut registry = Registry::default();
+        for def in self.tools {
+            let name = def.tool.name.clone();
+            if registry
+                .tools
+                .insert(name.clone(), Arc::new(ToolEntry::new(def)?))
+                .is_some()
+            {
+                return Err(BuildError(format!("tool {name} is registered twice")));
+            }
+        }
+        for def in self.prompts {
+            def.check()?;
+            let name = def.prompt.name.clone();
+            if registry
+                .prompts
+                .insert(name.clone(), Arc::new(def))
+                .is_some()
+            {
+                return Err(BuildError(format!("prompt {name} is registered twice")));
+            }
+        }
+        for def in self.resources {
+            let def = def.finish()?;
+            let uri = def.resource.uri.clone();
+            if registry
+                .resources
+                .insert(uri.clone(), Arc::new(def))
+                .is_some()
+            {
+                return Err(BuildError(format!("resource {uri} is registered twice")));
+            }
+        }
+        for def in self.templates {
+            registry.templates.push(Arc::new(def.finish()?));
+        }
+        registry.completions = self
+            .completions
+            .into_iter()
+            .map(|c| (CompletionDef::key(&c.reference), c))
+            .collect();
+        registry.refresh();
+        let store = self.replay.unwrap_or_else(|| {
+            Arc::new(MemoryReplayStore::new(
+                self.store_limits,
+                Arc::clone(&self.clock),
+            ))
+        });
+        if !store.is_shared() {
+            if self.multi_instance {
+                return Err(BuildError(
+                    "a server configured for several instances needs a replay store every \
+                     instance shares (tern-redis): with one per process, a duplicate retry that \
+                     reaches another instance runs its effect again"
+                        .into(),
+                ));
+            }
+            if configured_keys {
+                tracing::warn!(
+                    "requestState keys are configured (so other processes may open these states) \
+                     but the replay store is this process's memory: single_use and \
+                     idempotent_retry hold within this process only"
+                );
+            }
+        }
+        let inner = Inner {
+            instructions: self.instructions,
+            registry: RwLock::new(Arc::new(registry)),
+            changes: self.changes,
+            shutdown: CancellationToken::new(),
+            engine: Arc::new(Engine {
+                sealer,
+                store,
+                clock: self.clock,
+                limits: self.limits,
+                info: self.info,
+                progress_interval: self.config.progress_interval,
+            }),
+            config: self.config,
+        };
+        Ok(Server {
+            inner: Arc::new(inner),
+        })
+    }
+}

@@ -1,0 +1,288 @@
+//! Answering requests: each request is decoded once, strictly, into a
+//! [`DecodedRequest`] that transports inspect (HTTP checks its headers
+//! against it) and the dispatcher routes, on one registry snapshot.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tern_protocol::discover::DiscoverResult;
+use tern_protocol::error::ErrorObject;
+use tern_protocol::jsonrpc::{self, RequestId};
+use tern_protocol::meta::{RequestMeta, ResultMeta};
+use tern_protocol::prompt::ListPromptsResult;
+use tern_protocol::resource::{ListResourceTemplatesResult, ListResourcesResult};
+use tern_protocol::tool::ListToolsResult;
+use tern_protocol::{ClientRequest, version};
+
+use crate::call::{CallContext, Reply};
+use crate::engine::AnswerSource;
+use crate::engine::runner::INVALID_STATE;
+use crate::engine::strategy::Strategy;
+use crate::json::{Json, to_json};
+use crate::paging::page;
+use crate::registry::Registry;
+use crate::server::{Server, serves};
+
+/// A request decoded once: its id and its typed params. Get one from
+/// [`Server::decode`], answer it with [`Server::handle_decoded`].
+pub struct DecodedRequest {
+    id: RequestId,
+    request: ClientRequest,
+    registry: Arc<Registry>,
+}
+
+impl std::fmt::Debug for DecodedRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodedRequest")
+            .field("id", &self.id)
+            .field("method", &self.request.method())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DecodedRequest {
+    /// The request's id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The typed request.
+    pub fn request(&self) -> &ClientRequest {
+        &self.request
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+/// A failed request, and whether the request itself was malformed.
+pub(crate) struct Fail {
+    pub(crate) error: ErrorObject,
+    pub(crate) malformed: bool,
+}
+
+impl From<ErrorObject> for Fail {
+    fn from(error: ErrorObject) -> Self {
+        Self {
+            error,
+            malformed: false,
+        }
+    }
+}
+
+/// What a failed decode still reads: `_meta`, to tell an unsupported version
+/// from other bad params, and whether `requestState` was there at all.
+#[derive(serde::Deserialize)]
+struct Salvage {
+    #[serde(rename = "_meta", default)]
+    meta: Option<Value>,
+    #[serde(rename = "requestState", default)]
+    request_state: Option<Value>,
+}
+
+/// The version check (spec §1.3): `-32022` with what is supported.
+fn check_version(meta: &RequestMeta) -> Result<(), ErrorObject> {
+    if meta.protocol_version == version::LATEST {
+        Ok(())
+    } else {
+        Err(ErrorObject::unsupported_version(
+            vec![version::LATEST.to_owned()],
+            meta.protocol_version.clone(),
+        ))
+    }
+}
+
+impl Server {
+    /// Answers one request. Nothing is carried over from earlier requests: the
+    /// version, the capabilities and any MRTR state come from this one.
+    pub async fn handle(&self, request: &jsonrpc::Request, call: CallContext) -> Reply {
+        match self.decode(request) {
+            Ok(decoded) => self.handle_decoded(decoded, call).await,
+            Err(reply) => *reply,
+        }
+    }
+
+    /// Answers one request under the *await* strategy: the handler's
+    /// questions go to `source` and the running handler waits for the
+    /// answers (a task, a 2025-11-25 session; see
+    /// [`crate::engine::strategy`]). Everything else is as [`Self::handle`].
+    pub async fn handle_awaiting(
+        &self,
+        request: &jsonrpc::Request,
+        call: CallContext,
+        source: Arc<dyn AnswerSource>,
+    ) -> Reply {
+        match self.decode(request) {
+            Ok(decoded) => self.answer(decoded, call, Strategy::Await(source)).await,
+            Err(reply) => *reply,
+        }
+    }
+
+    /// Decodes `request` strictly, once: an unknown or unserved method is
+    /// `-32601`; params that do not decode are `-32602` (`-32022` when their
+    /// version is the problem; the uniform `requestState` refusal when a
+    /// `requestState` is not a string).
+    pub fn decode(&self, request: &jsonrpc::Request) -> Result<DecodedRequest, Box<Reply>> {
+        let fail = |fail: Fail| {
+            Box::new(Reply {
+                id: request.id.clone(),
+                outcome: Err(fail.error),
+                malformed: fail.malformed,
+            })
+        };
+        let registry = self.registry();
+        let m = request.method.as_str();
+        if !serves(&registry, m) {
+            return Err(fail(ErrorObject::method_not_found(m).into()));
+        }
+        match ClientRequest::decode(m, request.params.as_deref()) {
+            Ok(ClientRequest::Other { .. }) => Err(fail(ErrorObject::method_not_found(m).into())),
+            Ok(typed) => Ok(DecodedRequest {
+                id: request.id.clone(),
+                request: typed,
+                registry,
+            }),
+            Err(e) => {
+                let salvage = request
+                    .params
+                    .as_deref()
+                    .and_then(|raw| serde_json::from_str::<Salvage>(raw.get()).ok());
+                // An unsupported version wins over other bad params (-32022).
+                if let Some(meta) = salvage
+                    .as_ref()
+                    .and_then(|s| s.meta.as_ref())
+                    .and_then(|m| <RequestMeta as serde::Deserialize>::deserialize(m).ok())
+                    && let Err(error) = check_version(&meta)
+                {
+                    return Err(fail(error.into()));
+                }
+                // A requestState that is not a string is a refused state like
+                // any other: the one uniform message (DESIGN §3).
+                let error = if salvage
+                    .as_ref()
+                    .and_then(|s| s.request_state.as_ref())
+                    .is_some_and(|v| !v.is_string())
+                {
+                    tracing::info!(reason = "not a string", "requestState refused");
+                    ErrorObject::invalid_params(INVALID_STATE)
+                } else {
+                    ErrorObject::invalid_params(e.to_string())
+                };
+                Err(fail(Fail {
+                    error,
+                    malformed: true,
+                }))
+            }
+        }
+    }
+
+    /// Answers a request [`Self::decode`] decoded.
+    pub async fn handle_decoded(&self, decoded: DecodedRequest, call: CallContext) -> Reply {
+        self.answer(decoded, call, Strategy::Suspend).await
+    }
+
+    async fn answer(
+        &self,
+        decoded: DecodedRequest,
+        call: CallContext,
+        strategy: Strategy,
+    ) -> Reply {
+        let id = decoded.id.clone();
+        let outcome = self.dispatch(decoded, call, strategy).await;
+        Reply {
+            id,
+            outcome,
+            malformed: false,
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        decoded: DecodedRequest,
+        call: CallContext,
+        strategy: Strategy,
+    ) -> Result<Json, ErrorObject> {
+        if let Some(meta) = decoded.request.meta() {
+            check_version(meta)?;
+        }
+        let engine = &self.inner.engine;
+        let page_size = self.inner.config.page_size;
+        let registry = Arc::clone(&decoded.registry);
+        let hints = self.inner.config.list_cache;
+        let meta = || Some(ResultMeta::with_server_info(engine.info.clone()));
+        let id = decoded.id;
+        match decoded.request {
+            ClientRequest::Discover(_) => Ok(to_json(&DiscoverResult {
+                result_type: tern_protocol::result::CompleteTag,
+                supported_versions: vec![version::LATEST.to_owned()],
+                capabilities: registry.capabilities.clone(),
+                instructions: self.inner.instructions.clone(),
+                ttl_ms: Some(hints.ttl_ms),
+                cache_scope: Some(hints.scope),
+                meta: meta(),
+            })),
+            ClientRequest::ListTools(p) => {
+                let (tools, next_cursor) =
+                    page(p.cursor.as_deref(), &registry.tool_list, page_size)?;
+                Ok(to_json(&ListToolsResult {
+                    tools,
+                    next_cursor,
+                    ttl_ms: Some(hints.ttl_ms),
+                    cache_scope: Some(hints.scope),
+                    meta: meta(),
+                    ..ListToolsResult::default()
+                }))
+            }
+            ClientRequest::ListResources(p) => {
+                let (resources, next_cursor) =
+                    page(p.cursor.as_deref(), &registry.resource_list, page_size)?;
+                Ok(to_json(&ListResourcesResult {
+                    resources,
+                    next_cursor,
+                    ttl_ms: Some(hints.ttl_ms),
+                    cache_scope: Some(hints.scope),
+                    meta: meta(),
+                    ..ListResourcesResult::default()
+                }))
+            }
+            ClientRequest::ListResourceTemplates(p) => {
+                let (resource_templates, next_cursor) =
+                    page(p.cursor.as_deref(), &registry.template_list, page_size)?;
+                Ok(to_json(&ListResourceTemplatesResult {
+                    resource_templates,
+                    next_cursor,
+                    ttl_ms: Some(hints.ttl_ms),
+                    cache_scope: Some(hints.scope),
+                    meta: meta(),
+                    ..ListResourceTemplatesResult::default()
+                }))
+            }
+            ClientRequest::ListPrompts(p) => {
+                let (prompts, next_cursor) =
+                    page(p.cursor.as_deref(), &registry.prompt_list, page_size)?;
+                Ok(to_json(&ListPromptsResult {
+                    prompts,
+                    next_cursor,
+                    ttl_ms: Some(hints.ttl_ms),
+                    cache_scope: Some(hints.scope),
+                    meta: meta(),
+                    ..ListPromptsResult::default()
+                }))
+            }
+            ClientRequest::CallTool(p) => {
+                crate::tool::call(engine, &registry, id, p, call, strategy).await
+            }
+            ClientRequest::GetPrompt(p) => {
+                crate::prompt::get(engine, &registry, id, p, call, strategy).await
+            }
+            ClientRequest::ReadResource(p) => {
+                let read_cache = self.inner.config.read_cache;
+                crate::resource::read(engine, &registry, id, p, call, strategy, read_cache).await
+            }
+            ClientRequest::Completion(p) => Ok(to_json(&self.complete(&registry, p).await)),
+            ClientRequest::Listen(p) => self.listen(&id, p, call).await,
+            other => Err(ErrorObject::method_not_found(other.method())),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The engine of tools, prompts and resources (DESIGN §2, §2.1, §3): one leg
+//! runner for every method, the ways a question reaches the client, the
+//! sealed payload, and exactly-once for guarded legs.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `runner` | the one leg runner: opens the state, checks bindings and limits, merges answers, applies the replay policy, runs the handler, seals or finishes |
+//! | [`strategy`] | how a question reaches the client: *suspend* (MRTR) or *await* (an [`AnswerSource`]: a task, a live session) |
+//! | `payload` | what a `requestState` carries, versioned |
+//! | `guard` | guarded legs: the claim, the server-owned run, leases and duplicates |
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tern_protocol::Implementation;
+use tern_seal::Sealer;
+
+use crate::replay::ReplayStore;
+
+pub(crate) mod guard;
+pub(crate) mod payload;
+pub(crate) mod runner;
+pub mod strategy;
+
+pub use strategy::AnswerSource;
+
+/// A source of the current time; injected in tests.
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// Now.
+    fn now(&self) -> SystemTime;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// Fresh random bytes from the operating system.
+///
+/// # Panics
+///
+/// When the operating system's random source fails: a server that cannot mint
+/// unguessable ids and nonces must not go on.
+pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut out = [0u8; N];
+    if let Err(e) = getrandom::fill(&mut out) {
+        panic!("the operating system's random source failed: {e}");
+    }
+    out
+}
+
+/// The id of one logical call: random, minted on its first leg, sealed into
+/// every round's state, the same for every round (and every replica) of the
+/// call. Use it for downstream idempotency keys ([`crate::Ctx::call_id`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CallId([u8; 16]);
+
+impl CallId {
+    pub(crate) fn random() -> Self {
+        Self(random_bytes())
+    }
+
+    pub(crate) fn from_bytes(bytes: [u8; 16]) -> Self {
+        Self(bytes)
+    }
+
+    /// The id's bytes.
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+}
+
+impl fmt::Display for CallId {
+    /// 32 lowercase hex digits.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CallId({self})")
+    }
+}
+
+/// Bounds of one logical call and of guarded legs, with their defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallLimits {
+    /// Longest time from a call's first leg to its last: default 1 hour. A
+    /// state of an older call is refused like an expired one.
+    pub max_lifetime: Duration,
+    /// Most rounds one call may take: default 32. The leg that would ask
+    /// round 33 ends with [`crate::error::codes::CALL_LIMIT`].
+    pub max_rounds: u32,
+    /// Longest a guarded leg runs once claimed, whether or not its client is
+    /// still there: default 60 s. Past it the leg is stopped and its outcome
+    /// reads "unknown".
+    pub guarded_deadline: Duration,
+    /// How long a duplicate of a guarded retry waits for the first run's
+    /// outcome before it gets a state-only `input_required` to come back
+    /// with: default 10 s.
+    pub duplicate_wait: Duration,
+    /// How long a claim holds without renewal: default 15 s (renewed every
+    /// third of it while the leg runs). A process that dies leaves its claim
+    /// to lapse into "unknown" within this time.
+    pub lease: Duration,
+    /// How often a waiting duplicate re-reads the store, in case a wake-up
+    /// was lost: default 1 s.
+    pub recheck: Duration,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        Self {
+            max_lifetime: Duration::from_secs(3600),
+            max_rounds: 32,
+            guarded_deadline: Duration::from_secs(60),
+            duplicate_wait: Duration::from_secs(10),
+            lease: Duration::from_secs(15),
+            recheck: Duration::from_secs(1),
+        }
+    }
+}
+
+impl CallLimits {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`Self::max_lifetime`].
+    #[must_use]
+    pub fn max_lifetime(mut self, lifetime: Duration) -> Self {
+        self.max_lifetime = lifetime;
+        self
+    }
+
+    /// Sets [`Self::max_rounds`] (at least 1).
+    #[must_use]
+    pub fn max_rounds(mut self, rounds: u32) -> Self {
+        self.max_rounds = rounds.max(1);
+        self
+    }
+
+    /// Sets [`Self::guarded_deadline`].
+    #[must_use]
+    pub fn guarded_deadline(mut self, deadline: Duration) -> Self {
+        self.guarded_deadline = deadline;
+        self
+    }
+
+    /// Sets [`Self::duplicate_wait`].
+    #[must_use]
+    pub fn duplicate_wait(mut self, wait: Duration) -> Self {
+        self.duplicate_wait = wait;
+        self
+    }
+
+    /// Sets [`Self::lease`] (at least 3 ms, so it can be renewed).
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(3));
+        self
+    }
+
+    /// Sets [`Self::recheck`].
+    #[must_use]
+    pub fn recheck(mut self, every: Duration) -> Self {
+        self.recheck = every.max(Duration::from_millis(1));
+        self
+    }
+}
+
+/// How far a replica's clock may be off another's: a replay record outlives
+/// its state's sealed expiry by this much (the opener's own allowance).
+pub const CLOCK_SKEW: Duration = tern_seal::MAX_CLOCK_SKEW;
+
+/// What every leg of a server shares.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub(crate) sealer: Sealer,
+    pub(crate) store: Arc<dyn ReplayStore>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) limits: CallLimits,
+    pub(crate) info: Implementation,
+    pub(crate) progress_interval: Duration,
+}

@@ -1,0 +1,451 @@
+//! The one leg runner (DESIGN §2.1) shared by `tools/call`, `prompts/get` and
+//! `resources/read` — and by task bodies and legacy sessions through the
+//! *await* strategy. It is the one place that opens the state, checks every
+//! binding and the call's limits, merges and validates the answers, applies
+//! the replay policy, runs the handler, and seals or finishes.
+//!
+//! One leg, in order:
+//!
+//! 1. **Resume** (`Engine::resume`): no `requestState` starts a call (a fresh
+//!    call id, round 1); a state is opened and checked against the retry's
+//!    principal, method, target and arguments (S8–S10), its payload version,
+//!    and the call's lifetime. The retry's `inputResponses` are merged for
+//!    the questions the state asked (S14), each decoded as its question's
+//!    kind (S13) and size-checked. Every refusal is the one uniform `-32602`.
+//! 2. **Guard**: a leg of a `single_use` / `idempotent_retry` target that
+//!    presented a state is claimed in the replay store and runs in a
+//!    server-owned task (see `guard`); duplicates get the stored outcome.
+//! 3. **Run** under the strategy: *suspend* (MRTR) or *await*.
+//! 4. **Finish**: the method turns the handler's output into its result; or
+//!    the pending questions are sealed into the next round's state
+//!    (`input_required`), within the call's round limit.
+//!
+//! Every leg runs in a `leg` tracing span with the call id, round, method,
+//! target and outcome — never answers, state or principals.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::Value;
+use tern_protocol::error::{ErrorObject, code};
+use tern_protocol::mrtr::{InputKind, InputResponse};
+use tern_protocol::{InputRequests, InputRequiredResult, InputResponses, RequestId, RequestMeta};
+use tern_seal::{Claims, Expect};
+use tracing::Instrument as _;
+
+use crate::call::CallContext;
+use crate::ctx::{Ctx, CtxParts, Leg, LenCounter};
+use crate::engine::payload::{Payload, SealedPending, StoredAnswer};
+use crate::engine::strategy::{self, Driven, Strategy};
+use crate::engine::{CallId, Engine, guard, random_bytes};
+use crate::error::{ToolError, codes};
+use crate::json::{Json, to_json};
+use crate::principal::Principal;
+use crate::replay::BoxFuture;
+
+/// The message of every refused `requestState` (DESIGN §3: one uniform
+/// `-32602`, the real reason to the log only).
+pub(crate) const INVALID_STATE: &str = "Invalid or expired requestState";
+
+/// The fingerprint of an answer given without a `requestState` (see
+/// [`crate::ToolDef::answers_without_state`]): it counts for whichever question
+/// is asked under its key, and is then bound to it.
+pub(crate) const UNBOUND: &str = "*";
+
+pub(crate) fn invalid_state(reason: impl std::fmt::Display) -> ErrorObject {
+    tracing::info!(%reason, "requestState refused");
+    ErrorObject::invalid_params(INVALID_STATE)
+}
+
+/// What identifies the originating request (S10c).
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    pub(crate) method: &'static str,
+    pub(crate) target: String,
+    pub(crate) arguments: Option<Arc<Value>>,
+    pub(crate) principal: Principal,
+}
+
+/// What a target asks of the runner (DESIGN §3), the same for tools, prompts
+/// and resources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LegPolicy {
+    pub(crate) single_use: bool,
+    pub(crate) idempotent_retry: bool,
+    pub(crate) answers_without_state: bool,
+}
+
+impl LegPolicy {
+    /// Legs that present a state are claimed in the replay store.
+    pub(crate) fn guarded(self) -> bool {
+        self.single_use || self.idempotent_retry
+    }
+
+    /// `answers_without_state` lets a stateless leg carry answers, and a
+    /// stateless leg cannot be claimed: the two together would let a
+    /// "guarded" effect run any number of times.
+    pub(crate) fn check(self, what: &str) -> Result<(), crate::error::BuildError> {
+        if self.answers_without_state && self.guarded() {
+            return Err(crate::error::BuildError(format!(
+                "{what}: answers_without_state cannot be combined with single_use or \
+                 idempotent_retry (a leg without state cannot be claimed)"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One leg, as the method decoded it.
+#[derive(Debug)]
+pub(crate) struct LegRequest {
+    pub(crate) origin: Origin,
+    pub(crate) request_state: Option<String>,
+    pub(crate) responses: Option<InputResponses>,
+    pub(crate) policy: LegPolicy,
+    pub(crate) id: RequestId,
+    pub(crate) meta: RequestMeta,
+    pub(crate) call: CallContext,
+}
+
+/// The state a retry presented, once opened.
+#[derive(Debug, Clone)]
+pub(crate) struct Presented {
+    pub(crate) state_id: [u8; 16],
+    pub(crate) expires_at: SystemTime,
+    /// The token as received, for a duplicate told to come back with it.
+    pub(crate) token: String,
+}
+
+/// What a leg resumes from.
+#[derive(Debug)]
+pub(crate) struct Resumed {
+    pub(crate) payload: Payload,
+    /// Rounds (`input_required` results) the call went through so far.
+    pub(crate) round: u32,
+    pub(crate) presented: Option<Presented>,
+}
+
+/// The handler of a leg, given its context.
+pub(crate) type RunHandler<T> =
+    Box<dyn FnOnce(Ctx) -> BoxFuture<'static, Result<T, ToolError>> + Send>;
+
+/// Turns the handler's output into the method's result.
+pub(crate) type FinishLeg<T> =
+    Box<dyn FnOnce(&Engine, Result<T, ToolError>) -> Result<Json, ErrorObject> + Send>;
+
+impl Engine {
+    /// Runs one leg: see the module docs.
+    pub(crate) async fn run<T: Send + 'static>(
+        self: &Arc<Self>,
+        request: LegRequest,
+        handler: RunHandler<T>,
+        finish: FinishLeg<T>,
+        strategy: Strategy,
+    ) -> Result<Json, ErrorObject> {
+        let span = tracing::info_span!(
+            "leg",
+            call_id = tracing::field::Empty,
+            round = tracing::field::Empty,
+            method = request.origin.method,
+            target = %request.origin.target,
+            outcome = tracing::field::Empty,
+        );
+        let engine = Arc::clone(self);
+        async move {
+            // Boxed: a leg's future is large, and it is awaited inside every
+            // method's dispatch.
+            let result = Box::pin(engine.run_in_span(request, handler, finish, strategy)).await;
+            let outcome = match &result {
+                Ok(_) => "ok",
+                Err(e) if e.code == codes::OUTCOME_UNKNOWN => "unknown",
+                Err(_) => "error",
+            };
+            tracing::Span::current().record("outcome", outcome);
+            tracing::debug!("leg done");
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn run_in_span<T: Send + 'static>(
+        self: Arc<Self>,
+        request: LegRequest,
+        handler: RunHandler<T>,
+        finish: FinishLeg<T>,
+        strategy: Strategy,
+    ) -> Result<Json, ErrorObject> {
+        let resumed = self.resume(&request)?;
+        let span = tracing::Span::current();
+        span.record("call_id", tracing::field::display(resumed.payload.call_id));
+        span.record("round", resumed.round + 1);
+        if request.policy.guarded()
+            && matches!(strategy, Strategy::Suspend)
+            && resumed.presented.is_some()
+        {
+            return guard::run(self, request, resumed, handler, finish).await;
+        }
+        self.leg(request, resumed, handler, finish, strategy).await
+    }
+
+    /// Runs the handler of one leg under `strategy` and finishes it.
+    pub(crate) async fn leg<T: Send + 'static>(
+        self: Arc<Self>,
+        request: LegRequest,
+        resumed: Resumed,
+        handler: RunHandler<T>,
+        finish: FinishLeg<T>,
+        strategy: Strategy,
+    ) -> Result<Json, ErrorObject> {
+        {
+            let Resumed { payload, round, .. } = resumed;
+            let call_id = payload.call_id;
+            let started_at = payload.started_at;
+            let ctx = Ctx::new(CtxParts {
+                request_id: request.id.clone(),
+                call_id,
+                round: round + 1,
+                memo_limit: self.sealer.options().max_token_len / 2,
+                meta: request.meta.clone(),
+                principal: request.origin.principal.clone(),
+                server: self.info.clone(),
+                notifier: request.call.notifier.clone(),
+                cancel: request.call.cancel.clone(),
+                progress_interval: self.progress_interval,
+                leg: Leg {
+                    answers: payload.answers,
+                    memo: payload.memo,
+                    ..Leg::default()
+                },
+            });
+            let running = handler(ctx.clone());
+            let driven = match &strategy {
+                Strategy::Suspend => strategy::suspend(&ctx, running).await,
+                Strategy::Await(source) => {
+                    let check = |leg: &Leg, rounds: u32| {
+                        self.check_round(round + rounds)?;
+                        self.seal_leg(&request.origin, call_id, started_at, leg, round)
+                            .map(drop)
+                    };
+                    strategy::await_answers(&ctx, running, &**source, &check).await
+                }
+            };
+            match driven {
+                Driven::Done(out) => finish(&self, out),
+                Driven::Suspended => {
+                    let leg = ctx.take_leg();
+                    let round = round + 1;
+                    self.check_round(round)?;
+                    let (token, requests) =
+                        self.seal_leg(&request.origin, call_id, started_at, &leg, round - 1)?;
+                    let ir = if requests.is_empty() {
+                        InputRequiredResult::state_only(token)
+                    } else {
+                        InputRequiredResult::new(requests, Some(token))
+                    };
+                    Ok(self.stamp_input_required(ir))
+                }
+                Driven::Fatal(e) => Err(e),
+            }
+        }
+    }
+
+    /// The call may go through `round` rounds.
+    fn check_round(&self, round: u32) -> Result<(), ErrorObject> {
+        let max = self.limits.max_rounds;
+        if round > max {
+            return Err(ErrorObject::new(
+                codes::CALL_LIMIT,
+                format!("The call needed more than {max} rounds of questions"),
+            )
+            .with_data(serde_json::json!({ "maxRounds": max })));
+        }
+        Ok(())
+    }
+
+    /// `input_required` as sent: with the server's identity, no caching
+    /// hints (S17).
+    pub(crate) fn stamp_input_required(&self, mut ir: InputRequiredResult) -> Json {
+        ir.meta = Some(tern_protocol::meta::ResultMeta::with_server_info(
+            self.info.clone(),
+        ));
+        to_json(&ir)
+    }
+
+    /// Opens the retry's state, checks every binding (S8–S10) and the call's
+    /// lifetime, and merges the answers to the questions it asked (S14: other
+    /// keys are ignored; S13: an answer of the wrong shape is refused).
+    pub(crate) fn resume(&self, request: &LegRequest) -> Result<Resumed, ErrorObject> {
+        let now = self.clock.now();
+        let responses = request.responses.as_ref();
+        let Some(token) = request.request_state.as_deref() else {
+            let mut payload = Payload::first(CallId::random(), now);
+            if request.policy.answers_without_state {
+                // The handler opted in: answers count for whatever it asks
+                // under their keys, each checked against its question when
+                // asked.
+                for key in responses.into_iter().flat_map(InputResponses::keys) {
+                    let Some(raw) = responses.and_then(|r| r.raw(key)) else {
+                        continue;
+                    };
+                    self.check_answer_len(raw)?;
+                    payload.answers.insert(
+                        key.to_owned(),
+                        StoredAnswer {
+                            fingerprint: UNBOUND.to_owned(),
+                            value: raw.clone(),
+                        },
+                    );
+                }
+            }
+            // Otherwise nothing was asked, so no answer can count (S14).
+            return Ok(Resumed {
+                payload,
+                round: 0,
+                presented: None,
+            });
+        };
+        let origin = &request.origin;
+        let expect = Expect {
+            principal: origin.principal.id(),
+            method: origin.method,
+            target: &origin.target,
+            arguments: origin.arguments.as_deref(),
+        };
+        let opened = self
+            .sealer
+            .open(token, &expect, now)
+            .map_err(|e| invalid_state(format_args!("{:?}", e.reason())))?;
+        let payload = Payload::decode(&opened.payload, opened.state_id, opened.issued_at)
+            .map_err(invalid_state)?;
+        if now
+            .duration_since(payload.started_at)
+            .is_ok_and(|age| age > self.limits.max_lifetime)
+        {
+            return Err(invalid_state("the call outlived its maximum lifetime"));
+        }
+        let Payload {
+            call_id,
+            started_at,
+            mut answers,
+            pending,
+            memo,
+        } = payload;
+        for (key, pending) in &pending {
+            let Some(raw) = responses.and_then(|r| r.raw(key)) else {
+                continue;
+            };
+            let kind = InputKind::from(pending.kind);
+            self.check_answer_len(raw)?;
+            let response = InputResponse::decode_as(kind, raw)
+                .map_err(|e| invalid_state(format_args!("inputResponses[{key:?}]: {e}")))?;
+            // Keep the typed answer, not the raw one: members the answer's
+            // kind does not have are not carried into the sealed state.
+            let value = serde_json::to_value(&response)
+                .map_err(|e| invalid_state(format_args!("inputResponses[{key:?}]: {e}")))?;
+            answers.insert(
+                key.clone(),
+                StoredAnswer {
+                    fingerprint: pending.fingerprint.clone(),
+                    value,
+                },
+            );
+        }
+        Ok(Resumed {
+            payload: Payload {
+                call_id,
+                started_at,
+                answers,
+                pending: BTreeMap::new(),
+                memo,
+            },
+            round: opened.round,
+            presented: Some(Presented {
+                state_id: opened.state_id,
+                expires_at: opened.expires_at,
+                token: token.to_owned(),
+            }),
+        })
+    }
+
+    /// Seals the state of round `round + 1`: the answers the leg holds, its
+    /// pending questions and its memo.
+    fn seal_leg(
+        &self,
+        origin: &Origin,
+        call_id: CallId,
+        started_at: SystemTime,
+        leg: &Leg,
+        round: u32,
+    ) -> Result<(String, InputRequests), ErrorObject> {
+        let mut requests = InputRequests::new();
+        let mut pending = BTreeMap::new();
+        for (key, question) in &leg.pending {
+            pending.insert(
+                key.clone(),
+                SealedPending {
+                    fingerprint: question.fingerprint.clone(),
+                    kind: question.request.kind().into(),
+                },
+            );
+            requests.insert(key.clone(), question.request.clone());
+        }
+        let mut answers = leg.answers.clone();
+        // Unbound answers that no question used are dropped, not carried on.
+        answers.retain(|k, a| !pending.contains_key(k) && a.fingerprint != UNBOUND);
+        let payload = Payload {
+            call_id,
+            started_at,
+            answers,
+            pending,
+            memo: leg.memo.clone(),
+        };
+        let bytes = zeroize::Zeroizing::new(payload.encode().map_err(|e| {
+            tracing::error!(error = %e, "cannot encode requestState payload");
+            ErrorObject::new(code::INTERNAL_ERROR, "Internal error")
+        })?);
+        let claims = Claims {
+            principal: origin.principal.id(),
+            method: origin.method,
+            target: &origin.target,
+            arguments: origin.arguments.as_deref(),
+            state_id: random_bytes(),
+            round: round.saturating_add(1),
+            payload: &bytes,
+        };
+        let token = self
+            .sealer
+            .seal(&claims, self.clock.now(), random_bytes())
+            .map_err(|e| {
+                if e.is_inexact_arguments() {
+                    tracing::info!(error = %e, "arguments cannot be bound exactly");
+                    return ErrorObject::invalid_params(
+                        "The arguments hold a number that cannot be represented exactly; \
+                         send it as a string",
+                    );
+                }
+                tracing::error!(error = %e, "requestState too large to seal");
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "Internal error: the request's state grew too large",
+                )
+            })?;
+        Ok((token, requests))
+    }
+
+    /// An answer may use at most half the state's size cap: it is sealed into
+    /// the next round's state, and an oversized one is the client's fault
+    /// (`-32602`), not a server error later.
+    fn check_answer_len(&self, raw: &Value) -> Result<(), ErrorObject> {
+        let limit = self.sealer.options().max_token_len / 2;
+        let mut counter = LenCounter(0);
+        let _ = serde_json::to_writer(&mut counter, raw);
+        if counter.0 > limit {
+            return Err(ErrorObject::invalid_params(format!(
+                "An inputResponses entry is larger than {limit} bytes"
+            )));
+        }
+        Ok(())
+    }
+}
