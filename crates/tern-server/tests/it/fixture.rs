@@ -81,6 +81,15 @@ pub struct Counters {
     pub slow_payments: AtomicU64,
     pub ready: std::sync::atomic::AtomicBool,
     pub cancel_seen: tokio::sync::Notify,
+    /// `transfer`: effects made, audits written, and signals for each.
+    pub transfers: AtomicU64,
+    pub audits: AtomicU64,
+    pub transfer_started: tokio::sync::Notify,
+    pub transfer_done: tokio::sync::Notify,
+    pub release_audit: tokio::sync::Notify,
+    /// Runs of the guarded prompt and resource.
+    pub prompt_runs: AtomicU64,
+    pub read_runs: AtomicU64,
 }
 
 async fn greet(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
@@ -177,6 +186,77 @@ async fn pay(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
     };
     let n = counters.payments.fetch_add(1, Ordering::SeqCst) + 1;
     Ok(format!("payment #{n}"))
+}
+
+/// `bank.transfer().await; audit.log().await`: the effect, then a slow step
+/// (progress while it waits) that a broken connection interrupts.
+async fn transfer(
+    ctx: Ctx,
+    counters: Arc<Counters>,
+    fail_audit: bool,
+) -> Result<String, ToolError> {
+    let Answer::Accept(Confirm { ok: true }) = ctx
+        .ask(Elicit::<Confirm>::form("Transfer 100?").key("confirm"))
+        .await?
+    else {
+        return Ok("not transferred".into());
+    };
+    let n = counters.transfers.fetch_add(1, Ordering::SeqCst) + 1;
+    counters.transfer_started.notify_one();
+    let mut tick = 0.0;
+    loop {
+        tick += 1.0;
+        ctx.progress(tick, None, Some("auditing"));
+        tokio::select! {
+            () = ctx.cancelled() => break,
+            () = counters.release_audit.notified() => break,
+            () = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+    }
+    counters.audits.fetch_add(1, Ordering::SeqCst);
+    counters.transfer_done.notify_one();
+    if fail_audit {
+        return Err(ToolError::new(format!("transfer #{n} made, audit failed")));
+    }
+    Ok(format!("transfer #{n}, audited"))
+}
+
+/// The effect, then a step that never ends (a wedged downstream call).
+async fn wedge(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    ctx.ask(Elicit::<Confirm>::form("Go?").key("go")).await?;
+    counters.transfers.fetch_add(1, Ordering::SeqCst);
+    counters.transfer_started.notify_one();
+    std::future::pending::<()>().await;
+    Ok("unreachable".into())
+}
+
+/// The effect, then a panic.
+async fn boom(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    ctx.ask(Elicit::<Confirm>::form("Go?").key("go")).await?;
+    counters.transfers.fetch_add(1, Ordering::SeqCst);
+    panic!("the handler broke after its effect");
+}
+
+async fn guarded_prompt(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    let answer = ctx
+        .ask(Elicit::<Name>::form("Your name?").key("name"))
+        .await?;
+    let n = counters.prompt_runs.fetch_add(1, Ordering::SeqCst) + 1;
+    let name = answer
+        .accepted()
+        .map_or_else(|| "nobody".to_owned(), |a| a.name);
+    Ok(format!("prompt run #{n} for {name}"))
+}
+
+async fn guarded_read(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    let answer = ctx
+        .ask(Elicit::<Name>::form("Your name?").key("name"))
+        .await?;
+    let n = counters.read_runs.fetch_add(1, Ordering::SeqCst) + 1;
+    let name = answer
+        .accepted()
+        .map_or_else(|| "nobody".to_owned(), |a| a.name);
+    Ok(format!("read #{n} for {name}"))
 }
 
 async fn login(ctx: Ctx) -> Result<String, ToolError> {
@@ -420,6 +500,18 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
     let slow_pay_tool = move |ctx: Ctx| slow_pay(ctx, Arc::clone(&c));
     let c = Arc::clone(counters);
     let later_tool = move || later(Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let transfer_tool = move |ctx: Ctx| transfer(ctx, Arc::clone(&c), false);
+    let c = Arc::clone(counters);
+    let transfer_failing = move |ctx: Ctx| transfer(ctx, Arc::clone(&c), true);
+    let c = Arc::clone(counters);
+    let wedge_tool = move |ctx: Ctx| wedge(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let boom_tool = move |ctx: Ctx| boom(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let prompt = move |ctx: Ctx| guarded_prompt(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
+    let read = move |ctx: Ctx| guarded_read(ctx, Arc::clone(&c));
     Server::builder("fixture", "1.0.0")
         .keys(KeyRing::parse("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap())
         .clock(clock)
@@ -477,6 +569,21 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
         .tool(ToolDef::new("flaky", "Fails once after its question", flaky_tool).single_use())
         .tool(ToolDef::new("slow_pay", "Idempotent and slow", slow_pay_tool).idempotent_retry())
         .tool(ToolDef::new("later", "Not ready until told", later_tool))
+        .tool(
+            ToolDef::new("transfer", "An effect, then a slow audit", transfer_tool)
+                .single_use()
+                .idempotent_retry(),
+        )
+        .tool(
+            ToolDef::new(
+                "transfer_failing",
+                "An effect, then a failing audit",
+                transfer_failing,
+            )
+            .idempotent_retry(),
+        )
+        .tool(ToolDef::new("wedge", "An effect, then never ends", wedge_tool).idempotent_retry())
+        .tool(ToolDef::new("boom", "An effect, then a panic", boom_tool).idempotent_retry())
         .tool(ToolDef::new(
             "until_valid",
             "Asks until the answer suits it",
@@ -505,6 +612,8 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
         ))
         .resource(ResourceDef::new("res://ask", "ask", ask_resource).mime_type("text/plain"))
         .resource_template(ResourceTemplateDef::new("res://item/{id}", "item", item))
+        .prompt(PromptDef::new("guarded_prompt", "Idempotent prompt", prompt).idempotent_retry())
+        .resource(ResourceDef::new("res://guarded", "guarded", read).idempotent_retry())
         .completion(CompletionDef::prompt("ask_prompt", |r| async move {
             ["alice", "bob", "carol"]
                 .iter()

@@ -679,3 +679,44 @@ async fn subscriptions_acknowledge_filter_tag_keep_alive_and_close() {
             .any(|t| t["name"] == "extra")
     );
 }
+
+/// The network breaks during a guarded leg, after its effect: the run goes
+/// on without its client, and the retry gets its outcome (one effect).
+#[tokio::test]
+async fn a_guarded_leg_survives_its_client_disconnecting() {
+    let e = start(|h| h).await;
+    let first = post(&e, &call("transfer", json!({}))).await.json();
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let mut retry = call("transfer", json!({}));
+    retry["params"]["inputResponses"] =
+        json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    retry["params"]["requestState"] = json!(state);
+    let mut streaming = retry.clone();
+    streaming["params"]["_meta"]["progressToken"] = json!("audit");
+    let mut stream = TcpStream::connect(("127.0.0.1", e.port)).await.unwrap();
+    stream
+        .write_all(
+            request_text(
+                "POST",
+                e.port,
+                &mcp_headers(&streaming),
+                &streaming.to_string(),
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    e.counters.transfer_started.notified().await;
+    let mut head = vec![0u8; 512];
+    let n = stream.read(&mut head).await.unwrap();
+    assert!(String::from_utf8_lossy(&head[..n]).contains("text/event-stream"));
+    drop(stream);
+    e.counters.transfer_done.notified().await;
+    let again = post(&e, &retry).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(
+        again.json()["result"]["content"][0]["text"],
+        "transfer #1, audited"
+    );
+    assert_eq!(e.counters.transfers.load(Ordering::SeqCst), 1);
+}

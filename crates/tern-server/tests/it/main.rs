@@ -13,6 +13,7 @@
 )]
 
 mod adversarial;
+mod exactly_once;
 mod fixture;
 mod http;
 mod protocol;

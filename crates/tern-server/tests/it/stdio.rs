@@ -318,3 +318,38 @@ async fn subscriptions_over_stdio_are_tagged_and_end_on_cancel_or_shutdown() {
     let rest = p.finish().await;
     assert!(rest.iter().all(|m| m["id"] != "a"), "{rest:?}");
 }
+
+/// `notifications/cancelled` during a guarded leg, after its effect: nothing
+/// more is written for that id, the run finishes, and the retry under a new
+/// id gets its outcome (one effect).
+#[tokio::test]
+async fn a_cancelled_guarded_leg_finishes_and_its_retry_gets_the_outcome() {
+    let (mut p, counters) = start(StdioOptions::default());
+    p.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "transfer", "arguments": {}, "_meta": meta()}}).to_string()).await;
+    let first = p.recv().await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let retry = |id: u32| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "transfer", "arguments": {}, "_meta": meta(), "requestState": state,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"ok": true}}}}})
+        .to_string()
+    };
+    p.send(&retry(2)).await;
+    counters.transfer_started.notified().await;
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#)
+        .await;
+    counters.transfer_done.notified().await;
+    p.send(&retry(3)).await;
+    let answer = p.recv().await;
+    assert_eq!(answer["id"], 3, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "transfer #1, audited"
+    );
+    let rest = p.finish().await;
+    assert!(
+        rest.iter().all(|m| m["id"] != 2),
+        "nothing for the cancelled id: {rest:?}"
+    );
+    assert_eq!(counters.transfers.load(Ordering::SeqCst), 1);
+}
