@@ -63,6 +63,7 @@ impl CallContext {
 
 /// The answer to one request.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Reply {
     /// The request's id.
     pub id: RequestId,

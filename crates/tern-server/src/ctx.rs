@@ -36,9 +36,9 @@ impl Notifier {
     /// A notifier and the receiving end the transport drains. Sends never
     /// wait: when `capacity` notifications are queued, more are dropped (and
     /// logged), so a slow client cannot stall a handler.
-    pub fn channel(capacity: usize) -> (Self, mpsc::Receiver<ServerNotification>) {
+    pub fn channel(capacity: usize) -> (Self, Notifications) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        (Self(tx), rx)
+        (Self(tx), Notifications(rx))
     }
 
     pub(crate) fn send(&self, notification: ServerNotification) -> bool {
@@ -49,6 +49,44 @@ impl Notifier {
                 false
             }
         }
+    }
+}
+
+/// The receiving end of a [`Notifier`]: the notifications one request
+/// raised, in order, for its transport to write. Also a
+/// [`futures_core::Stream`].
+#[derive(Debug)]
+pub struct Notifications(mpsc::Receiver<ServerNotification>);
+
+impl Notifications {
+    /// The next notification; `None` once every [`Notifier`] is gone and the
+    /// queue is drained.
+    pub async fn recv(&mut self) -> Option<ServerNotification> {
+        self.0.recv().await
+    }
+
+    /// The next notification already queued, without waiting.
+    pub fn try_recv(&mut self) -> Option<ServerNotification> {
+        self.0.try_recv().ok()
+    }
+
+    /// Polls for the next notification.
+    pub fn poll_recv(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<ServerNotification>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+impl futures_core::Stream for Notifications {
+    type Item = ServerNotification;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<ServerNotification>> {
+        self.0.poll_recv(cx)
     }
 }
 

@@ -78,7 +78,7 @@ pub use builder::{
 };
 pub use call::{CallContext, Reply};
 pub use completion::{CompletionDef, CompletionRequest};
-pub use ctx::{Ctx, Notifier};
+pub use ctx::{Ctx, Notifications, Notifier};
 pub use dispatch::DecodedRequest;
 pub use engine::{AnswerSource, CallId, CallLimits, Clock, SystemClock};
 pub use error::{AskError, BuildError, ToolError};

@@ -120,7 +120,7 @@ impl Changes {
     }
 
     /// A receiver of every change from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.0.subscribe()
     }
 }

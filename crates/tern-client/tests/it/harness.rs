@@ -278,7 +278,7 @@ impl Transport for InProcess {
                         reply = &mut handling => break reply,
                     }
                 };
-                while let Ok(n) = notes.try_recv() {
+                while let Some(n) = notes.try_recv() {
                     log.push(Dir::FromServer, serde_json::to_value(&n).unwrap());
                     let _ = tx.send(Ok(Incoming::Notification(n))).await;
                 }

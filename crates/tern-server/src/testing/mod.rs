@@ -18,6 +18,7 @@ mod store;
 
 pub use store::{Advance, ManualClock, RealTime, replay_store_contract};
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::{Value, json};
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::CallContext;
 use crate::ctx::Notifier;
+use crate::engine::AnswerSource;
 use crate::principal::Principal;
 use crate::server::Server;
 
@@ -166,6 +168,37 @@ impl TestClient {
         principal: &Principal,
         cancel: CancellationToken,
     ) -> Exchange {
+        self.exchange(method, params, principal, cancel, None).await
+    }
+
+    /// [`Self::send`] under the *await* strategy: the handler's questions go
+    /// to `source`, and the running handler waits for its answers (as a task
+    /// or a 2025-11-25 session would drive it).
+    pub async fn send_awaiting(
+        &self,
+        method: &str,
+        params: Value,
+        source: Arc<dyn AnswerSource>,
+    ) -> Exchange {
+        let params = Some(self.with_meta(params));
+        self.exchange(
+            method,
+            params,
+            &self.principal,
+            CancellationToken::new(),
+            Some(source),
+        )
+        .await
+    }
+
+    async fn exchange(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        principal: &Principal,
+        cancel: CancellationToken,
+        source: Option<Arc<dyn AnswerSource>>,
+    ) -> Exchange {
         let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
         let params =
             params.map(|p| serde_json::value::to_raw_value(&p).expect("a JSON value serialises"));
@@ -178,9 +211,12 @@ impl TestClient {
         let call = CallContext::new(principal.clone())
             .with_notifier(notifier)
             .with_cancel(cancel);
-        let reply = self.server.handle(&request, call).await;
+        let reply = match source {
+            None => Box::pin(self.server.handle(&request, call)).await,
+            Some(source) => Box::pin(self.server.handle_awaiting(&request, call, source)).await,
+        };
         let mut notifications = Vec::new();
-        while let Ok(n) = rx.try_recv() {
+        while let Some(n) = rx.try_recv() {
             notifications.push(serde_json::to_value(n).unwrap_or_default());
         }
         let outcome = reply

@@ -57,11 +57,10 @@ use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::header::HeaderParam;
 use tern_protocol::jsonrpc::{ErrorResponse, Message};
 use tern_protocol::{ClientRequest, JsonObject, ServerNotification, method};
-use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::call::{CallContext, Reply};
-use crate::ctx::Notifier;
+use crate::ctx::{Notifications, Notifier};
 use crate::dispatch::DecodedRequest;
 use crate::principal::Principal;
 use crate::registry::HeaderParamType;
@@ -730,7 +729,7 @@ impl Http {
             First::Reply(reply) => {
                 // Notifications raised right before the result still go out.
                 let mut pending = Vec::new();
-                while let Ok(n) = notifications.try_recv() {
+                while let Some(n) = notifications.try_recv() {
                     pending.push(n);
                 }
                 drop(guard.disarm());
@@ -800,7 +799,7 @@ fn event(message: &impl serde::Serialize) -> Bytes {
 struct SseStream {
     queued: std::collections::VecDeque<ServerNotification>,
     handling: Option<BoxFuture<'static, Reply>>,
-    notifications: Option<mpsc::Receiver<ServerNotification>>,
+    notifications: Option<Notifications>,
     reply: Option<Reply>,
     keep_alive: tokio::time::Interval,
     done: bool,
@@ -811,7 +810,7 @@ impl SseStream {
     fn new(
         first: ServerNotification,
         handling: BoxFuture<'static, Reply>,
-        notifications: mpsc::Receiver<ServerNotification>,
+        notifications: Notifications,
         guard: DropGuard,
         keep_alive: Duration,
     ) -> Self {
@@ -867,7 +866,7 @@ impl futures_core::Stream for SseStream {
             this.handling = None;
             // Drain what was sent before the result, then the result.
             if let Some(mut rx) = this.notifications.take() {
-                while let Ok(n) = rx.try_recv() {
+                while let Some(n) = rx.try_recv() {
                     this.queued.push_back(n);
                 }
             }

@@ -166,7 +166,7 @@ async fn serve_request(
             }
             reply = &mut handling => {
                 // Notifications raised before the result go first.
-                while let Ok(n) = notifications.try_recv() {
+                while let Some(n) = notifications.try_recv() {
                     let _ = out.send(encode(&n)).await;
                 }
                 // The id is free before its answer is out, so a client may

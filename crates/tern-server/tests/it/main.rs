@@ -13,6 +13,7 @@
 )]
 
 mod adversarial;
+mod await_strategy;
 mod exactly_once;
 mod fixture;
 mod http;
