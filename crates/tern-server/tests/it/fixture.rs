@@ -90,6 +90,30 @@ pub struct Counters {
     /// Runs of the guarded prompt and resource.
     pub prompt_runs: AtomicU64,
     pub read_runs: AtomicU64,
+    /// `call_info`: the call id each leg saw.
+    pub call_ids: std::sync::Mutex<Vec<String>>,
+}
+
+/// The fixture server's keys.
+pub const KEYS: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+
+/// Two questions, and the call id and round of every leg.
+async fn call_info(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
+    counters
+        .call_ids
+        .lock()
+        .unwrap()
+        .push(format!("{}@{}", ctx.call_id(), ctx.round()));
+    ctx.ask(Elicit::<Name>::form("Name?").key("name")).await?;
+    ctx.ask(Elicit::<Color>::form("Colour?").key("color"))
+        .await?;
+    Ok(ctx.call_id().to_string())
+}
+
+/// Any arguments, one question, then what `Debug` shows of its context.
+async fn debug_ctx(ctx: Ctx) -> Result<String, ToolError> {
+    ctx.ask(Elicit::<Name>::form("Name?").key("name")).await?;
+    Ok(format!("{ctx:?}"))
 }
 
 async fn greet(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
@@ -511,9 +535,11 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
     let c = Arc::clone(counters);
     let prompt = move |ctx: Ctx| guarded_prompt(ctx, Arc::clone(&c));
     let c = Arc::clone(counters);
+    let info = move |ctx: Ctx| call_info(ctx, Arc::clone(&c));
+    let c = Arc::clone(counters);
     let read = move |ctx: Ctx| guarded_read(ctx, Arc::clone(&c));
     Server::builder("fixture", "1.0.0")
-        .keys(KeyRing::parse("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap())
+        .keys(KeyRing::parse(KEYS).unwrap())
         .clock(clock)
         .tool(ToolDef::new("greet", "Asks a name", greet_tool).elicits::<Name>())
         .tool(ToolDef::new("batch", "Two questions in one round", batch))
@@ -584,6 +610,20 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
         )
         .tool(ToolDef::new("wedge", "An effect, then never ends", wedge_tool).idempotent_retry())
         .tool(ToolDef::new("boom", "An effect, then a panic", boom_tool).idempotent_retry())
+        .tool(ToolDef::new("call_info", "Call id and round per leg", info))
+        .tool(
+            ToolDef::new(
+                "debug_ctx",
+                "Any arguments; shows Debug of its Ctx",
+                debug_ctx,
+            )
+            .input_schema(
+                serde_json::json!({"type": "object"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
         .tool(ToolDef::new(
             "until_valid",
             "Asks until the answer suits it",

@@ -14,6 +14,7 @@
 
 mod adversarial;
 mod await_strategy;
+mod call;
 mod exactly_once;
 mod fixture;
 mod http;

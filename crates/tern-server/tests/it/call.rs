@@ -1,0 +1,337 @@
+//! The logical call (DESIGN §2.1): a call id stable over its rounds, its
+//! limits, the versioned payload, the uniform refusals, and what logs and
+//! `Debug` never show.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tern_protocol::error::code;
+use tern_seal::{Claims, Expect, KeyRing, Sealer, SealerOptions};
+use tern_server::error::codes;
+use tern_server::testing::TestClient;
+use tern_server::{CallLimits, Clock, Principal};
+
+use crate::fixture::{Counters, KEYS, TestClock, builder, client};
+
+const UNIFORM: &str = "Invalid or expired requestState";
+
+fn name(n: &str) -> Value {
+    json!({"name": {"action": "accept", "content": {"name": n}}})
+}
+
+#[tokio::test]
+async fn the_call_id_is_the_same_in_every_round_and_new_for_every_call() {
+    let (c, counters, _) = client();
+    let r1 = c.call_tool("call_info", json!({})).await;
+    let r2 = c
+        .retry_tool("call_info", json!({}), name("Ann"), r1.request_state())
+        .await;
+    let r3 = c
+        .retry_tool(
+            "call_info",
+            json!({}),
+            json!({"color": {"action": "accept", "content": {"color": "red"}}}),
+            r2.request_state(),
+        )
+        .await;
+    let id = r3.text().unwrap().to_owned();
+    assert_eq!(id.len(), 32);
+    let legs = counters.call_ids.lock().unwrap().clone();
+    assert_eq!(
+        legs,
+        [format!("{id}@1"), format!("{id}@2"), format!("{id}@3")]
+    );
+    let other = c.call_tool("call_info", json!({})).await;
+    assert!(other.request_state().is_some());
+    let fourth = counters.call_ids.lock().unwrap()[3].clone();
+    assert!(!fourth.starts_with(&id), "a new call has a new id");
+}
+
+#[tokio::test]
+async fn a_call_past_its_lifetime_is_refused_like_an_expired_state() {
+    let counters = Arc::new(Counters::default());
+    let clock = TestClock::new();
+    let c = TestClient::new(
+        builder(&counters, Arc::clone(&clock))
+            .call_limits(CallLimits::default().max_lifetime(Duration::from_secs(60)))
+            .build()
+            .unwrap(),
+    );
+    let r1 = c.call_tool("call_info", json!({})).await;
+    clock.advance(Duration::from_secs(40));
+    let r2 = c
+        .retry_tool("call_info", json!({}), name("Ann"), r1.request_state())
+        .await;
+    assert_eq!(
+        r2.result_type(),
+        Some("input_required"),
+        "within the lifetime"
+    );
+    // Each round's token is fresh (10 minutes), but the call started 61 s ago.
+    clock.advance(Duration::from_secs(21));
+    let r3 = c
+        .retry_tool("call_info", json!({}), json!({}), r2.request_state())
+        .await;
+    assert_eq!(r3.outcome.unwrap_err().message, UNIFORM);
+}
+
+#[tokio::test]
+async fn a_call_may_take_only_so_many_rounds() {
+    let counters = Arc::new(Counters::default());
+    let c = TestClient::new(
+        builder(&counters, TestClock::new())
+            .call_limits(CallLimits::default().max_rounds(1))
+            .build()
+            .unwrap(),
+    );
+    let r1 = c.call_tool("call_info", json!({})).await;
+    assert_eq!(r1.result_type(), Some("input_required"));
+    let r2 = c
+        .retry_tool("call_info", json!({}), name("Ann"), r1.request_state())
+        .await;
+    let error = r2.outcome.unwrap_err();
+    assert_eq!(error.code, codes::CALL_LIMIT);
+    assert_eq!(error.data.unwrap()["maxRounds"], 1);
+}
+
+fn fixture_sealer() -> Sealer {
+    Sealer::new(
+        KeyRing::parse(KEYS).unwrap(),
+        SealerOptions {
+            audience: "fixture".into(),
+            ..SealerOptions::default()
+        },
+    )
+}
+
+/// Rolling upgrade: a state sealed with the first wave's payload (no version,
+/// call id or start) opens on this build and the call goes on.
+#[tokio::test]
+async fn a_state_sealed_by_the_previous_payload_version_still_opens() {
+    let (c, _, clock) = client();
+    let r1 = c.call_tool("greet", json!({})).await;
+    let arguments = json!({});
+    let expect = Expect {
+        principal: None,
+        method: "tools/call",
+        target: "greet",
+        arguments: Some(&arguments),
+    };
+    let sealer = fixture_sealer();
+    let opened = sealer
+        .open(r1.request_state().unwrap(), &expect, clock.now())
+        .unwrap();
+    let mut payload: Value = serde_json::from_slice(&opened.payload).unwrap();
+    assert_eq!(payload["v"], 2, "this build seals version 2");
+    for member in ["v", "c", "t"] {
+        payload.as_object_mut().unwrap().remove(member);
+    }
+    let v1 = serde_json::to_vec(&payload).unwrap();
+    let old = sealer
+        .seal(
+            &Claims {
+                principal: None,
+                method: "tools/call",
+                target: "greet",
+                arguments: Some(&arguments),
+                state_id: opened.state_id,
+                round: opened.round,
+                payload: &v1,
+            },
+            clock.now(),
+            [7; 24],
+        )
+        .unwrap();
+    let user_name = json!({"user_name": {"action": "accept", "content": {"name": "Ann"}}});
+    let done = c
+        .retry_tool("greet", json!({}), user_name, Some(&old))
+        .await;
+    assert_eq!(done.text(), Some("Hello, Ann!"), "{done:?}");
+}
+
+#[tokio::test]
+async fn a_payload_of_an_unknown_version_is_refused() {
+    let (c, _, clock) = client();
+    let arguments = json!({});
+    let token = fixture_sealer()
+        .seal(
+            &Claims {
+                principal: None,
+                method: "tools/call",
+                target: "greet",
+                arguments: Some(&arguments),
+                state_id: [3; 16],
+                round: 1,
+                payload: br#"{"v":3,"c":"00000000000000000000000000000000","t":1}"#,
+            },
+            clock.now(),
+            [8; 24],
+        )
+        .unwrap();
+    let r = c
+        .retry_tool("greet", json!({}), json!({}), Some(&token))
+        .await;
+    assert_eq!(r.outcome.unwrap_err().message, UNIFORM);
+}
+
+#[tokio::test]
+async fn every_refused_state_gets_the_one_uniform_refusal() {
+    let (c, _, _) = client();
+    for state in [
+        json!(42),
+        json!({"t": 1}),
+        json!(["t1.k1.x"]),
+        json!(null),
+        json!(true),
+    ] {
+        let r = c
+            .send(
+                "tools/call",
+                json!({"name": "greet", "arguments": {}, "requestState": state}),
+            )
+            .await;
+        if state.is_null() {
+            // An explicit null is an absent optional member: a first leg.
+            assert_eq!(r.result_type(), Some("input_required"));
+            continue;
+        }
+        let error = r.outcome.unwrap_err();
+        assert_eq!(
+            (error.code, error.message.as_str()),
+            (code::INVALID_PARAMS, UNIFORM),
+            "{state}"
+        );
+    }
+    // An answer that does not decode as its question's kind, after a good
+    // open, is refused the same way.
+    let r1 = c.call_tool("greet", json!({})).await;
+    let wrong = c
+        .retry_tool(
+            "greet",
+            json!({}),
+            json!({"user_name": {"roots": "no"}}),
+            r1.request_state(),
+        )
+        .await;
+    assert_eq!(wrong.outcome.unwrap_err().message, UNIFORM);
+}
+
+#[tokio::test]
+async fn arguments_that_cannot_be_bound_exactly_are_refused_before_any_question() {
+    let (c, _, _) = client();
+    for arguments in [
+        json!({"id": 1e20}),
+        json!({"n": [18_446_744_073_709_551_615_u64, 1.8e19]}),
+    ] {
+        let r = c.call_tool("debug_ctx", arguments.clone()).await;
+        let error = r.outcome.unwrap_err();
+        assert_eq!(error.code, code::INVALID_PARAMS, "{arguments}");
+        assert!(
+            error.message.contains("cannot be represented exactly"),
+            "{error:?}"
+        );
+    }
+    let fine = c
+        .call_tool("debug_ctx", json!({"id": 18_446_744_073_709_551_615_u64}))
+        .await;
+    assert_eq!(fine.result_type(), Some("input_required"));
+}
+
+#[tokio::test]
+async fn debug_of_a_context_shows_no_answer_and_no_principal() {
+    let (c, _, _) = client();
+    let c = c.with_principal(Principal::new("alice-the-principal"));
+    let r1 = c.call_tool("debug_ctx", json!({})).await;
+    let r2 = c
+        .retry_tool(
+            "debug_ctx",
+            json!({}),
+            name("Zed-the-answer"),
+            r1.request_state(),
+        )
+        .await;
+    let shown = r2.text().unwrap();
+    assert!(shown.starts_with("Ctx {"), "{shown}");
+    assert!(shown.contains("call_id"), "{shown}");
+    for secret in ["alice-the-principal", "Zed-the-answer", "t1."] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+}
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Everything the test binary logs at DEBUG, from the first call on: a
+/// global subscriber, since a thread-local one can miss callsites another
+/// test registered first.
+fn captured() -> Captured {
+    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+    CAPTURED
+        .get_or_init(|| {
+            let captured = Captured::default();
+            let writer = captured.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::DEBUG)
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .finish();
+            tracing::subscriber::set_global_default(subscriber).unwrap();
+            captured
+        })
+        .clone()
+}
+
+#[tokio::test]
+async fn every_leg_has_a_span_with_its_call_and_none_of_its_secrets() {
+    let captured = captured();
+    let (c, _, _) = client();
+    let c = c.with_principal(Principal::new("alice-the-principal"));
+    let r1 = c.call_tool("call_info", json!({})).await;
+    let state = r1.request_state().unwrap().to_owned();
+    let r2 = c
+        .retry_tool("call_info", json!({}), name("Zed-the-answer"), Some(&state))
+        .await;
+    let color = json!({"color": {"action": "accept", "content": {"color": "red"}}});
+    let r3 = c
+        .retry_tool("call_info", json!({}), color, r2.request_state())
+        .await;
+    let call_id = r3.text().unwrap().to_owned();
+    let refused = c
+        .retry_tool("greet", json!({}), name("x"), Some(&state))
+        .await;
+    assert!(refused.outcome.is_err());
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let ours: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(&format!("call_id={call_id}")))
+        .collect();
+    for round in 1..=3 {
+        assert!(
+            ours.iter().any(|l| l.contains(&format!("round={round} "))
+                && l.contains("method=\"tools/call\"")
+                && l.contains("target=call_info")
+                && l.contains("outcome=\"ok\"")),
+            "round {round} of {call_id} missing from:\n{log}"
+        );
+    }
+    assert!(
+        log.lines()
+            .any(|l| l.contains("target=greet") && l.contains("outcome=\"error\"")),
+        "the refused leg's outcome:\n{log}"
+    );
+    for secret in ["alice-the-principal", "Zed-the-answer", &state[6..30]] {
+        assert!(!log.contains(secret), "{secret} in the log:\n{log}");
+    }
+}
