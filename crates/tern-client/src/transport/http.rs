@@ -43,7 +43,7 @@ impl HttpTransport {
     pub fn new(url: &str) -> Result<Self, ClientError> {
         let url: Uri = url
             .parse()
-            .map_err(|e| ClientError::transport(format!("invalid URL {url}: {e}")))?;
+            .map_err(|e| ClientError::transport(format!("invalid URL {url}")).because(e))?;
         if url.scheme_str() != Some("http") {
             return Err(ClientError::transport(
                 "only http:// URLs are supported (use a TLS proxy for https)",
@@ -91,7 +91,7 @@ impl HttpTransport {
         }
         builder
             .body(Full::new(Bytes::from(body)))
-            .map_err(ClientError::transport)
+            .map_err(|e| ClientError::request("the HTTP request cannot be built").because(e))
     }
 }
 
@@ -224,23 +224,24 @@ impl Transport for HttpTransport {
             let mut request = self.request(out.body, &out.method, &out.protocol_version)?;
             let headers = request.headers_mut();
             if let Some(name) = &out.name {
-                let value =
-                    HeaderValue::from_str(&encode_value(name)).map_err(ClientError::transport)?;
+                let value = HeaderValue::from_str(&encode_value(name)).map_err(|e| {
+                    ClientError::request("the Mcp-Name header cannot be written").because(e)
+                })?;
                 headers.insert("Mcp-Name", value);
             }
             for (name, value) in &out.header_params {
+                let invalid = |e: Box<dyn std::error::Error + Send + Sync>| {
+                    ClientError::request(format!("the Mcp-Param-{name} header cannot be written"))
+                        .because(e)
+                };
                 let header = http::HeaderName::from_bytes(format!("Mcp-Param-{name}").as_bytes())
-                    .map_err(ClientError::transport)?;
-                headers.insert(
-                    header,
-                    HeaderValue::from_str(value).map_err(ClientError::transport)?,
-                );
+                    .map_err(|e| invalid(e.into()))?;
+                let value = HeaderValue::from_str(value).map_err(|e| invalid(e.into()))?;
+                headers.insert(header, value);
             }
-            let response = self
-                .client
-                .request(request)
-                .await
-                .map_err(ClientError::transport)?;
+            let response = self.client.request(request).await.map_err(|e| {
+                ClientError::transport(format!("cannot reach {}", self.url)).because(e)
+            })?;
             let (tx, rx) = mpsc::channel(64);
             let task = tokio::spawn(pump(response, self.limits, tx));
             // Dropping the exchange early drops the body: the connection

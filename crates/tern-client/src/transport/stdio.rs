@@ -324,3 +324,39 @@ impl Transport for ChildProcess {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], capacity: usize, limit: usize) -> Result<Vec<String>, String> {
+        // A small buffer, so lines arrive in several reads.
+        let mut reader = BufReader::with_capacity(capacity, input);
+        let mut line = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut line, limit).await {
+                Ok(true) => out.push(String::from_utf8_lossy(&line).into_owned()),
+                Ok(false) => return Ok(out),
+                Err(e) => return Err(format!("{e:?}")),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_read_whole_across_reads_and_bounded() {
+        let input = "{\"a\":\"สวัสดี\"}\r\n\n{\"b\":2}\nlast".as_bytes();
+        for capacity in [1, 2, 7, 64] {
+            assert_eq!(
+                lines(input, capacity, 100).await.unwrap(),
+                ["{\"a\":\"สวัสดี\"}", "", "{\"b\":2}", "last"],
+                "capacity {capacity}"
+            );
+        }
+        // The limit counts a line's bytes without its end; one over it is
+        // refused before it is held whole.
+        assert_eq!(lines(b"12345\n", 3, 5).await.unwrap(), ["12345"]);
+        assert_eq!(lines(b"123456\n", 3, 5).await.unwrap_err(), "TooLong");
+        assert_eq!(lines(b"ok\n123456", 2, 5).await.unwrap_err(), "TooLong");
+    }
+}
