@@ -106,7 +106,8 @@ impl Nginx {
                 .arg(dir.join("error.log"))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::piped())
+                // Its own messages go to error.log (`-e`), read on failure.
+                .stderr(Stdio::null())
                 .spawn()
                 .expect("nginx starts");
             let mut nginx = Self { child, dir, port };
