@@ -1,112 +1,216 @@
-//! The client's error.
+//! The client's error: one opaque type, asked what happened with
+//! [`ClientError::kind`] or the `is_*` questions.
+//!
+//! `Display` says what failed in tern's words and never repeats the source's
+//! message; [`std::error::Error::source`] carries the cause (an I/O or HTTP
+//! error, a decode error, a handler's refusal). The alternate form `{:#}`
+//! prints the whole chain, `message: cause: cause's cause`.
 
+use std::error::Error as StdError;
 use std::fmt;
 
 use tern_protocol::error::ErrorObject;
 
-/// Why a client call failed. Ask it what happened with the `is_*` methods;
-/// a JSON-RPC error from the server is available as-is.
+use crate::limits::Limit;
+
+type Source = Box<dyn StdError + Send + Sync + 'static>;
+
+/// Why a client call failed.
 #[derive(Debug)]
-pub struct ClientError {
-    kind: Kind,
+pub struct ClientError(Box<Repr>);
+
+/// Boxed, so a `Result<_, ClientError>` stays one pointer wide on its error
+/// side.
+#[derive(Debug)]
+struct Repr {
+    kind: ErrorKind,
+    message: String,
+    rpc: Option<ErrorObject>,
+    source: Option<Source>,
 }
 
-#[derive(Debug)]
-enum Kind {
-    /// The server answered with a JSON-RPC error.
-    Rpc(ErrorObject),
-    /// The connection failed or the server's reply was not MCP.
-    Transport(String),
+/// What kind of failure a [`ClientError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The server answered with a JSON-RPC error ([`ClientError::rpc_error`]).
+    Rpc,
+    /// The connection failed, or the server's reply was not an MCP message.
+    Transport,
+    /// The server sent something tern could not decode, or that breaks a
+    /// rule of the spec (an unknown `resultType`, C7).
+    Protocol,
     /// The server asked a question no installed handler can answer.
-    Unanswerable(String),
-    /// A handler failed or refused to answer.
-    Handler(String),
-    /// The MRTR driver's bounds (rounds or time) were reached.
-    Bounds(String),
-    /// The server sent something tern could not decode.
-    Protocol(String),
+    Unanswerable,
+    /// A handler failed or refused to answer (C11: the call stops).
+    Handler,
+    /// An answer given in advance, or to a manual round, does not fit the
+    /// question it was given for.
+    Answer,
+    /// A bound of [`crate::Limits`] was reached.
+    Limit(Limit),
+    /// The caller asked for a request that cannot be made (tool arguments
+    /// that are not an object, a parked round resumed as another method).
+    Request,
 }
 
 impl ClientError {
+    fn new(kind: ErrorKind, message: impl fmt::Display) -> Self {
+        Self(Box::new(Repr {
+            kind,
+            message: message.to_string(),
+            rpc: None,
+            source: None,
+        }))
+    }
+
+    /// `self`, caused by `source`.
+    pub(crate) fn because(mut self, source: impl Into<Source>) -> Self {
+        self.0.source = Some(source.into());
+        self
+    }
+
     pub(crate) fn rpc(e: ErrorObject) -> Self {
-        Self { kind: Kind::Rpc(e) }
+        Self(Box::new(Repr {
+            kind: ErrorKind::Rpc,
+            message: format!("the server answered with an error: {e}"),
+            rpc: Some(e),
+            source: None,
+        }))
     }
 
     pub(crate) fn transport(m: impl fmt::Display) -> Self {
-        Self {
-            kind: Kind::Transport(m.to_string()),
-        }
-    }
-
-    pub(crate) fn unanswerable(m: impl fmt::Display) -> Self {
-        Self {
-            kind: Kind::Unanswerable(m.to_string()),
-        }
-    }
-
-    pub(crate) fn handler(m: impl fmt::Display) -> Self {
-        Self {
-            kind: Kind::Handler(m.to_string()),
-        }
-    }
-
-    pub(crate) fn bounds(m: impl fmt::Display) -> Self {
-        Self {
-            kind: Kind::Bounds(m.to_string()),
-        }
+        Self::new(ErrorKind::Transport, m)
     }
 
     pub(crate) fn protocol(m: impl fmt::Display) -> Self {
-        Self {
-            kind: Kind::Protocol(m.to_string()),
-        }
+        Self::new(ErrorKind::Protocol, m)
+    }
+
+    pub(crate) fn unanswerable(m: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::Unanswerable, m)
+    }
+
+    pub(crate) fn handler(m: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::Handler, m)
+    }
+
+    pub(crate) fn answer(m: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::Answer, m)
+    }
+
+    pub(crate) fn request(m: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::Request, m)
+    }
+
+    pub(crate) fn limit(limit: Limit, m: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::Limit(limit), m)
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.0.kind
     }
 
     /// The server's JSON-RPC error, when that is what this is.
     pub fn rpc_error(&self) -> Option<&ErrorObject> {
-        match &self.kind {
-            Kind::Rpc(e) => Some(e),
-            _ => None,
-        }
+        self.0.rpc.as_ref()
     }
 
     /// The connection failed, or the reply was not an MCP message.
     pub fn is_transport(&self) -> bool {
-        matches!(self.kind, Kind::Transport(_))
+        self.0.kind == ErrorKind::Transport
     }
 
     /// The server asked a question of a kind this client has no handler for.
     pub fn is_unanswerable(&self) -> bool {
-        matches!(self.kind, Kind::Unanswerable(_))
+        self.0.kind == ErrorKind::Unanswerable
     }
 
     /// A handler failed to answer a question.
     pub fn is_handler(&self) -> bool {
-        matches!(self.kind, Kind::Handler(_))
+        self.0.kind == ErrorKind::Handler
     }
 
-    /// The driver stopped at its round or time bound.
+    /// An answer given in advance or to a manual round does not fit its
+    /// question.
+    pub fn is_answer(&self) -> bool {
+        self.0.kind == ErrorKind::Answer
+    }
+
+    /// The driver stopped at its round or time bound (C12).
     pub fn is_bounds(&self) -> bool {
-        matches!(self.kind, Kind::Bounds(_))
+        matches!(
+            self.0.kind,
+            ErrorKind::Limit(Limit::Rounds | Limit::Deadline)
+        )
     }
 
-    /// The server's reply could not be decoded.
+    /// The limit that was reached, if one was.
+    pub fn limit_reached(&self) -> Option<Limit> {
+        match self.0.kind {
+            ErrorKind::Limit(limit) => Some(limit),
+            _ => None,
+        }
+    }
+
+    /// The server's reply could not be decoded, or broke a rule of the spec.
     pub fn is_protocol(&self) -> bool {
-        matches!(self.kind, Kind::Protocol(_))
+        self.0.kind == ErrorKind::Protocol
     }
 }
 
 impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            Kind::Rpc(e) => write!(f, "the server answered with an error: {e}"),
-            Kind::Transport(m) => write!(f, "transport: {m}"),
-            Kind::Unanswerable(m) => write!(f, "cannot answer the server's question: {m}"),
-            Kind::Handler(m) => write!(f, "a question was not answered: {m}"),
-            Kind::Bounds(m) => write!(f, "stopped: {m}"),
-            Kind::Protocol(m) => write!(f, "unexpected reply: {m}"),
+        f.write_str(&self.0.message)?;
+        if f.alternate() {
+            let mut source = self.source();
+            while let Some(cause) = source {
+                write!(f, ": {cause}")?;
+                source = cause.source();
+            }
         }
+        Ok(())
     }
 }
 
-impl std::error::Error for ClientError {}
+impl StdError for ClientError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.0
+            .source
+            .as_deref()
+            .map(|s| s as &(dyn StdError + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_the_message_and_the_alternate_form_the_chain() {
+        let io = std::io::Error::other("connection reset");
+        let e = ClientError::transport("the request could not be sent").because(io);
+        assert_eq!(e.to_string(), "the request could not be sent");
+        assert_eq!(
+            format!("{e:#}"),
+            "the request could not be sent: connection reset"
+        );
+        assert_eq!(
+            e.source().map(ToString::to_string).as_deref(),
+            Some("connection reset")
+        );
+        assert!(e.is_transport() && e.kind() == ErrorKind::Transport);
+    }
+
+    #[test]
+    fn limits_are_kinds_and_rounds_and_time_are_the_bounds() {
+        let rounds = ClientError::limit(Limit::Rounds, "too many rounds");
+        assert!(rounds.is_bounds());
+        assert_eq!(rounds.limit_reached(), Some(Limit::Rounds));
+        let body = ClientError::limit(Limit::ResponseBytes, "too big");
+        assert!(!body.is_bounds());
+        assert_eq!(body.kind(), ErrorKind::Limit(Limit::ResponseBytes));
+        assert_eq!(ClientError::handler("x").limit_reached(), None);
+    }
+}

@@ -11,6 +11,7 @@ use crate::transport::BoxFuture;
 
 /// What a handler knows about the question it answers (C9: show who asks).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Question {
     /// The key the answer travels under.
     pub key: String,

@@ -2,6 +2,7 @@
 //! annotations, and how argument values become `Mcp-Param-*` headers.
 
 use serde_json::Value;
+use tern_protocol::JsonObject;
 
 pub(crate) use tern_protocol::header::{HeaderParam, encode_value, header_params};
 
@@ -9,12 +10,15 @@ pub(crate) use tern_protocol::header::{HeaderParam, encode_value, header_params}
 /// none; integers in decimal, booleans as `true`/`false`.
 pub(crate) fn param_headers(
     params: &[HeaderParam],
-    arguments: Option<&Value>,
+    arguments: Option<&JsonObject>,
 ) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for param in params {
-        let mut value = arguments;
-        for key in &param.path {
+        let mut path = param.path.iter();
+        let mut value = path
+            .next()
+            .and_then(|first| arguments.and_then(|a| a.get(first)));
+        for key in path {
             value = value.and_then(|v| v.get(key));
         }
         let text = match value {
@@ -40,12 +44,12 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "n": {"type": "integer", "x-mcp-header": "N"}}});
         let params = header_params(schema.as_object().unwrap()).unwrap();
         assert_eq!(
-            param_headers(&params, Some(&json!({"region": "eu", "n": 3}))),
+            param_headers(&params, json!({"region": "eu", "n": 3}).as_object()),
             [("Region".into(), "eu".into()), ("N".into(), "3".into())]
         );
-        assert!(param_headers(&params, Some(&json!({"region": null}))).is_empty());
+        assert!(param_headers(&params, json!({"region": null}).as_object()).is_empty());
         assert_eq!(
-            param_headers(&params, Some(&json!({"region": "日本"})))[0].1,
+            param_headers(&params, json!({"region": "日本"}).as_object())[0].1,
             "=?base64?5pel5pys?="
         );
     }

@@ -6,8 +6,12 @@
 //! with questions, the installed handlers answer them (concurrently), and
 //! the call is retried with a new id, the answers for the keys asked, and the
 //! `requestState` exactly as received — within a bound on rounds (10) and
-//! time (10 min). Manual mode ([`Client::call_tool_once`]) hands back a
-//! serialisable [`PendingRound`] instead.
+//! time (10 min). Manual mode ([`Client::call_tool_once`],
+//! [`Client::get_prompt_once`], [`Client::read_resource_once`]) hands back a
+//! serialisable [`PendingRound`] instead, which [`Client::resume`] retries
+//! from any process. Answers given in advance ([`Presets`]) are bound to the
+//! question they answer. Everything read is bounded ([`Limits`]: 16 MiB per
+//! response body or SSE event, 1,000 pages and 100,000 items per list).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), tern_client::ClientError> {
@@ -28,8 +32,14 @@ pub mod client;
 pub mod error;
 pub mod handler;
 pub(crate) mod headers;
+pub mod limits;
+pub mod preset;
 pub mod transport;
 
-pub use client::{CallOptions, Client, ClientBuilder, PendingRound, Round, Subscription};
-pub use error::ClientError;
+pub use client::{
+    Call, CallOptions, Client, ClientBuilder, Completed, PendingRound, Round, Subscription,
+};
+pub use error::{ClientError, ErrorKind};
 pub use handler::{Elicitation, HandlerError, Question, Roots, Sampling, StaticRoots};
+pub use limits::{Limit, Limits};
+pub use preset::{PresetError, Presets};

@@ -141,6 +141,28 @@ pub struct RequestedSchema {
     pub required: Option<Vec<String>>,
 }
 
+impl RequestedSchema {
+    /// Checks a form answer against this schema: required fields present,
+    /// each known field of its type and within its bounds, formats and
+    /// options. Fields the schema does not name are left to the caller (a
+    /// server ignores them). The reason, naming the field, when it fails.
+    pub fn check(&self, content: &IndexMap<String, ElicitValue>) -> Result<(), String> {
+        for name in self.required.iter().flatten() {
+            if !content.contains_key(name) {
+                return Err(format!("required field `{name}` is missing"));
+            }
+        }
+        for (name, value) in content {
+            if let Some(field) = self.properties.get(name) {
+                field
+                    .check(value)
+                    .map_err(|e| format!("field `{name}`: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One field of a form (`PrimitiveSchemaDefinition`), told apart by `type`
 /// and then by which enum keyword it carries.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -201,6 +223,77 @@ impl<'de> Deserialize<'de> for PrimitiveSchema {
             }
         };
         decoded.map_err(D::Error::custom)
+    }
+}
+
+impl PrimitiveSchema {
+    /// Checks one answered field against this field's schema.
+    pub fn check(&self, value: &ElicitValue) -> Result<(), String> {
+        fn one_of<'a>(
+            v: &str,
+            mut options: impl Iterator<Item = &'a String>,
+        ) -> Result<(), String> {
+            if options.any(|o| o == v) {
+                Ok(())
+            } else {
+                Err(format!("`{v}` is not an option"))
+            }
+        }
+        fn many<'a, I: Iterator<Item = &'a String>>(
+            values: &[String],
+            min: Option<u64>,
+            max: Option<u64>,
+            options: impl Fn() -> I,
+        ) -> Result<(), String> {
+            let n = values.len() as u64;
+            if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                return Err("wrong number of choices".into());
+            }
+            values.iter().try_for_each(|v| one_of(v, options()))
+        }
+        match (self, value) {
+            (Self::String(s), ElicitValue::String(v)) => {
+                let len = v.chars().count() as u64;
+                if s.min_length.is_some_and(|m| len < m) || s.max_length.is_some_and(|m| len > m) {
+                    return Err("length out of bounds".into());
+                }
+                match s.format {
+                    Some(f) if !f.accepts(v) => Err(match f {
+                        StringFormat::Email => "not an e-mail address",
+                        StringFormat::Uri => "not a URI",
+                        StringFormat::Date => "not a date (YYYY-MM-DD)",
+                        StringFormat::DateTime => "not a date-time (RFC 3339)",
+                    }
+                    .into()),
+                    _ => Ok(()),
+                }
+            }
+            (Self::Number(n), ElicitValue::Number(v)) => {
+                let x = v.as_f64().ok_or("not a number")?;
+                if n.kind == NumberKind::Integer && !(v.is_i64() || v.is_u64()) {
+                    return Err("not an integer".into());
+                }
+                if n.minimum.is_some_and(|m| x < m) || n.maximum.is_some_and(|m| x > m) {
+                    return Err("out of range".into());
+                }
+                Ok(())
+            }
+            (Self::Boolean(_), ElicitValue::Bool(_)) => Ok(()),
+            (Self::UntitledSingleSelect(e), ElicitValue::String(v)) => one_of(v, e.options.iter()),
+            (Self::LegacyTitled(e), ElicitValue::String(v)) => one_of(v, e.options.iter()),
+            (Self::TitledSingleSelect(e), ElicitValue::String(v)) => {
+                one_of(v, e.one_of.iter().map(|o| &o.value))
+            }
+            (Self::UntitledMultiSelect(e), ElicitValue::Strings(vs)) => {
+                many(vs, e.min_items, e.max_items, || e.items.options.iter())
+            }
+            (Self::TitledMultiSelect(e), ElicitValue::Strings(vs)) => {
+                many(vs, e.min_items, e.max_items, || {
+                    e.items.any_of.iter().map(|o| &o.value)
+                })
+            }
+            _ => Err("wrong type".into()),
+        }
     }
 }
 

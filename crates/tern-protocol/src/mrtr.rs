@@ -294,6 +294,12 @@ impl InputResponses {
             .collect()
     }
 
+    /// Keeps only the answers for which `keep` says yes, as they are (no
+    /// decoding, no re-encoding).
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &serde_json::Value) -> bool) {
+        self.0.retain(|k, v| keep(k, v));
+    }
+
     /// The keys answered.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)

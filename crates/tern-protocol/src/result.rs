@@ -195,11 +195,32 @@ pub enum ServerResult {
 }
 
 impl ServerResult {
-    /// Decodes the JSON text of a `result` that answers a request of `method`.
+    /// Decodes the JSON text of a `result` that answers a request of `method`:
+    /// `resultType` is read first (a scan that skips every other member),
+    /// then the text is decoded once, straight into the type that method and
+    /// `resultType` name, with no intermediate `Value` tree.
     pub fn decode(method: &str, result: &str, ctx: ResultContext) -> Result<Self, DecodeError> {
-        let value: serde_json::Value =
+        /// The one member read before the type is known.
+        #[derive(Deserialize)]
+        struct Peek {
+            #[serde(rename = "resultType", default)]
+            result_type: Option<serde_json::Value>,
+        }
+        // A derived struct would also read a JSON array; a result is an object.
+        if !result.trim_start().starts_with('{') {
+            return Err(DecodeError::result(
+                method,
+                "a result must be a JSON object",
+            ));
+        }
+        let peek: Peek =
             serde_json::from_str(result).map_err(|e| DecodeError::result(method, e))?;
-        Self::decode_value(method, value, ctx)
+        let source = Source::Text(result);
+        if method == method::INITIALIZE {
+            return source.typed(method).map(Self::Initialize);
+        }
+        let result_type = check(method, classify(method, peek.result_type.as_ref())?, ctx)?;
+        Self::decode_typed(method, result_type, source)
     }
 
     /// [`ServerResult::decode`] for a parsed value.
@@ -215,50 +236,89 @@ impl ServerResult {
             ));
         }
         if method == method::INITIALIZE {
-            return typed(method, value).map(Self::Initialize);
+            return Source::Value(value).typed(method).map(Self::Initialize);
         }
-        let result_type = result_type(method, &value)?;
-        match result_type {
-            ResultType::Complete => {}
-            ResultType::InputRequired if is_mrtr_method(method) => {}
-            ResultType::InputRequired => {
-                return Err(DecodeError::result(
-                    method,
-                    "resultType \"input_required\" is only allowed for tools/call, prompts/get \
-                     and resources/read (S2)",
-                ));
-            }
-            ResultType::Task if method == method::TOOLS_CALL && ctx.tasks => {}
-            ResultType::Task if method == method::TOOLS_CALL => {
-                return Err(DecodeError::result(
-                    method,
-                    "resultType \"task\" but the Tasks extension is not in play for this request",
-                ));
-            }
-            ResultType::Task => {
-                return Err(DecodeError::result(
-                    method,
-                    "resultType \"task\" is only allowed for tools/call (Tasks extension)",
-                ));
-            }
-        }
+        let result_type = check(method, classify(method, value.get("resultType"))?, ctx)?;
+        Self::decode_typed(method, result_type, Source::Value(value))
+    }
+
+    fn decode_typed(
+        method: &str,
+        result_type: ResultType,
+        source: Source<'_>,
+    ) -> Result<Self, DecodeError> {
+        let m = method;
         Ok(match method {
-            method::DISCOVER => Self::Discover(typed(method, value)?),
-            method::TOOLS_LIST => Self::ListTools(typed(method, value)?),
-            method::TOOLS_CALL => Self::CallTool(outcome(method, result_type, value)?),
-            method::RESOURCES_LIST => Self::ListResources(typed(method, value)?),
-            method::RESOURCES_TEMPLATES_LIST => Self::ListResourceTemplates(typed(method, value)?),
-            method::RESOURCES_READ => Self::ReadResource(outcome(method, result_type, value)?),
-            method::PROMPTS_LIST => Self::ListPrompts(typed(method, value)?),
-            method::PROMPTS_GET => Self::GetPrompt(outcome(method, result_type, value)?),
-            method::COMPLETION_COMPLETE => Self::Completion(typed(method, value)?),
-            method::SUBSCRIPTIONS_LISTEN => Self::Listen(typed(method, value)?),
-            method::TASKS_GET => Self::GetTask(typed(method, value)?),
+            method::DISCOVER => Self::Discover(source.typed(m)?),
+            method::TOOLS_LIST => Self::ListTools(source.typed(m)?),
+            method::TOOLS_CALL => Self::CallTool(source.outcome(m, result_type)?),
+            method::RESOURCES_LIST => Self::ListResources(source.typed(m)?),
+            method::RESOURCES_TEMPLATES_LIST => Self::ListResourceTemplates(source.typed(m)?),
+            method::RESOURCES_READ => Self::ReadResource(source.outcome(m, result_type)?),
+            method::PROMPTS_LIST => Self::ListPrompts(source.typed(m)?),
+            method::PROMPTS_GET => Self::GetPrompt(source.outcome(m, result_type)?),
+            method::COMPLETION_COMPLETE => Self::Completion(source.typed(m)?),
+            method::SUBSCRIPTIONS_LISTEN => Self::Listen(source.typed(m)?),
+            method::TASKS_GET => Self::GetTask(source.typed(m)?),
             method::TASKS_UPDATE | method::TASKS_CANCEL | method::PING => {
-                Self::Empty(typed(method, value)?)
+                Self::Empty(source.typed(m)?)
             }
-            _ => Self::Other(typed(method, value)?),
+            _ => Self::Other(source.typed(m)?),
         })
+    }
+}
+
+/// Where a result is decoded from: its text, or a value already parsed.
+enum Source<'a> {
+    Text(&'a str),
+    Value(serde_json::Value),
+}
+
+impl Source<'_> {
+    fn typed<T: serde::de::DeserializeOwned>(self, method: &str) -> Result<T, DecodeError> {
+        match self {
+            Self::Text(text) => serde_json::from_str(text),
+            Self::Value(value) => T::deserialize(value),
+        }
+        .map_err(|e| DecodeError::result(method, e))
+    }
+
+    fn outcome<T: serde::de::DeserializeOwned>(
+        self,
+        method: &str,
+        result_type: ResultType,
+    ) -> Result<Outcome<T>, DecodeError> {
+        Ok(match result_type {
+            ResultType::Complete => Outcome::Complete(self.typed(method)?),
+            ResultType::InputRequired => Outcome::InputRequired(self.typed(method)?),
+            ResultType::Task => Outcome::Task(self.typed(method)?),
+        })
+    }
+}
+
+/// Which `resultType`s may answer `method` (S2, the Tasks extension).
+fn check(
+    method: &str,
+    result_type: ResultType,
+    ctx: ResultContext,
+) -> Result<ResultType, DecodeError> {
+    match result_type {
+        ResultType::Complete => Ok(result_type),
+        ResultType::InputRequired if is_mrtr_method(method) => Ok(result_type),
+        ResultType::InputRequired => Err(DecodeError::result(
+            method,
+            "resultType \"input_required\" is only allowed for tools/call, prompts/get \
+             and resources/read (S2)",
+        )),
+        ResultType::Task if method == method::TOOLS_CALL && ctx.tasks => Ok(result_type),
+        ResultType::Task if method == method::TOOLS_CALL => Err(DecodeError::result(
+            method,
+            "resultType \"task\" but the Tasks extension is not in play for this request",
+        )),
+        ResultType::Task => Err(DecodeError::result(
+            method,
+            "resultType \"task\" is only allowed for tools/call (Tasks extension)",
+        )),
     }
 }
 
@@ -285,8 +345,8 @@ impl Serialize for ServerResult {
 }
 
 /// Reads `resultType` (R4, R5).
-fn result_type(method: &str, value: &serde_json::Value) -> Result<ResultType, DecodeError> {
-    match value.get("resultType") {
+fn classify(method: &str, value: Option<&serde_json::Value>) -> Result<ResultType, DecodeError> {
+    match value {
         None => Ok(ResultType::Complete),
         Some(serde_json::Value::String(t)) => match t.as_str() {
             CompleteTag::VALUE => Ok(ResultType::Complete),
@@ -309,25 +369,6 @@ fn is_mrtr_method(method: &str) -> bool {
         method,
         method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
     )
-}
-
-fn typed<T: serde::de::DeserializeOwned>(
-    method: &str,
-    value: serde_json::Value,
-) -> Result<T, DecodeError> {
-    T::deserialize(value).map_err(|e| DecodeError::result(method, e))
-}
-
-fn outcome<T: serde::de::DeserializeOwned>(
-    method: &str,
-    result_type: ResultType,
-    value: serde_json::Value,
-) -> Result<Outcome<T>, DecodeError> {
-    Ok(match result_type {
-        ResultType::Complete => Outcome::Complete(typed(method, value)?),
-        ResultType::InputRequired => Outcome::InputRequired(typed(method, value)?),
-        ResultType::Task => Outcome::Task(typed(method, value)?),
-    })
 }
 
 #[cfg(test)]
@@ -412,6 +453,29 @@ mod tests {
         );
         let ok = ServerResult::decode("tools/call", task, ResultContext::with_tasks()).unwrap();
         assert!(matches!(ok, ServerResult::CallTool(Outcome::Task(_))));
+    }
+
+    #[test]
+    fn text_and_value_decode_alike_and_only_objects_are_results() {
+        for text in [
+            r#"{"content":[{"type":"text","text":"x"}],"resultType":"complete"}"#,
+            r#"{"resultType":"input_required","requestState":"s"}"#,
+        ] {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                decode("tools/call", text).unwrap(),
+                ServerResult::decode_value("tools/call", value, ResultContext::default()).unwrap()
+            );
+        }
+        // A derived struct would read `["complete"]` as a sequence; a result
+        // is an object.
+        for text in [r#"["complete"]"#, "7", " null"] {
+            let err = decode("tools/call", text).unwrap_err();
+            assert!(err.contains("must be a JSON object"), "{text}: {err}");
+        }
+        // A nested `resultType` is content, not the result's.
+        let nested = r#"{"content":[],"structuredContent":{"resultType":"later"}}"#;
+        assert!(decode("tools/call", nested).is_ok());
     }
 
     #[test]

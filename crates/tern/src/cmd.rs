@@ -282,7 +282,7 @@ type Build = Box<dyn FnOnce(tern_client::ClientBuilder) -> Client>;
 fn connect(target: &Target) -> Result<(Build, String), Failure> {
     let transport_failure = |e: ClientError| Failure {
         code: EXIT_TRANSPORT,
-        message: e.to_string(),
+        message: format!("{e:#}"),
     };
     match target {
         Target::Url(url) => {
@@ -347,25 +347,27 @@ fn failure(e: &ClientError, session: &Session) -> Failure {
         }
         return Failure {
             code: EXIT_SERVER,
-            message: e.to_string(),
+            message: format!("{e:#}"),
         };
     }
     if e.is_transport() {
         return Failure {
             code: EXIT_TRANSPORT,
-            message: format!("{}: {e}", session.fallback_name),
+            message: format!("{}: {e:#}", session.fallback_name),
         };
     }
     let code = if e.is_handler() && session.refused() {
         EXIT_REFUSED
-    } else if e.is_handler() || e.is_unanswerable() {
+    } else if e.is_handler() || e.is_unanswerable() || e.is_answer() {
         EXIT_NEEDS_INPUT
     } else {
         EXIT_SERVER
     };
+    // `{:#}`: the error and its causes (a handler's own reason, the
+    // decoder's), as one line.
     Failure {
         code,
-        message: e.to_string(),
+        message: format!("{e:#}"),
     }
 }
 
@@ -389,9 +391,9 @@ fn watchers(client: &Client, session: &Arc<Session>) -> CallOptions {
     let progress_session = Arc::clone(session);
     let round_client = client.clone();
     let round_session = Arc::clone(session);
-    CallOptions {
-        on_progress: Some(Arc::new(move |p| progress_session.progress.show(p))),
-        on_round: Some(Arc::new(move |round, keys: &[String]| {
+    CallOptions::default()
+        .with_progress(Arc::new(move |p| progress_session.progress.show(p)))
+        .with_rounds(Arc::new(move |round, keys: &[String]| {
             round_session.asked(keys);
             if std::io::stderr().is_terminal() {
                 let who = round_client.server_info().map_or_else(
@@ -408,9 +410,7 @@ fn watchers(client: &Client, session: &Arc<Session>) -> CallOptions {
                     );
                 }
             }
-        })),
-        ..CallOptions::default()
-    }
+        }))
 }
 
 /// Runs one client subcommand; `Ok` carries the exit code of a completed
@@ -459,19 +459,13 @@ pub(crate) async fn run(
     let client = build(builder);
 
     // Honest capabilities: nothing is declared that this run cannot answer.
-    let options = CallOptions {
-        drop_elicitation: !interactive && answers.is_empty(),
-        drop_sampling: !interactive && sampler.is_none() && answers.is_empty(),
-        drop_roots: false,
-        answers,
-        ..watchers(&client, &session)
-    };
-    let preset_refusals: Vec<String> = options
-        .answers
+    let mut options = watchers(&client, &session);
+    options.drop_elicitation = !interactive && answers.is_empty();
+    options.drop_sampling = !interactive && sampler.is_none() && answers.is_empty();
+    let preset_refusals: Vec<String> = answers
         .keys()
         .filter(|k| {
-            options
-                .answers
+            answers
                 .raw(k)
                 .and_then(|a| a.get("action"))
                 .and_then(Value::as_str)
@@ -479,6 +473,7 @@ pub(crate) async fn run(
         })
         .map(str::to_owned)
         .collect();
+    options.answers = answers.into();
 
     let outcome = execute(
         &client,

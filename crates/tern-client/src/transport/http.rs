@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use http::header::{ACCEPT, CONTENT_TYPE};
+use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -14,9 +14,11 @@ use tern_protocol::ServerNotification;
 use tern_protocol::jsonrpc::Message;
 use tokio::sync::mpsc;
 
+use super::sse::{Decoder, SseError};
 use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, Transport};
 use crate::error::ClientError;
 use crate::headers::encode_value;
+use crate::limits::{Limit, Limits};
 
 /// A Streamable HTTP endpoint (`http://` only; put TLS in front with a
 /// proxy for now).
@@ -25,6 +27,7 @@ pub struct HttpTransport {
     url: Uri,
     client: Client<HttpConnector, Full<Bytes>>,
     headers: Arc<Vec<(String, String)>>,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -40,7 +43,7 @@ impl HttpTransport {
     pub fn new(url: &str) -> Result<Self, ClientError> {
         let url: Uri = url
             .parse()
-            .map_err(|e| ClientError::transport(format!("invalid URL {url}: {e}")))?;
+            .map_err(|e| ClientError::transport(format!("invalid URL {url}")).because(e))?;
         if url.scheme_str() != Some("http") {
             return Err(ClientError::transport(
                 "only http:// URLs are supported (use a TLS proxy for https)",
@@ -51,6 +54,7 @@ impl HttpTransport {
             url,
             client,
             headers: Arc::new(Vec::new()),
+            limits: Limits::default(),
         })
     }
 
@@ -58,6 +62,14 @@ impl HttpTransport {
     #[must_use]
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.headers).push((name.into(), value.into()));
+        self
+    }
+
+    /// Reads responses within `limits` (its byte limits: response body and
+    /// SSE event; the defaults are 16 MiB each).
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -79,18 +91,24 @@ impl HttpTransport {
         }
         builder
             .body(Full::new(Bytes::from(body)))
-            .map_err(ClientError::transport)
+            .map_err(|e| ClientError::request("the HTTP request cannot be built").because(e))
     }
 }
 
 /// Reads one JSON-RPC message the server sent for this request.
-fn incoming(text: &str) -> Result<Option<Incoming>, ClientError> {
-    match Message::from_slice(text.as_bytes()).map_err(ClientError::protocol)? {
-        Message::Response(r) => Ok(Some(Incoming::Result(r.result))),
-        Message::Error(e) => Ok(Some(Incoming::Error(e.error))),
-        Message::Notification(n) => Ok(Some(Incoming::Notification(
-            ServerNotification::from_notification(&n).map_err(ClientError::protocol)?,
-        ))),
+fn incoming(bytes: &[u8]) -> Result<Incoming, ClientError> {
+    let message = Message::from_slice(bytes).map_err(|e| {
+        ClientError::protocol("the server's reply is not a JSON-RPC message").because(e)
+    })?;
+    match message {
+        Message::Response(r) => Ok(Incoming::Result(r.result)),
+        Message::Error(e) => Ok(Incoming::Error(e.error)),
+        Message::Notification(n) => ServerNotification::from_notification(&n)
+            .map(Incoming::Notification)
+            .map_err(|e| {
+                ClientError::protocol(format!("the server's `{}` cannot be read", n.method))
+                    .because(e)
+            }),
         // A 2026-07-28 server never sends requests (S16).
         Message::Request(r) => Err(ClientError::protocol(format!(
             "the server sent a request ({}) on a response stream",
@@ -99,8 +117,39 @@ fn incoming(text: &str) -> Result<Option<Incoming>, ClientError> {
     }
 }
 
+/// Collects a JSON body, refusing one larger than `limit` before it is
+/// read whole (a `Content-Length` over it is refused at once).
+async fn collect(
+    body: &mut hyper::body::Incoming,
+    declared: Option<u64>,
+    limit: usize,
+) -> Result<Vec<u8>, ClientError> {
+    let too_large = || {
+        ClientError::limit(
+            Limit::ResponseBytes,
+            format!("the response body is larger than {limit} bytes"),
+        )
+    };
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| ClientError::transport("the response body broke off").because(e))?;
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > limit {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(bytes)
+}
+
 async fn pump(
     response: hyper::Response<hyper::body::Incoming>,
+    limits: Limits,
     tx: mpsc::Sender<Result<Incoming, ClientError>>,
 ) {
     let status = response.status();
@@ -109,65 +158,60 @@ async fn pump(
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
+    let declared = response
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
     let mut body = response.into_body();
     if !is_sse {
-        let bytes = match body.collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) => {
-                let _ = tx.send(Err(ClientError::transport(e))).await;
-                return;
-            }
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        let reply = match incoming(&text) {
-            Ok(Some(reply)) => Ok(reply),
-            Ok(None) => return,
-            Err(_) if !status.is_success() => Err(ClientError::transport(format!(
-                "HTTP {status}: {}",
-                text.trim()
-            ))),
+        let reply = match collect(&mut body, declared, limits.max_response_bytes).await {
+            Ok(bytes) => match incoming(&bytes) {
+                Err(_) if !status.is_success() => Err(ClientError::transport(format!(
+                    "HTTP {status}: {}",
+                    String::from_utf8_lossy(&bytes).trim()
+                ))),
+                reply => reply,
+            },
             Err(e) => Err(e),
         };
         let _ = tx.send(reply).await;
         return;
     }
-    let mut buffer = String::new();
+    let mut decoder = Decoder::new(limits.max_event_bytes);
+    let mut events = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = match frame {
             Ok(frame) => frame,
             Err(e) => {
-                let _ = tx.send(Err(ClientError::transport(e))).await;
+                let _ = tx
+                    .send(Err(
+                        ClientError::transport("the response stream broke off").because(e)
+                    ))
+                    .await;
                 return;
             }
         };
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        buffer.push_str(&String::from_utf8_lossy(&data));
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|l| l.strip_prefix(' ').unwrap_or(l))
-                .collect();
-            if data.is_empty() {
-                continue; // a comment (keep-alive) or an event without data
-            }
-            let reply = incoming(&data.join("\n"));
-            let last = matches!(
-                reply,
-                Ok(Some(Incoming::Result(_) | Incoming::Error(_))) | Err(_)
-            );
-            if let Ok(None) = reply {
-                continue;
-            }
-            if tx
-                .send(reply.map(|r| r.expect("None handled above")))
-                .await
-                .is_err()
-                || last
-            {
+        if let Err(e) = decoder.feed(&data, &mut events) {
+            let error = match e {
+                SseError::TooLarge(limit) => ClientError::limit(
+                    Limit::EventBytes,
+                    format!("an SSE event of the response is larger than {limit} bytes"),
+                ),
+                SseError::NotUtf8(_) => {
+                    ClientError::protocol("the response stream is not UTF-8").because(e)
+                }
+            };
+            let _ = tx.send(Err(error)).await;
+            return;
+        }
+        for event in events.drain(..) {
+            let reply = incoming(event.data.as_bytes());
+            let last = matches!(reply, Ok(Incoming::Result(_) | Incoming::Error(_)) | Err(_));
+            if tx.send(reply).await.is_err() || last {
                 return;
             }
         }
@@ -180,25 +224,26 @@ impl Transport for HttpTransport {
             let mut request = self.request(out.body, &out.method, &out.protocol_version)?;
             let headers = request.headers_mut();
             if let Some(name) = &out.name {
-                let value =
-                    HeaderValue::from_str(&encode_value(name)).map_err(ClientError::transport)?;
+                let value = HeaderValue::from_str(&encode_value(name)).map_err(|e| {
+                    ClientError::request("the Mcp-Name header cannot be written").because(e)
+                })?;
                 headers.insert("Mcp-Name", value);
             }
             for (name, value) in &out.header_params {
+                let invalid = |e: Box<dyn std::error::Error + Send + Sync>| {
+                    ClientError::request(format!("the Mcp-Param-{name} header cannot be written"))
+                        .because(e)
+                };
                 let header = http::HeaderName::from_bytes(format!("Mcp-Param-{name}").as_bytes())
-                    .map_err(ClientError::transport)?;
-                headers.insert(
-                    header,
-                    HeaderValue::from_str(value).map_err(ClientError::transport)?,
-                );
+                    .map_err(|e| invalid(e.into()))?;
+                let value = HeaderValue::from_str(value).map_err(|e| invalid(e.into()))?;
+                headers.insert(header, value);
             }
-            let response = self
-                .client
-                .request(request)
-                .await
-                .map_err(ClientError::transport)?;
+            let response = self.client.request(request).await.map_err(|e| {
+                ClientError::transport(format!("cannot reach {}", self.url)).because(e)
+            })?;
             let (tx, rx) = mpsc::channel(64);
-            let task = tokio::spawn(pump(response, tx));
+            let task = tokio::spawn(pump(response, self.limits, tx));
             // Dropping the exchange early drops the body: the connection
             // closes, which the server takes as cancellation (§4.2).
             let guard = CancelGuard {

@@ -6,34 +6,73 @@ use std::pin::Pin;
 
 use serde_json::value::RawValue;
 use tern_protocol::error::ErrorObject;
-use tern_protocol::{RequestId, ServerNotification};
+use tern_protocol::{ClientRequest, RequestId, ServerNotification};
 use tokio::sync::mpsc;
 
 use crate::error::ClientError;
 
 pub mod http;
+mod sse;
 pub mod stdio;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// One request on its way out.
+/// One request on its way out, built once from its typed form
+/// ([`ClientRequest`]): the body, and the headers derived from it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Outgoing {
     /// Its JSON-RPC id.
     pub id: RequestId,
     /// Its method.
     pub method: String,
-    /// What the `Mcp-Name` header carries, if anything.
+    /// What the `Mcp-Name` header carries, if anything (the tool or prompt
+    /// name, the resource URI, or the task id).
     pub name: Option<String>,
     /// The protocol version (`MCP-Protocol-Version`).
     pub protocol_version: String,
     /// `Mcp-Param-*` headers: name (after the prefix) and encoded value.
     pub header_params: Vec<(String, String)>,
-    /// The progress token the request carries, so stdio can route progress.
+    /// The progress token the request carries (as JSON text), so stdio can
+    /// route progress.
     pub progress_token: Option<String>,
     /// The whole JSON-RPC request.
     pub body: String,
+}
+
+impl Outgoing {
+    /// `request` with `id`, serialised once; `Mcp-Name` and the protocol
+    /// version are read from the typed request, `header_params` are the
+    /// `Mcp-Param-*` headers its arguments give.
+    pub fn new(
+        id: RequestId,
+        request: &ClientRequest,
+        header_params: Vec<(String, String)>,
+    ) -> Result<Self, ClientError> {
+        let body = serde_json::to_string(&request.with_id(&id)).map_err(|e| {
+            ClientError::protocol(format!(
+                "the {} request cannot be encoded",
+                request.method()
+            ))
+            .because(e)
+        })?;
+        let meta = request.meta();
+        Ok(Self {
+            method: request.method().to_owned(),
+            name: request.name().map(str::to_owned),
+            protocol_version: meta.map_or_else(
+                || tern_protocol::version::LATEST.to_owned(),
+                |m| m.protocol_version.clone(),
+            ),
+            progress_token: meta
+                .and_then(|m| m.progress_token.as_ref())
+                .and_then(|t| serde_json::to_string(t).ok()),
+            header_params,
+            body,
+            id,
+        })
+    }
 }
 
 /// What comes back for one request: its notifications, then its response.

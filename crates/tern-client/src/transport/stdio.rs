@@ -1,8 +1,11 @@
 //! A server run as a child process, one JSON message per line (spec §6.1).
 //!
 //! The child's standard error goes to `tracing`. Closing asks the child to
-//! exit by closing its standard input, waits, then terminates it. Dropping a
-//! request's exchange before its response sends `notifications/cancelled`.
+//! exit by closing its standard input (spec §6.1), waits, then kills it with
+//! the platform's own call (tokio's `Child::kill`). Dropping a request's
+//! exchange before its response sends `notifications/cancelled`. A line from
+//! the server longer than [`Limits::max_response_bytes`] ends the connection:
+//! every waiting request gets the limit's error, none waits for ever.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -11,12 +14,13 @@ use std::time::Duration;
 
 use tern_protocol::ServerNotification;
 use tern_protocol::jsonrpc::{Message, RequestId};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
 use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, Transport};
 use crate::error::ClientError;
+use crate::limits::{Limit, Limits};
 
 type Reply = mpsc::Sender<Result<Incoming, ClientError>>;
 
@@ -29,7 +33,7 @@ struct Routes {
 }
 
 /// How long [`Transport::close`] waits for the child after closing its input,
-/// and again after asking it to terminate.
+/// before it kills it.
 const GRACE: Duration = Duration::from_secs(3);
 
 /// A server running as a child process.
@@ -52,9 +56,53 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Why a line could not be read.
+#[derive(Debug)]
+enum LineError {
+    TooLong,
+    Io(std::io::Error),
+}
+
+/// Reads one line into `line` (its end dropped), refusing one longer than
+/// `limit` bytes before it is held whole; `Ok(false)` at the end of input.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    limit: usize,
+) -> Result<bool, LineError> {
+    line.clear();
+    loop {
+        let available = reader.fill_buf().await.map_err(LineError::Io)?;
+        if available.is_empty() {
+            return Ok(!line.is_empty());
+        }
+        let (taken, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(end) => (end, true),
+            None => (available.len(), false),
+        };
+        if line.len() + taken > limit {
+            return Err(LineError::TooLong);
+        }
+        line.extend_from_slice(&available[..taken]);
+        reader.consume(taken + usize::from(done));
+        if done {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(true);
+        }
+    }
+}
+
 impl ChildProcess {
-    /// Starts `program` with `args`.
+    /// Starts `program` with `args`, with the default [`Limits`].
     pub fn spawn(program: &str, args: &[String]) -> Result<Self, ClientError> {
+        Self::spawn_with(program, args, Limits::default())
+    }
+
+    /// Starts `program` with `args`; a line from it may be at most
+    /// `limits.max_response_bytes` long.
+    pub fn spawn_with(program: &str, args: &[String], limits: Limits) -> Result<Self, ClientError> {
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -62,7 +110,7 @@ impl ChildProcess {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| ClientError::transport(format!("cannot start {program}: {e}")))?;
+            .map_err(|e| ClientError::transport(format!("cannot start {program}")).because(e))?;
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -91,23 +139,38 @@ impl ChildProcess {
         });
         let routes: Arc<Mutex<Routes>> = Arc::default();
         let reader_routes = Arc::clone(&routes);
+        let max_line = limits.max_response_bytes;
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                dispatch(&reader_routes, &line).await;
-            }
-            // The server is gone: every waiting request learns it.
+            let mut reader = BufReader::new(stdout);
+            let mut line = Vec::new();
+            let why = loop {
+                match read_line(&mut reader, &mut line, max_line).await {
+                    Ok(true) => dispatch(&reader_routes, &line).await,
+                    Ok(false) => break None,
+                    Err(LineError::TooLong) => break Some(Limit::ResponseBytes),
+                    Err(LineError::Io(e)) => {
+                        tracing::warn!(error = %e, "reading the server's output failed");
+                        break None;
+                    }
+                }
+            };
+            // The server is gone, or this client stopped reading it: every
+            // waiting request learns it (the long line may have been any
+            // one's response).
             let pending: Vec<Reply> = lock(&reader_routes)
                 .pending
                 .drain()
                 .map(|(_, tx)| tx)
                 .collect();
             for tx in pending {
-                let _ = tx
-                    .send(Err(ClientError::transport(
-                        "the server process closed its output",
-                    )))
-                    .await;
+                let error = match why {
+                    Some(limit) => ClientError::limit(
+                        limit,
+                        format!("a line from the server is longer than {max_line} bytes"),
+                    ),
+                    None => ClientError::transport("the server process closed its output"),
+                };
+                let _ = tx.send(Err(error)).await;
             }
         });
         Ok(Self {
@@ -129,11 +192,11 @@ impl ChildProcess {
 }
 
 /// Routes one line from the server to the request it belongs to.
-async fn dispatch(routes: &Mutex<Routes>, line: &str) {
-    if line.trim().is_empty() {
+async fn dispatch(routes: &Mutex<Routes>, line: &[u8]) {
+    if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
-    let (target, reply) = match Message::from_slice(line.as_bytes()) {
+    let (target, reply) = match Message::from_slice(line) {
         Ok(Message::Response(r)) => (Some(r.id), Ok(Incoming::Result(r.result))),
         Ok(Message::Error(e)) => {
             let Some(id) = e.id else {
@@ -220,10 +283,7 @@ impl Transport for ChildProcess {
                 let mut r = lock(&self.routes);
                 r.pending.insert(out.id.clone(), tx);
                 if let Some(token) = &out.progress_token {
-                    r.progress.insert(
-                        serde_json::to_string(token).unwrap_or_default(),
-                        out.id.clone(),
-                    );
+                    r.progress.insert(token.clone(), out.id.clone());
                 }
             }
             self.write(out.body)?;
@@ -252,23 +312,51 @@ impl Transport for ChildProcess {
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            // Close stdin, wait, then terminate (spec §6.1).
+            // Close stdin, wait, then kill (spec §6.1), with the platform's
+            // own call: no `kill` command, no unsafe signal code.
             lock(&self.writer).take();
             let mut child = self.child.lock().await;
             if tokio::time::timeout(GRACE, child.wait()).await.is_ok() {
                 return;
             }
-            if let Some(pid) = child.id() {
-                let _ = Command::new("kill")
-                    .arg("-TERM")
-                    .arg(pid.to_string())
-                    .status()
-                    .await;
-                if tokio::time::timeout(GRACE, child.wait()).await.is_ok() {
-                    return;
-                }
-            }
+            tracing::warn!(server = %self.program, "the server did not exit after its input closed; killing it");
             let _ = child.kill().await;
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], capacity: usize, limit: usize) -> Result<Vec<String>, String> {
+        // A small buffer, so lines arrive in several reads.
+        let mut reader = BufReader::with_capacity(capacity, input);
+        let mut line = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut line, limit).await {
+                Ok(true) => out.push(String::from_utf8_lossy(&line).into_owned()),
+                Ok(false) => return Ok(out),
+                Err(e) => return Err(format!("{e:?}")),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_read_whole_across_reads_and_bounded() {
+        let input = "{\"a\":\"สวัสดี\"}\r\n\n{\"b\":2}\nlast".as_bytes();
+        for capacity in [1, 2, 7, 64] {
+            assert_eq!(
+                lines(input, capacity, 100).await.unwrap(),
+                ["{\"a\":\"สวัสดี\"}", "", "{\"b\":2}", "last"],
+                "capacity {capacity}"
+            );
+        }
+        // The limit counts a line's bytes without its end; one over it is
+        // refused before it is held whole.
+        assert_eq!(lines(b"12345\n", 3, 5).await.unwrap(), ["12345"]);
+        assert_eq!(lines(b"123456\n", 3, 5).await.unwrap_err(), "TooLong");
+        assert_eq!(lines(b"ok\n123456", 2, 5).await.unwrap_err(), "TooLong");
     }
 }

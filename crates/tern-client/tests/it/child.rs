@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tern_client::transport::http::HttpTransport;
-use tern_client::{CallOptions, Client, PendingRound, Round};
+use tern_client::{CallOptions, Client, Completed, PendingRound, Round};
 use tern_server::transport::stdio::{StdioOptions, serve};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -115,7 +115,7 @@ async fn serve_stub(input: tokio::io::DuplexStream, mut output: tokio::io::Duple
 }
 
 /// A second client, in this second process, resumes the round the parent
-/// parked, answering with its own handler.
+/// parked (of whichever method), answering with its own handler.
 async fn resume() {
     let url = std::env::var(URL).unwrap();
     let pending: PendingRound = serde_json::from_str(&std::env::var(ROUND).unwrap()).unwrap();
@@ -124,15 +124,14 @@ async fn resume() {
         .build(HttpTransport::new(&url).unwrap());
     let options = CallOptions::default();
     let answers = client.answer(&pending, &options).await.unwrap();
-    let Round::Complete(result) = client
-        .resume_tool(&pending, &answers, &options)
-        .await
-        .unwrap()
-    else {
-        panic!("the resumed round asked again");
+    let result = match client.resume(&pending, &answers, &options).await.unwrap() {
+        Round::Complete(Completed::Tool(r)) => text(&r),
+        Round::Complete(Completed::Prompt(r)) => text(&r),
+        Round::Complete(Completed::Resource(r)) => text(&r),
+        other => panic!("the resumed round did not complete: {other:?}"),
     };
     #[allow(clippy::print_stdout, reason = "the parent reads the result here")]
     {
-        println!("{RESULT_MARK}{}", text(&result));
+        println!("{RESULT_MARK}{result}");
     }
 }

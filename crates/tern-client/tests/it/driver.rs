@@ -45,12 +45,9 @@ each_way! {
         let client = conn.client(Client::builder());
         let rounds = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&rounds);
-        let options = CallOptions {
-            on_round: Some(Arc::new(move |n, keys: &[String]| {
-                seen.lock().unwrap().push((n, keys.len()));
-            })),
-            ..CallOptions::default()
-        };
+        let options = CallOptions::default().with_rounds(Arc::new(move |n, keys: &[String]| {
+            seen.lock().unwrap().push((n, keys.len()));
+        }));
         let began = Instant::now();
         let result = bounded(client.call_tool_with(
             "shed",
@@ -90,17 +87,12 @@ each_way! {
                 .roots(work_root()),
         );
         let all = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}});
-        let headless = CallOptions {
-            drop_elicitation: true,
-            ..CallOptions::default()
-        };
+        let headless = CallOptions::default().without_elicitation();
         let without_elicitation = json!({"sampling": {}, "roots": {}});
-        let everything_dropped = CallOptions {
-            drop_elicitation: true,
-            drop_sampling: true,
-            drop_roots: true,
-            ..CallOptions::default()
-        };
+        let everything_dropped = CallOptions::default()
+            .without_elicitation()
+            .without_sampling()
+            .without_roots();
         let caps = |o: &CallOptions| serde_json::to_value(client.capabilities(o)).unwrap();
         assert_eq!(caps(&CallOptions::default()), all, "{way:?}");
         assert_eq!(caps(&headless), without_elicitation, "{way:?}");
@@ -145,10 +137,7 @@ each_way! {
         assert!(err.is_unanswerable(), "{way:?}: {err}");
 
         let client = stub.client(Client::builder().sampling(Paris));
-        let dropped = CallOptions {
-            drop_sampling: true,
-            ..CallOptions::default()
-        };
+        let dropped = CallOptions::default().without_sampling();
         let err = bounded(client.call_tool_with("asks_sampling", None, &dropped))
             .await
             .unwrap_err();
@@ -170,7 +159,7 @@ each_way! {
         else {
             panic!("{way:?}: three_rounds asks first");
         };
-        assert_eq!(pending.method, "tools/call", "{way:?}");
+        assert_eq!(pending.method(), "tools/call", "{way:?}");
         assert_eq!(pending.round, 1, "{way:?}");
         assert_eq!(pending.input_requests.keys().collect::<Vec<_>>(), ["step1"], "{way:?}");
         let parked = serde_json::to_string(&pending).unwrap();
@@ -189,6 +178,7 @@ each_way! {
                     assert_eq!(next.round, pending.round + 1, "{way:?}");
                     pending = next;
                 }
+                other => panic!("{way:?}: {other:?}"),
             }
         };
         assert_eq!(text(&result), "ada/red/true", "{way:?}");
@@ -255,10 +245,7 @@ each_way! {
         let client = conn.client(Client::builder());
         let started = Arc::new(Notify::new());
         let on_start = Arc::clone(&started);
-        let options = CallOptions {
-            on_progress: Some(Arc::new(move |_| on_start.notify_one())),
-            ..CallOptions::default()
-        };
+        let options = CallOptions::default().with_progress(Arc::new(move |_| on_start.notify_one()));
         let call = client.call_tool_with("hang", Some(empty()), &options);
         let ended = Box::pin(bounded(async {
             tokio::select! {
@@ -300,12 +287,9 @@ each_way! {
         let client = conn.client(Client::builder());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&seen);
-        let options = CallOptions {
-            on_progress: Some(Arc::new(move |p| {
-                sink.lock().unwrap().push((p.progress, p.total, p.message.clone()));
-            })),
-            ..CallOptions::default()
-        };
+        let options = CallOptions::default().with_progress(Arc::new(move |p| {
+            sink.lock().unwrap().push((p.progress, p.total, p.message.clone()));
+        }));
         let result = bounded(client.call_tool_with("progress", Some(empty()), &options))
             .await
             .unwrap();

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tern_client::transport::http::HttpTransport;
 use tern_client::transport::stdio::ChildProcess;
 use tern_client::transport::{BoxFuture, Exchange, Incoming, Outgoing, Transport};
-use tern_client::{Client, ClientBuilder, ClientError};
+use tern_client::{Client, ClientBuilder, ClientError, Limits};
 use tern_protocol::ServerNotification;
 use tern_protocol::jsonrpc::Message;
 use tern_server::transport::http::Http;
@@ -182,6 +182,17 @@ impl Conn {
     /// A client of the server. Over stdio each client starts its own server
     /// process (same keys), logging into this connection's log.
     pub fn client(&self, builder: ClientBuilder) -> Client {
+        self.connect(builder, None)
+    }
+
+    /// A client of the server with `limits`, its transport's byte limits
+    /// included.
+    pub fn client_with(&self, builder: ClientBuilder, limits: Limits) -> Client {
+        self.connect(builder.limits(limits), Some(limits))
+    }
+
+    fn connect(&self, builder: ClientBuilder, limits: Option<Limits>) -> Client {
+        let limits_or_default = limits.unwrap_or_default();
         match &self.target {
             Target::InProcess(server) => builder.build(InProcess {
                 server: server.clone(),
@@ -192,9 +203,13 @@ impl Conn {
                 let Log::File(record) = &self.log else {
                     unreachable!("a child logs to a file")
                 };
-                builder.build(spawn_child(*kind, record))
+                builder.build(spawn_child(*kind, record, limits_or_default))
             }
-            Target::Http(url) => builder.build(HttpTransport::new(url).unwrap()),
+            Target::Http(url) => builder.build(
+                HttpTransport::new(url)
+                    .unwrap()
+                    .with_limits(limits_or_default),
+            ),
         }
     }
 
@@ -216,7 +231,7 @@ impl Drop for Conn {
 }
 
 /// This test binary, run as a server child (see `child::entry`).
-fn spawn_child(kind: Kind, record: &std::path::Path) -> ChildProcess {
+fn spawn_child(kind: Kind, record: &std::path::Path, limits: Limits) -> ChildProcess {
     let role = match kind {
         Kind::Fixture => "server",
         Kind::Stub => "stub",
@@ -232,7 +247,7 @@ fn spawn_child(kind: Kind, record: &std::path::Path) -> ChildProcess {
         "--test-threads=1".into(),
     ];
     // `env` sets the child's role: `ChildProcess` takes no environment.
-    ChildProcess::spawn("env", &args).unwrap()
+    ChildProcess::spawn_with("env", &args, limits).unwrap()
 }
 
 // --- in process -----------------------------------------------------------
@@ -332,7 +347,7 @@ impl Transport for StubTransport {
 // --- HTTP ------------------------------------------------------------------
 
 /// Serves `app` on 127.0.0.1 (a free port) for the rest of the test.
-async fn serve_http(app: axum::Router) -> String {
+pub async fn serve_http(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });

@@ -216,13 +216,10 @@ each_way! {
         let conn = start(way, Kind::Fixture).await;
         let elicit = Elicit::fill(&[("color", "red")]);
         let client = conn.client(Client::builder().elicitation(elicit.clone()));
-        let options = CallOptions {
-            answers: answers(json!({
-                "step1": {"action": "accept", "content": {"name": "ada"}},
-                "stray": {"action": "accept", "content": {"name": "nobody"}},
-            })),
-            ..CallOptions::default()
-        };
+        let options = CallOptions::default().with_answers(answers(json!({
+            "step1": {"action": "accept", "content": {"name": "ada"}},
+            "stray": {"action": "accept", "content": {"name": "nobody"}},
+        })));
         let args = json!({"label": "kept \"as is\" \u{e9}"});
         let result = bounded(client.call_tool_with("three_rounds", Some(args.clone()), &options))
             .await
@@ -317,12 +314,9 @@ each_way! {
         let conn = start(way, Kind::Fixture).await;
         let client = conn.client(Client::builder().elicitation(Elicit::fill(&[])));
         for name in ["ann", "bob"] {
-            let options = CallOptions {
-                answers: answers(json!({
-                    "user_name": {"action": "accept", "content": {"name": name}}
-                })),
-                ..CallOptions::default()
-            };
+            let options = CallOptions::default().with_answers(answers(json!({
+                "user_name": {"action": "accept", "content": {"name": name}}
+            })));
             let result = bounded(client.call_tool_with("greet", Some(empty()), &options))
                 .await
                 .unwrap();
@@ -429,7 +423,7 @@ each_way! {
         let client = conn.client(Client::builder().elicitation(elicit.clone()));
         let err = bounded(client.call_tool("batch", Some(empty()))).await.unwrap_err();
         assert!(err.is_handler(), "{way:?}: {err}");
-        assert!(err.to_string().contains("closed the terminal"), "{way:?}: {err}");
+        assert!(format!("{err:#}").contains("closed the terminal"), "{way:?}: {err:#}");
         bounded(dropped_rx).await.unwrap();
         assert_eq!(elicit.asked().len(), 2, "{way:?}: both questions were asked at once");
         assert_eq!(conn.log.requests("tools/call").len(), 1, "{way:?}: no retry");

@@ -1,8 +1,9 @@
 //! A hand-written server answering fixed JSON, for what a tern server never
 //! sends: a result without `resultType`, an unknown `resultType`, a
 //! `requestState` no sealing codec would produce, a round without state, and
-//! questions of a kind the client cannot answer. It checks what the retry
-//! carries and says so in the result's text.
+//! questions of a kind the client cannot answer, a key asked again with
+//! another question, a list that never ends and a result too large to read.
+//! It checks what the retry carries and says so in the result's text.
 
 use serde_json::{Value, json};
 
@@ -29,6 +30,32 @@ fn name_question() -> Value {
             }
         }
     })
+}
+
+fn confirm_question(message: &str) -> Value {
+    json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"ok": {"type": "boolean"}},
+                "required": ["ok"]
+            }
+        }
+    })
+}
+
+/// How many bytes of text the `big` tool returns.
+pub const BIG: usize = 64 << 10;
+
+/// The action of the answer under `key`, or "none".
+fn action(params: &Value, key: &str) -> String {
+    params["inputResponses"][key]["action"]
+        .as_str()
+        .unwrap_or("none")
+        .to_owned()
 }
 
 /// The reply to one message; `None` for notifications.
@@ -71,6 +98,35 @@ pub fn reply(message: &Value) -> Option<Value> {
             "requestState": "s",
         }),
         (Some("tools/call"), "asks_sampling") => text("an answer was invented"),
+        // The same key asked twice, with two different questions: a client
+        // must not answer the second with the first one's answer. The state
+        // carries the first answer along.
+        (Some("tools/call"), "reasks") => match state.and_then(Value::as_str) {
+            None => json!({
+                "resultType": "input_required",
+                "inputRequests": {"confirm": confirm_question("Delete the orders?")},
+                "requestState": "asked-orders",
+            }),
+            Some("asked-orders") => json!({
+                "resultType": "input_required",
+                "inputRequests": {"confirm": confirm_question("Delete the backups too?")},
+                "requestState": format!("orders-{}", action(params, "confirm")),
+            }),
+            Some(orders) => text(&format!("{orders}, backups-{}", action(params, "confirm"))),
+        },
+        // A result larger than a small response limit.
+        (Some("tools/call"), "big") => text(&"x".repeat(BIG)),
+        // Pages of three tools that always name a next page.
+        (Some("tools/list"), _) => {
+            let page: u64 = params["cursor"]
+                .as_str()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            let tools: Vec<Value> = (0..3)
+                .map(|i| json!({"name": format!("t{page}_{i}"), "inputSchema": {"type": "object"}}))
+                .collect();
+            json!({"tools": tools, "nextCursor": (page + 1).to_string()})
+        }
         // A replica of another release answers a fresh client's first request.
         (Some("tools/call"), "replica_mismatch") if id == json!(1) => {
             return Some(json!({

@@ -1,0 +1,316 @@
+//! [`Client`]: one server's client, by concern:
+//!
+//! - `request`: a request built once from its typed form, sent, and its
+//!   response decoded once (method plus `resultType`), with the retries the
+//!   spec asks for (`-32022`, `-32020`);
+//! - `list`: discover, the paginated lists (bounded in pages and items),
+//!   completion;
+//! - `mrtr`: the MRTR driver (C1–C12) and the answering of questions;
+//! - `manual`: manual rounds ([`PendingRound`]) for `tools/call`,
+//!   `prompts/get` and `resources/read`;
+//! - `subscription`: `subscriptions/listen`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tern_protocol::progress::ProgressNotificationParams;
+use tern_protocol::{ClientCapabilities, Implementation, JsonObject, RequestId, version};
+
+use crate::handler::{Elicitation, Roots, Sampling};
+use crate::headers::HeaderParam;
+use crate::limits::Limits;
+use crate::preset::Presets;
+use crate::transport::Transport;
+
+mod list;
+mod manual;
+mod mrtr;
+mod request;
+mod subscription;
+
+pub use crate::limits::{DEFAULT_DEADLINE, DEFAULT_MAX_ROUNDS};
+pub use manual::{Call, Completed, PendingRound, Round};
+pub use subscription::Subscription;
+
+/// A callback for progress notifications.
+pub type ProgressFn = Arc<dyn Fn(&ProgressNotificationParams) + Send + Sync>;
+/// A callback told about each MRTR round: its number and the keys asked.
+pub type RoundFn = Arc<dyn Fn(u32, &[String]) + Send + Sync>;
+
+/// Per-call options. Build them with `CallOptions::default()` and the
+/// `with_*` / `without_*` methods.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// Do not declare elicitation (a headless run: servers take their
+    /// fallback instead of asking).
+    pub drop_elicitation: bool,
+    /// Do not declare sampling.
+    pub drop_sampling: bool,
+    /// Do not declare roots.
+    pub drop_roots: bool,
+    /// Answers given in advance, each bound to the question it answers
+    /// ([`Presets`]); used instead of the handlers for those questions.
+    pub answers: Presets,
+    /// Receives the call's progress notifications.
+    pub on_progress: Option<ProgressFn>,
+    /// Told about each `input_required` round.
+    pub on_round: Option<RoundFn>,
+}
+
+impl CallOptions {
+    /// Does not declare elicitation.
+    #[must_use]
+    pub fn without_elicitation(mut self) -> Self {
+        self.drop_elicitation = true;
+        self
+    }
+
+    /// Does not declare sampling.
+    #[must_use]
+    pub fn without_sampling(mut self) -> Self {
+        self.drop_sampling = true;
+        self
+    }
+
+    /// Does not declare roots.
+    #[must_use]
+    pub fn without_roots(mut self) -> Self {
+        self.drop_roots = true;
+        self
+    }
+
+    /// Answers given in advance.
+    #[must_use]
+    pub fn with_answers(mut self, answers: impl Into<Presets>) -> Self {
+        self.answers = answers.into();
+        self
+    }
+
+    /// Receives progress notifications.
+    #[must_use]
+    pub fn with_progress(mut self, on_progress: ProgressFn) -> Self {
+        self.on_progress = Some(on_progress);
+        self
+    }
+
+    /// Told about each round.
+    #[must_use]
+    pub fn with_rounds(mut self, on_round: RoundFn) -> Self {
+        self.on_round = Some(on_round);
+        self
+    }
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("drop_elicitation", &self.drop_elicitation)
+            .field("drop_sampling", &self.drop_sampling)
+            .field("drop_roots", &self.drop_roots)
+            .field("answers", &self.answers)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    transport: Arc<dyn Transport>,
+    info: Implementation,
+    elicitation: Option<Arc<dyn Elicitation>>,
+    sampling: Option<Arc<dyn Sampling>>,
+    roots: Option<Arc<dyn Roots>>,
+    limits: Limits,
+    next_id: AtomicI64,
+    tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    server_info: Mutex<Option<Implementation>>,
+}
+
+/// An MCP client of one server. Cheap to clone; calls may run concurrently
+/// and share nothing but the connection (C5).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("transport", &self.inner.transport)
+            .field("info", &self.inner.info)
+            .field("limits", &self.inner.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Client`].
+pub struct ClientBuilder {
+    info: Implementation,
+    elicitation: Option<Arc<dyn Elicitation>>,
+    sampling: Option<Arc<dyn Sampling>>,
+    roots: Option<Arc<dyn Roots>>,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self {
+            info: Implementation::new("tern-client", env!("CARGO_PKG_VERSION")),
+            elicitation: None,
+            sampling: None,
+            roots: None,
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// The client's self-description (`clientInfo`).
+    #[must_use]
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// Answers elicitations (declares `elicitation`, with its modes).
+    #[must_use]
+    pub fn elicitation(mut self, handler: impl Elicitation) -> Self {
+        self.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers sampling requests (declares `sampling`; deprecated).
+    #[must_use]
+    pub fn sampling(mut self, handler: impl Sampling) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// Lists roots (declares `roots`; deprecated).
+    #[must_use]
+    pub fn roots(mut self, handler: impl Roots) -> Self {
+        self.roots = Some(Arc::new(handler));
+        self
+    }
+
+    /// The client's limits (pages, items, rounds, deadline; the byte limits
+    /// are the transport's, see [`Limits`]).
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The most MRTR rounds one call may take (default 10).
+    #[must_use]
+    pub fn max_rounds(mut self, rounds: u32) -> Self {
+        self.limits = self.limits.with_max_rounds(rounds);
+        self
+    }
+
+    /// The most time one call may take, rounds included (default 10 min).
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.limits = self.limits.with_deadline(deadline);
+        self
+    }
+
+    /// The client, over `transport`.
+    pub fn build(self, transport: impl Transport) -> Client {
+        Client {
+            inner: Arc::new(Inner {
+                transport: Arc::new(transport),
+                info: self.info,
+                elicitation: self.elicitation,
+                sampling: self.sampling,
+                roots: self.roots,
+                limits: self.limits,
+                next_id: AtomicI64::new(1),
+                tool_headers: Mutex::new(HashMap::new()),
+                server_info: Mutex::new(None),
+            }),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Client {
+    /// Starts building a client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// The protocol version every request is sent with: tern's client speaks
+    /// 2026-07-28 only.
+    pub fn protocol_version(&self) -> &'static str {
+        version::LATEST
+    }
+
+    /// The server's self-description, from the last result that carried it.
+    pub fn server_info(&self) -> Option<Implementation> {
+        lock(&self.inner.server_info).clone()
+    }
+
+    /// The limits this client keeps.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// Closes the transport (a child process is asked to exit).
+    pub async fn close(&self) {
+        self.inner.transport.close().await;
+    }
+
+    /// The capabilities a request declares: from the installed handlers,
+    /// less what `options` drops.
+    pub fn capabilities(&self, options: &CallOptions) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::default();
+        if let Some(e) = self
+            .inner
+            .elicitation
+            .as_ref()
+            .filter(|_| !options.drop_elicitation)
+        {
+            if e.supports_form() {
+                caps = caps.with_elicitation_form();
+            }
+            if e.supports_url() {
+                caps = caps.with_elicitation_url();
+            }
+        }
+        if let Some(s) = self
+            .inner
+            .sampling
+            .as_ref()
+            .filter(|_| !options.drop_sampling)
+        {
+            caps = caps.with_sampling();
+            if s.supports_tools()
+                && let Some(sampling) = caps.sampling.as_mut()
+            {
+                sampling.tools = Some(JsonObject::new());
+            }
+        }
+        if self.inner.roots.is_some() && !options.drop_roots {
+            caps = caps.with_roots();
+        }
+        caps
+    }
+
+    fn next_id(&self) -> RequestId {
+        RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+}
