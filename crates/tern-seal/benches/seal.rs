@@ -5,11 +5,10 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
-use tern_seal::{Claims, Expect, Key, KeyRing, Sealer, SealerOptions};
+use tern_seal::{Claims, Expect, KeyRing, Sealer, SealerOptions};
 
 fn bench_seal(c: &mut Criterion) {
-    let secret: [u8; 32] = std::array::from_fn(|i| u8::try_from(i).unwrap_or(0) + 1);
-    let ring = KeyRing::new(vec![Key::new("k1", secret).expect("valid key")]).expect("one key");
+    let ring = KeyRing::generate();
     let sealer = Sealer::new(
         ring,
         SealerOptions {

@@ -56,8 +56,9 @@ impl Key {
     /// Makes a key from its id and 32-byte master secret.
     ///
     /// The id is 1 to 16 characters of `A-Z a-z 0-9 _ -`. The secret is
-    /// refused when all its bytes are equal. The caller's copy of `secret` is
-    /// the caller's to zeroise.
+    /// refused when it is obviously not random (fewer than 12 distinct bytes,
+    /// or a counting sequence) or is the example in tern's documentation. The
+    /// caller's copy of `secret` is the caller's to zeroise.
     pub fn new(id: &str, secret: [u8; SECRET_LEN]) -> Result<Key, KeyError> {
         let secret = Zeroizing::new(secret);
         Self::from_secret(id, secret).map_err(|kind| KeyError { entry: None, kind })
@@ -66,8 +67,8 @@ impl Key {
     /// Makes a key with a fresh secret drawn from `rng`, which must fill the
     /// whole slice with cryptographically secure random bytes.
     ///
-    /// Fails on an invalid id, or when `rng` produced a weak secret (all bytes
-    /// equal: a broken generator).
+    /// Fails on an invalid id, or when `rng` produced a weak secret (a broken
+    /// generator).
     pub fn generate(id: &str, rng: &mut impl FnMut(&mut [u8])) -> Result<Key, KeyError> {
         let mut secret = Zeroizing::new([0_u8; SECRET_LEN]);
         rng(&mut secret[..]);
@@ -80,6 +81,9 @@ impl Key {
         }
         if is_weak(&secret) {
             return Err(KeyErrorKind::WeakSecret);
+        }
+        if is_published(&secret) {
+            return Err(KeyErrorKind::PublishedSecret);
         }
         let hkdf = Hkdf::<Sha256>::new(None, &secret[..]);
         let mut aead_key = Zeroizing::new([0_u8; 32]);
@@ -296,10 +300,33 @@ pub(crate) fn is_valid_key_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// A secret whose bytes are all equal: zero-filled, `0xff`-filled or otherwise
-/// obviously not random.
+/// A secret that is obviously not random: fewer than 12 distinct byte values
+/// (zero-filled, `0xff`-filled, a short pattern repeated), or a counting
+/// sequence (`00 01 02 …`, `e0 df de …`, any constant step). 32 random bytes
+/// have about 30 distinct values; fewer than 12 happens by chance about once
+/// in 10<sup>22</sup> keys, and a counting sequence once in 10<sup>74</sup>.
 fn is_weak(secret: &[u8; SECRET_LEN]) -> bool {
-    secret.iter().all(|&b| b == secret[0])
+    let mut seen = [false; 256];
+    for &b in secret {
+        seen[usize::from(b)] = true;
+    }
+    let distinct = seen.iter().filter(|&&s| s).count();
+    let step = secret[1].wrapping_sub(secret[0]);
+    distinct < 12 || secret.windows(2).all(|w| w[1].wrapping_sub(w[0]) == step)
+}
+
+/// Secrets printed in tern's own documentation (the key ring format's
+/// example): anyone can read them, so no server may seal with them.
+const PUBLISHED: [[u8; SECRET_LEN]; 1] = [[
+    116, 175, 68, 56, 3, 132, 88, 130, 132, 147, 9, 19, 116, 18, 1, 27, 232, 61, 90, 79, 166, 174,
+    108, 115, 81, 70, 17, 50, 186, 177, 153, 25,
+]];
+
+fn is_published(secret: &[u8; SECRET_LEN]) -> bool {
+    use subtle::ConstantTimeEq as _;
+    PUBLISHED
+        .iter()
+        .any(|known| bool::from(known[..].ct_eq(&secret[..])))
 }
 
 /// Why a key or key ring was refused.
@@ -341,7 +368,14 @@ impl fmt::Display for KeyError {
             KeyErrorKind::SecretLength => {
                 "secret must be 32 bytes: 43 base64url characters without padding"
             }
-            KeyErrorKind::WeakSecret => "secret is weak (all bytes equal); generate a random one",
+            KeyErrorKind::WeakSecret => {
+                "secret is not random (too few distinct bytes, or a counting sequence); \
+                 generate one with `tern keys generate`"
+            }
+            KeyErrorKind::PublishedSecret => {
+                "secret is the example printed in tern's documentation; \
+                 generate your own with `tern keys generate`"
+            }
             KeyErrorKind::Random => "the operating system's random source failed",
         })
     }
@@ -366,8 +400,11 @@ pub enum KeyErrorKind {
     InvalidBase64,
     /// A secret does not decode to exactly 32 bytes.
     SecretLength,
-    /// A secret's bytes are all equal.
+    /// A secret is obviously not random: fewer than 12 distinct bytes, or a
+    /// counting sequence.
     WeakSecret,
+    /// A secret is one printed in tern's documentation.
+    PublishedSecret,
     /// The operating system's random source failed.
     Random,
 }
@@ -377,8 +414,9 @@ mod tests {
     use super::*;
 
     const SECRET: [u8; 32] = [
-        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-        26, 27, 28, 29, 30, 31, 32,
+        0x53, 0x00, 0xad, 0x88, 0x20, 0x04, 0x0f, 0x81, 0x45, 0xa0, 0x16, 0x48, 0xd8, 0x1d, 0x30,
+        0x66, 0x4f, 0xec, 0xcb, 0x9c, 0x5b, 0x38, 0x6a, 0xac, 0x98, 0xb0, 0x93, 0x37, 0xe9, 0x85,
+        0x37, 0xec,
     ];
 
     #[test]
@@ -389,6 +427,35 @@ mod tests {
         for bad in ["", "0123456789abcdefg", "a.b", "a b", "é", "a:b", "a,b"] {
             let error = Key::new(bad, SECRET).unwrap_err();
             assert_eq!(error.kind(), KeyErrorKind::InvalidId, "{bad}");
+        }
+    }
+
+    #[test]
+    fn low_entropy_and_published_secrets_are_refused() {
+        let counting: [u8; 32] = std::array::from_fn(|i| u8::try_from(i).unwrap());
+        let from_one: [u8; 32] = std::array::from_fn(|i| u8::try_from(i + 1).unwrap());
+        let down: [u8; 32] = std::array::from_fn(|i| 0xe0 - u8::try_from(i).unwrap());
+        let step_7: [u8; 32] = std::array::from_fn(|i| u8::try_from(i * 7 % 256).unwrap());
+        let pattern: [u8; 32] = std::array::from_fn(|i| b"password"[i % 8]);
+        let eleven: [u8; 32] = std::array::from_fn(|i| u8::try_from(i % 11 * 23).unwrap());
+        for weak in [counting, from_one, down, step_7, pattern, eleven] {
+            assert_eq!(
+                Key::new("k", weak).unwrap_err().kind(),
+                KeyErrorKind::WeakSecret,
+                "{weak:?}"
+            );
+        }
+        let twelve: [u8; 32] = std::array::from_fn(|i| u8::try_from(i % 12 * 19).unwrap());
+        assert!(
+            Key::new("k", twelve).is_ok(),
+            "12 distinct values, no counting"
+        );
+        let error = KeyRing::parse("k:dK9EOAOEWIKEkwkTdBIBG-g9Wk-mrmxzUUYRMrqxmRk").unwrap_err();
+        assert_eq!(error.kind(), KeyErrorKind::PublishedSecret);
+        assert!(error.to_string().contains("tern keys generate"), "{error}");
+        // Thousands of generated keys are never refused.
+        for _ in 0..2000 {
+            KeyRing::try_generate().unwrap();
         }
     }
 
@@ -404,14 +471,7 @@ mod tests {
 
     #[test]
     fn generate_uses_the_rng() {
-        let mut counter = 0_u8;
-        let key = Key::generate("k", &mut |buf: &mut [u8]| {
-            for b in buf {
-                counter = counter.wrapping_add(1);
-                *b = counter;
-            }
-        })
-        .unwrap();
+        let key = Key::generate("k", &mut |buf: &mut [u8]| buf.copy_from_slice(&SECRET)).unwrap();
         assert_eq!(*key.secret, SECRET);
     }
 

@@ -18,7 +18,8 @@
 //! use std::time::{Duration, SystemTime};
 //! use tern_seal::{Claims, Expect, KeyRing, OpenFailure, Sealer, SealerOptions};
 //!
-//! let ring = KeyRing::parse("k1:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA")?;
+//! // In production: `KeyRing::parse` of a file or secret every replica shares.
+//! let ring = KeyRing::generate();
 //! let sealer = Sealer::new(ring, SealerOptions {
 //!     audience: "https://mcp.example.com".into(),
 //!     ..SealerOptions::default()
@@ -39,7 +40,7 @@
 //!     now,
 //!     [9; 24],                   // fresh random bytes for every seal, in practice
 //! )?;
-//! assert!(token.starts_with("t1.k1."));
+//! assert!(token.starts_with("t1.local-"));
 //!
 //! let mut expect = Expect {
 //!     principal: Some("user-42"),
@@ -75,8 +76,11 @@
 //! ```text
 //! # requestState keys: the first entry seals.
 //! k2026b:dK9EOAOEWIKEkwkTdBIBG-g9Wk-mrmxzUUYRMrqxmRk
-//! k2026a:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA
+//! k2026a:<43 characters of your own>
 //! ```
+//!
+//! (The secret above is printed here, so [`KeyRing::parse`] refuses it: make
+//! yours with `tern keys generate`.)
 //!
 //! - Entries are separated by newlines or commas (`k2:…,k1:…` fits in one
 //!   environment variable).
@@ -84,8 +88,9 @@
 //! - Each entry is `<key id>:<secret>`. The key id is 1 to 16 characters of
 //!   `A-Z a-z 0-9 _ -`. The secret is exactly 32 bytes in base64url without
 //!   padding: 43 characters. Whitespace around either is ignored.
-//! - The first entry is the sealing key. Ids must be unique; a secret whose
-//!   bytes are all equal is refused as weak.
+//! - The first entry is the sealing key. Ids must be unique. A secret that is
+//!   obviously not random (fewer than 12 distinct bytes, or a counting
+//!   sequence) is refused as weak, and so is the example above.
 //! - Errors name the entry number (counting entries, not lines) and never echo
 //!   the text.
 //!

@@ -16,7 +16,7 @@ use tern_server::{
 use tokio::sync::watch;
 
 /// Fixed keys, so a round sealed by one server process opens in another.
-const KEYS: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+const KEYS: &str = "k1:HJwshgyxYHGHo34Km8vjEsH8_OYqBA7Ocx6guZcSytQ";
 
 /// The server's name, as handlers see it in `Question::server` (C9).
 pub const NAME: &str = "client-fixture";

@@ -27,13 +27,34 @@ fn parse_and_to_text_round_trip() {
     assert_eq!(*KeyRing::parse(&inline).unwrap().to_text(), *rendered);
 }
 
+/// The documented format parses, but not with the documented secret: a key
+/// printed in tern's docs is refused, naming its entry.
 #[test]
-fn the_documented_example_parses() {
-    let text = "# requestState keys: the first entry seals.\n\
-                k2026b:dK9EOAOEWIKEkwkTdBIBG-g9Wk-mrmxzUUYRMrqxmRk\n\
-                k2026a:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA\n";
-    let ring = KeyRing::parse(text).unwrap();
+fn the_documented_example_parses_with_your_own_secrets_only() {
+    let documented = "# requestState keys: the first entry seals.\n\
+                      k2026b:dK9EOAOEWIKEkwkTdBIBG-g9Wk-mrmxzUUYRMrqxmRk\n";
+    let error = KeyRing::parse(documented).unwrap_err();
+    assert_eq!(
+        (error.kind(), error.entry()),
+        (KeyErrorKind::PublishedSecret, Some(1))
+    );
+    let own = format!(
+        "# requestState keys: the first entry seals.\nk2026b:{}\nk2026a:{}\n",
+        b64(&SECRET_B),
+        b64(&SECRET_A)
+    );
+    let ring = KeyRing::parse(&own).unwrap();
     assert_eq!(ring.key_ids().collect::<Vec<_>>(), ["k2026b", "k2026a"]);
+    // The first wave's test keys (counting sequences) are refused as weak.
+    for weak in [
+        "k:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA",
+        "k:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",
+    ] {
+        assert_eq!(
+            KeyRing::parse(weak).unwrap_err().kind(),
+            KeyErrorKind::WeakSecret
+        );
+    }
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Known-answer vectors: fixed key, nonce, time and claims give one exact
-//! token, so any silent change to the `t1` format fails here. Vector 1 was
-//! also reproduced with an independent implementation (Python: HKDF, HMAC,
-//! SHA-256, `HChaCha20` + `ChaCha20-Poly1305` from the `cryptography` package).
+//! token, so any silent change to the `t1` format fails here. Both vectors
+//! are reproduced by an independent implementation, `tests/t1_vectors.py`
+//! (Python: HKDF, HMAC and SHA-256, `HChaCha20` written out, and
+//! `ChaCha20-Poly1305` from the `cryptography` package):
+//! `python3 tests/t1_vectors.py 5300ad88…37ec` prints them.
 
 use std::fmt::Write as _;
 
@@ -10,15 +12,15 @@ use tern_seal::{Claims, Expect, OpenFailure, arguments_digest};
 
 use crate::common::{arguments, claims, expect, nonce, sealer, secs, t0};
 
-/// Key "k1" = bytes 1..=32, audience `https://mcp.example.com`, nonce bytes
+/// Key "k1" = [`SECRET_A`](crate::common::SECRET_A), audience `https://mcp.example.com`, nonce bytes
 /// 0..24, now = 1 800 000 000 s, principal "user-42", `tools/call`
 /// `provision_database` `{"size":3,"name":"orders"}`, state id a0..af,
 /// round 2, payload "answers: region=eu-west-1".
-const VECTOR_1: &str = "t1.k1.AAECAwQFBgcICQoLDA0ODxAREhMUFRYXN9MK783frocAg-Psbsb43cSQMhu6ykIcTEMQEEcXSl34Wk0KdWul7TRZroKea3c20T4tuyV0XeKY3ZvdihRjSaFq1MH9IJsklTYNT2Bd6BHI4aj1tGGZpd_-1UHOoK4XewP8hWdEByzm44Ro0LlxYFpPgZ5xxG0WG0oaSZdppcPyV04tFVCDnHPaS9zFbgI-fMOn4-uNBiVv8mIBT_73Cwr9nvxCVigoCCnodrUDOMu-Hoicwu3iH8JFrVmjeVXZ7_jytU_6pTAYg8eF9mf9ORb8yP5Zc9dOxbbDcPI";
+const VECTOR_1: &str = "t1.k1.AAECAwQFBgcICQoLDA0ODxAREhMUFRYXcw-67cA70HE3ssWlreTrhJE30ODk5GK6S-fDWzbt3k5oazQZfFnfWTEQg2XiB1dDxDTY89IRuOt0ylPZULgByjNaHtFNlUL0HKe-JKbEU5Gfef6-6lvHCalidZ2AqJAYkeim8E7s7mEfvJpgGKbGrNOjS5l2jgb3ZrF8ZLoGs-KyiIW5Hmb4d-hgjFpmnspn0rgIg1ijmVmnSQElvCaOZdAQWuoYOKyRRq2BJJQ9kFEY0wdNgskieVwtdZ-V1f9nOWIV5hK35a1SGSr6_LfuYtZEjpLAFwlr7-mxMwk";
 
 /// Same key, audience and time; nonce 24 × 0xff, anonymous, `prompts/get`
 /// `greet`, no arguments, state id zero, round 0, empty payload.
-const VECTOR_2: &str = "t1.k1.________________________________nmgLM3Zyn_zDwjsAK2MV9TdiMTAtbwsNe81jrMCmYz6tor7_Czyqkf_hgBu6pSaSnbHFNmh9d4NlK6NAp-q_tmGHrWLdaZybsJWIfht_CL3g9pBMujM5guvz8FBonTJTfWjsuAvC02eHNBY-iIXevZaQ8BGLmhGZtAud1azXpwdgknvBxynBloh8e_zWaPLRfUQa0FUrObkdHTGVcvmO7clQwTIeER4K3sDPhy6JUjSNFr-vEufzlRQBXun9QcmVz8KeAVk";
+const VECTOR_2: &str = "t1.k1.________________________________N_nJLB-c6nBllzAcUa6GGV-j7YbagmXvEsYMtSXposy_ddB274ciwVyFTsL9jnjofDl8u82X4i__DCtM4zIdIuElX9fBbL6vxwMVidHnR4yANREMgFsIHRdTUrfyEtX-ivtwgqtb4-11UZ6LeDM3F6SJRc1iSELkFg1tVcCNnU-mn74iAlxT1SRxIXTEE5tKzjPnXFOoJHb5eUvqGybq5ORq9ws1uA4SzDF65ngIZFEKS0gqQ0NK3FxcRD81miiRowMuxdA";
 
 const PAYLOAD_1: &[u8] = b"answers: region=eu-west-1";
 
