@@ -41,11 +41,27 @@
 //! # Ok::<(), tern_server::BuildError>(())
 //! ```
 //!
+//! The same handler also runs under the *await* strategy
+//! ([`Server::handle_awaiting`], an [`AnswerSource`]): it runs once and its
+//! questions are answered while it keeps running, as a task or a 2025-11-25
+//! session drives it. See [`engine`] for the leg runner.
+//!
+//! Side effects belong after the first question: a tool marked
+//! [`ToolDef::idempotent_retry`] then runs each retry's effect exactly once,
+//! even when the client's connection breaks mid-run (the run belongs to the
+//! server; duplicates get its stored outcome; a run that died reads
+//! [`error::codes::OUTCOME_UNKNOWN`], never a second run).
+//!
 //! Secure defaults, with their numbers: `requestState` lives 10 minutes per
 //! round ([`DEFAULT_STATE_TTL`]) and is at most 64 KiB
-//! ([`DEFAULT_MAX_STATE_LEN`]); every refused state answers the same `-32602`
-//! and logs the real reason; stdio lines are at most 4 MiB. Without configured
-//! keys a random key serves one process only, and says so.
+//! ([`DEFAULT_MAX_STATE_LEN`]); a call lives at most 1 hour and 32 rounds,
+//! a guarded leg at most 60 s ([`CallLimits`]); the replay store holds at
+//! most 64 MiB, 8 MiB per principal and 1 MiB per anonymous peer
+//! ([`StoreLimits`]); every refused state answers the same `-32602` and logs
+//! the real reason; stdio lines are at most 4 MiB. Without configured keys a
+//! random key serves one process only, and says so; a server declared
+//! [`ServerBuilder::multi_instance`] refuses a random key and a replay store
+//! only one process sees.
 //!
 //! Features: none yet. Stability: pre-1.0.
 
