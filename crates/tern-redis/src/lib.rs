@@ -1,8 +1,45 @@
-//! `tern-redis`: Redis backends for tern servers running as several replicas.
+//! `tern-redis`: Redis stores for tern servers running as several replicas.
 //!
-//! What replicas must share lives in Redis: the replay / idempotency store that
-//! makes single-use and exactly-once MRTR legs hold across processes, the task
-//! store of the Tasks extension, and the subscription bus that fans
-//! `list_changed` and `resources/updated` notifications out to every replica.
+//! MRTR lets any replica finish a call, because everything a leg needs
+//! travels in its `requestState`. What the state cannot carry is the memory
+//! that a retry already ran: a duplicate of a guarded final leg (a network
+//! break after the effect, the same retry reaching two replicas) must find
+//! the first run's claim and outcome wherever it lands. [`RedisReplayStore`]
+//! keeps the engine's replay store contract ([`tern_server::replay`]) in one
+//! Redis every replica shares.
 //!
-//! Status: reserved. It is filled when tern scales past one process.
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use tern_redis::{RedisOptions, RedisReplayStore};
+//!
+//! let store = RedisReplayStore::connect("redis://127.0.0.1:6379", RedisOptions::new()).await?;
+//! let server = tern_server::Server::builder("inventory", "1.0.0")
+//!     .keys(tern_server::KeyRing::parse(&std::env::var("TERN_KEYS")?)?)
+//!     .replay_store(Arc::new(store))
+//!     .multi_instance()
+//!     .build()?;
+//! # drop(server); Ok(()) }
+//! ```
+//!
+//! Redis settings the store relies on: persistence (`appendonly yes`,
+//! `appendfsync always` where an effect must never be replayed after a Redis
+//! crash), `maxmemory-policy noeviction` (an evicted claim would let a
+//! duplicate run again; with `noeviction` a full Redis refuses new claims
+//! instead, read as "store full"). Keys carry a hash tag per caller, so a
+//! Redis Cluster works too.
+//!
+//! Features: `tls` enables `rediss://` URLs (rustls with the ring provider
+//! and the system's roots). Stability: pre-1.0. The task store and the
+//! subscription bus of a fleet follow.
+
+mod replay;
+
+pub use replay::{ConnectError, RedisOptions, RedisReplayStore};
+
+/// Installs rustls's ring provider once, for `rediss://` connections.
+#[cfg(feature = "tls")]
+pub(crate) fn install_crypto_provider() {
+    // Another part of the process may have installed one already: fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -15,7 +15,9 @@
 //! - [`ReplayStore::begin`] is one atomic step: if there is no live record it
 //!   creates one owned by the caller, leased until `now + lease`, and answers
 //!   [`Begin::First`]; otherwise it answers what the record holds:
-//!   [`Begin::InFlight`] while its owner holds the lease, [`Begin::Done`] with
+//!   [`Begin::InFlight`] while another owner holds the lease (the same owner
+//!   gets [`Begin::First`] again: a retried `begin` whose reply was lost),
+//!   [`Begin::Done`] with
 //!   the stored outcome, or [`Begin::Unknown`] when the owner's lease lapsed
 //!   (it died, or passed its deadline) without finishing — never a second
 //!   `First`.
@@ -36,24 +38,12 @@
 //!
 //! # How Redis keeps it
 //!
-//! The shape `tern-redis` follows, so that any replica can run any leg:
-//!
-//! ```text
-//! begin:  SET {scope}:rec:<id> "run:<owner>" NX PXAT <lease-until>
-//!         → OK: First. Otherwise GET it: "run:*" is InFlight while its PTTL
-//!         lasts, "done:<outcome>" is Done, "unknown" (or a key that vanished
-//!         while a sibling ":seen" key says it was claimed) is Unknown.
-//! renew:  EVAL "if GET == 'run:'..owner then PEXPIREAT ... return 1 end return 0"
-//! finish: EVAL "if GET == 'run:'..owner then SET 'done:'..outcome PXAT
-//!         <expires_at>; PUBLISH {scope}:chan <id>; return 1 end return 0"
-//! wait:   SUBSCRIBE {scope}:chan, then GET (subscribe first, so the publish
-//!         cannot fall between), and GET again on a slow timer.
-//! bytes:  INCRBY {scope}:bytes / a global counter inside the same scripts,
-//!         refused above the limit.
-//! ```
-//!
-//! `{scope}` is a hash tag of the principal, so each script touches one slot
-//! of a Redis Cluster.
+//! `tern-redis`'s `RedisReplayStore` keeps each record as one string under a
+//! hash tag of its scope (`SET … PXAT expires_at` inside a Lua script that
+//! first reads the record and settles a lapsed lease against Redis's own
+//! `TIME`), renews and finishes with scripts that check the owner before
+//! they write and then `PUBLISH` the id, and counts bytes per scope in the
+//! same slot; waiters subscribe to that channel and re-check on a timer.
 //!
 //! The first leg of a call (no state yet) cannot be guarded: there is nothing
 //! to claim. Side effects belong after the first question.
@@ -252,6 +242,25 @@ pub enum Begin {
     Unknown,
 }
 
+/// Where a record lives: its state id, and the scope whose share it counts
+/// against (a store may keep each scope apart, as Redis does with a hash tag
+/// per scope).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RecordKey {
+    /// The state the record guards.
+    pub id: StateId,
+    /// Whose share it counts against.
+    pub scope: Scope,
+}
+
+impl RecordKey {
+    /// A record key.
+    pub fn new(id: StateId, scope: Scope) -> Self {
+        Self { id, scope }
+    }
+}
+
 /// One claim: what [`ReplayStore::begin`] is asked to create.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -270,6 +279,11 @@ pub struct ClaimSpec {
 }
 
 impl ClaimSpec {
+    /// Where the claimed record lives.
+    pub fn record(&self) -> RecordKey {
+        RecordKey::new(self.id, self.scope.clone())
+    }
+
     /// A claim.
     pub fn new(
         id: StateId,
@@ -347,7 +361,7 @@ pub trait ReplayStore: Send + Sync + fmt::Debug + 'static {
     /// longer owns a record in flight (it lapsed, or was finished).
     fn renew(
         &self,
-        id: StateId,
+        record: &RecordKey,
         owner: Owner,
         lease: Duration,
     ) -> BoxFuture<'_, Result<bool, StoreError>>;
@@ -357,20 +371,20 @@ pub trait ReplayStore: Send + Sync + fmt::Debug + 'static {
     /// [`Begin::Unknown`] and stays so).
     fn finish(
         &self,
-        id: StateId,
+        record: &RecordKey,
         owner: Owner,
         outcome: Outcome,
     ) -> BoxFuture<'_, Result<bool, StoreError>>;
 
     /// What the record of `id` holds now, without claiming: `None` when there
     /// is none (never claimed, or expired).
-    fn status(&self, id: StateId) -> BoxFuture<'_, Result<Option<Begin>, StoreError>>;
+    fn status(&self, record: &RecordKey) -> BoxFuture<'_, Result<Option<Begin>, StoreError>>;
 
     /// Resolves when the record of `id` may have changed. Registered when
     /// called, so a change between this call and a following
     /// [`Self::status`] still wakes it. It may also resolve spuriously, or
     /// never (a lost notification): callers re-check on a timer.
-    fn changed(&self, id: StateId) -> BoxFuture<'static, ()>;
+    fn changed(&self, record: &RecordKey) -> BoxFuture<'static, ()>;
 
     /// Every process serving the server sees this store (Redis does; memory
     /// does not). [`crate::ServerBuilder::multi_instance`] requires it.
@@ -470,12 +484,18 @@ struct Record {
 impl Record {
     /// What the record reads at `now`: a lapsed lease is Unknown for good.
     fn settle(&mut self, now: SystemTime) -> Begin {
+        self.settle_for(now, None)
+    }
+
+    /// [`Self::settle`], where `owner` reads its own live claim as `First`.
+    fn settle_for(&mut self, now: SystemTime, owner: Option<Owner>) -> Begin {
         if let RecordState::Running { lease_until, .. } = self.state
             && lease_until <= now
         {
             self.state = RecordState::Unknown;
         }
         match &self.state {
+            RecordState::Running { owner: held, .. } if Some(*held) == owner => Begin::First,
             RecordState::Running { .. } => Begin::InFlight,
             RecordState::Done(outcome) => Begin::Done(outcome.clone()),
             RecordState::Unknown => Begin::Unknown,
@@ -585,7 +605,7 @@ impl MemoryReplayStore {
         let mut records = self.lock();
         if let Some(record) = records.map.get_mut(&claim.id) {
             if record.expires_at > now {
-                return Ok(record.settle(now));
+                return Ok(record.settle_for(now, Some(claim.owner)));
             }
             records.forget(&claim.id);
         }
@@ -675,13 +695,13 @@ impl ReplayStore for MemoryReplayStore {
 
     fn renew(
         &self,
-        id: StateId,
+        record: &RecordKey,
         owner: Owner,
         lease: Duration,
     ) -> BoxFuture<'_, Result<bool, StoreError>> {
         let now = self.clock.now();
         let mut records = self.lock();
-        let renewed = records.map.get_mut(&id).is_some_and(|record| {
+        let renewed = records.map.get_mut(&record.id).is_some_and(|record| {
             let _ = record.settle(now);
             match &mut record.state {
                 RecordState::Running {
@@ -699,25 +719,27 @@ impl ReplayStore for MemoryReplayStore {
 
     fn finish(
         &self,
-        id: StateId,
+        record: &RecordKey,
         owner: Owner,
         outcome: Outcome,
     ) -> BoxFuture<'_, Result<bool, StoreError>> {
-        Box::pin(std::future::ready(Ok(self.finish_now(id, owner, outcome))))
+        Box::pin(std::future::ready(Ok(
+            self.finish_now(record.id, owner, outcome)
+        )))
     }
 
-    fn status(&self, id: StateId) -> BoxFuture<'_, Result<Option<Begin>, StoreError>> {
+    fn status(&self, record: &RecordKey) -> BoxFuture<'_, Result<Option<Begin>, StoreError>> {
         let now = self.clock.now();
         let mut records = self.lock();
         let found = records
             .map
-            .get_mut(&id)
+            .get_mut(&record.id)
             .filter(|r| r.expires_at > now)
             .map(|r| r.settle(now));
         Box::pin(std::future::ready(Ok(found)))
     }
 
-    fn changed(&self, _id: StateId) -> BoxFuture<'static, ()> {
+    fn changed(&self, _record: &RecordKey) -> BoxFuture<'static, ()> {
         let mut rx = self.changes.subscribe();
         Box::pin(async move {
             // A closed sender means the store is gone: nothing will change.
@@ -739,7 +761,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_memory_store_keeps_the_contract() {
-        replay_store_contract(|limits| {
+        replay_store_contract(|limits| async move {
             let clock = ManualClock::new();
             let store = Arc::new(MemoryReplayStore::new(limits, clock.clone()));
             (store as _, clock as _)
@@ -757,25 +779,25 @@ mod tests {
         }
         fn renew(
             &self,
-            id: StateId,
+            record: &RecordKey,
             owner: Owner,
             lease: Duration,
         ) -> BoxFuture<'_, Result<bool, StoreError>> {
-            self.0.renew(id, owner, lease)
+            self.0.renew(record, owner, lease)
         }
         fn finish(
             &self,
-            id: StateId,
+            record: &RecordKey,
             owner: Owner,
             outcome: Outcome,
         ) -> BoxFuture<'_, Result<bool, StoreError>> {
-            self.0.finish(id, owner, outcome)
+            self.0.finish(record, owner, outcome)
         }
-        fn status(&self, id: StateId) -> BoxFuture<'_, Result<Option<Begin>, StoreError>> {
-            self.0.status(id)
+        fn status(&self, record: &RecordKey) -> BoxFuture<'_, Result<Option<Begin>, StoreError>> {
+            self.0.status(record)
         }
-        fn changed(&self, id: StateId) -> BoxFuture<'static, ()> {
-            self.0.changed(id)
+        fn changed(&self, record: &RecordKey) -> BoxFuture<'static, ()> {
+            self.0.changed(record)
         }
         fn is_shared(&self) -> bool {
             false
@@ -785,7 +807,7 @@ mod tests {
     #[tokio::test]
     #[should_panic(expected = "in flight")]
     async fn the_contract_catches_a_store_that_double_claims() {
-        replay_store_contract(|limits| {
+        replay_store_contract(|limits| async move {
             let clock = ManualClock::new();
             let store = Arc::new(Forgetful(MemoryReplayStore::new(limits, clock.clone())));
             (store as _, clock as _)

@@ -37,7 +37,7 @@ use crate::engine::strategy::Strategy;
 use crate::engine::{CLOCK_SKEW, Engine};
 use crate::error::codes;
 use crate::json::Json;
-use crate::replay::{Begin, ClaimSpec, Outcome, Owner, Scope, StoreError};
+use crate::replay::{Begin, ClaimSpec, Outcome, Owner, RecordKey, Scope, StoreError};
 
 /// The error every duplicate of a run with no known outcome gets.
 pub(crate) fn outcome_unknown() -> ErrorObject {
@@ -94,6 +94,7 @@ pub(crate) async fn run<T: Send + 'static>(
         presented.expires_at + CLOCK_SKEW,
         engine.limits.lease,
     );
+    let record = claim.record();
     let begun = engine
         .store
         .begin(claim)
@@ -110,16 +111,15 @@ pub(crate) async fn run<T: Send + 'static>(
             return from_outcome(outcome);
         }
         Begin::Unknown => return Err(outcome_unknown()),
-        Begin::InFlight => return duplicate(&engine, &presented).await,
+        Begin::InFlight => return duplicate(&engine, &presented, &record).await,
     }
     // Ours: from here the run belongs to the server.
     let (tx, rx) = oneshot::channel();
-    let state_id = presented.state_id;
     let run = Arc::clone(&engine).leg(request, resumed, handler, finish, Strategy::Suspend);
     let span = tracing::Span::current();
     tokio::spawn(tracing::Instrument::instrument(
         async move {
-            let outcome = supervise(&engine, state_id, owner, tokio::spawn(run)).await;
+            let outcome = supervise(&engine, &record, owner, tokio::spawn(run)).await;
             let stored = match &outcome {
                 Supervised::Ended(Ok(json)) => Outcome::Result(json.clone()),
                 Supervised::Ended(Err(e)) => Outcome::Error(e.clone()),
@@ -129,7 +129,7 @@ pub(crate) async fn run<T: Send + 'static>(
                     return;
                 }
             };
-            match engine.store.finish(state_id, owner, stored).await {
+            match engine.store.finish(&record, owner, stored).await {
                 Ok(true) => {}
                 Ok(false) => tracing::warn!("guarded leg lost its claim before it finished"),
                 Err(e) => tracing::error!(error = ?e, "replay store failed to keep an outcome"),
@@ -159,7 +159,7 @@ enum Supervised {
 /// Waits for the run, renewing its lease, within the hard deadline.
 async fn supervise(
     engine: &Engine,
-    state_id: [u8; 16],
+    record: &RecordKey,
     owner: Owner,
     mut run: tokio::task::JoinHandle<Result<Json, ErrorObject>>,
 ) -> Supervised {
@@ -186,7 +186,7 @@ async fn supervise(
                 return Supervised::Unknown(outcome_unknown());
             }
             _ = renew.tick() => {
-                match engine.store.renew(state_id, owner, limits.lease).await {
+                match engine.store.renew(record, owner, limits.lease).await {
                     Ok(true) => {}
                     Ok(false) => {
                         run.abort();
@@ -205,15 +205,18 @@ async fn supervise(
 /// A duplicate of an idempotent retry whose first run is in flight: wait for
 /// its outcome, woken by the store and re-checking on a slow timer; past the
 /// bound, come back later with the same state (S6).
-async fn duplicate(engine: &Engine, presented: &Presented) -> Result<Json, ErrorObject> {
-    let id = presented.state_id;
+async fn duplicate(
+    engine: &Engine,
+    presented: &Presented,
+    record: &RecordKey,
+) -> Result<Json, ErrorObject> {
     let until = tokio::time::Instant::now() + engine.limits.duplicate_wait;
     loop {
         // Registered before the read, so a finish in between still wakes us.
-        let changed = engine.store.changed(id);
+        let changed = engine.store.changed(record);
         match engine
             .store
-            .status(id)
+            .status(record)
             .await
             .map_err(|e| store_failed(&e))?
         {

@@ -8,7 +8,7 @@
 //! use tern_server::MemoryReplayStore;
 //! use tern_server::testing::{ManualClock, replay_store_contract};
 //!
-//! replay_store_contract(|limits| {
+//! replay_store_contract(|limits| async move {
 //!     let clock = ManualClock::new();
 //!     let store = Arc::new(MemoryReplayStore::new(limits, clock.clone()));
 //!     (store as _, clock as _)
@@ -22,6 +22,7 @@
     reason = "a test suite: a store that fails is a failed check, reported by the panic"
 )]
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -30,8 +31,8 @@ use tern_protocol::error::ErrorObject;
 
 use crate::engine::Clock;
 use crate::replay::{
-    Begin, BoxFuture, ClaimSpec, Outcome, Owner, RECORD_OVERHEAD, ReplayStore, Scope, StateId,
-    StoreLimits,
+    Begin, BoxFuture, ClaimSpec, Outcome, Owner, RECORD_OVERHEAD, RecordKey, ReplayStore, Scope,
+    StateId, StoreLimits,
 };
 
 /// How the suite moves time for a store: a manual clock the store reads, or
@@ -125,29 +126,30 @@ const LEASE: Duration = Duration::from_millis(1500);
 /// # Panics
 ///
 /// When the store breaks the contract, or fails.
-pub async fn replay_store_contract<F>(make: F)
+pub async fn replay_store_contract<F, Fut>(make: F)
 where
-    F: Fn(StoreLimits) -> (Arc<dyn ReplayStore>, Arc<dyn Advance>),
+    F: Fn(StoreLimits) -> Fut,
+    Fut: Future<Output = (Arc<dyn ReplayStore>, Arc<dyn Advance>)>,
 {
     let roomy = StoreLimits::default();
-    first_in_flight_done(&make(roomy)).await;
-    only_the_owner_writes(&make(roomy)).await;
-    a_lapsed_lease_is_unknown_for_good(&make(roomy)).await;
-    records_expire(&make(roomy)).await;
-    concurrent_begins_make_one_owner(&make(roomy)).await;
-    waiters_are_woken(&make(roomy)).await;
+    first_in_flight_done(&make(roomy).await).await;
+    only_the_owner_writes(&make(roomy).await).await;
+    a_lapsed_lease_is_unknown_for_good(&make(roomy).await).await;
+    records_expire(&make(roomy).await).await;
+    concurrent_begins_make_one_owner(&make(roomy).await).await;
+    waiters_are_woken(&make(roomy).await).await;
     let tight = StoreLimits::default()
         .per_anonymous_bytes(RECORD_OVERHEAD * 3)
         .per_principal_bytes(RECORD_OVERHEAD * 4 + 64)
         .total_bytes(RECORD_OVERHEAD * 8)
         .max_outcome_bytes(64);
-    bounds_per_scope_and_total(&make(tight)).await;
-    large_outcomes_read_unknown(&make(tight)).await;
+    bounds_per_scope_and_total(&make(tight).await).await;
+    large_outcomes_read_unknown(&make(tight).await).await;
 }
 
-fn claim(store_time: &dyn Advance, n: StateId, owner: Owner, scope: &Scope) -> ClaimSpec {
+fn claim(store_time: &dyn Advance, record: &RecordKey, owner: Owner, scope: &Scope) -> ClaimSpec {
     ClaimSpec::new(
-        n,
+        record.id,
         owner,
         scope.clone(),
         store_time.now() + Duration::from_secs(600),
@@ -158,53 +160,53 @@ fn claim(store_time: &dyn Advance, n: StateId, owner: Owner, scope: &Scope) -> C
 async fn first_in_flight_done((store, time): &(Arc<dyn ReplayStore>, Arc<dyn Advance>)) {
     let scope = Scope::principal("alice");
     let (a, b) = (Owner::random(), Owner::random());
-    let s = id(1);
+    let s = RecordKey::new(id(1), scope.clone());
     assert_eq!(
-        store.status(s).await.unwrap(),
+        store.status(&s).await.unwrap(),
         None,
         "no record before begin"
     );
     assert_eq!(
-        store.begin(claim(&**time, s, a, &scope)).await.unwrap(),
+        store.begin(claim(&**time, &s, a, &scope)).await.unwrap(),
         Begin::First,
         "the first begin owns the record"
     );
     assert_eq!(
-        store.begin(claim(&**time, s, b, &scope)).await.unwrap(),
+        store.begin(claim(&**time, &s, b, &scope)).await.unwrap(),
         Begin::InFlight,
         "a second begin while the owner holds its lease is in flight"
     );
     assert_eq!(
-        store.begin(claim(&**time, s, a, &scope)).await.unwrap(),
-        Begin::InFlight,
-        "even the owner does not begin twice"
+        store.begin(claim(&**time, &s, a, &scope)).await.unwrap(),
+        Begin::First,
+        "begin is idempotent for its owner (a retried begin whose reply was lost)"
     );
-    assert!(store.finish(s, a, result("paid")).await.unwrap());
+    assert!(store.finish(&s, a, result("paid")).await.unwrap());
     assert_eq!(
-        store.begin(claim(&**time, s, b, &scope)).await.unwrap(),
+        store.begin(claim(&**time, &s, b, &scope)).await.unwrap(),
         Begin::Done(result("paid")),
         "after finish, begin reads the outcome"
     );
     assert_eq!(
-        store.status(s).await.unwrap(),
+        store.status(&s).await.unwrap(),
         Some(Begin::Done(result("paid")))
     );
-    let e = id(2);
-    store.begin(claim(&**time, e, a, &scope)).await.unwrap();
+    let e = RecordKey::new(id(2), scope.clone());
+    store.begin(claim(&**time, &e, a, &scope)).await.unwrap();
     let error = ErrorObject::new(-32603, "backend down");
     assert!(
         store
-            .finish(e, a, Outcome::Error(error.clone()))
+            .finish(&e, a, Outcome::Error(error.clone()))
             .await
             .unwrap()
     );
     assert_eq!(
-        store.status(e).await.unwrap(),
+        store.status(&e).await.unwrap(),
         Some(Begin::Done(Outcome::Error(error))),
         "a JSON-RPC error is an outcome like a result"
     );
     assert!(
-        !store.finish(e, a, result("again")).await.unwrap(),
+        !store.finish(&e, a, result("again")).await.unwrap(),
         "a finished record is not finished twice"
     );
 }
@@ -212,20 +214,23 @@ async fn first_in_flight_done((store, time): &(Arc<dyn ReplayStore>, Arc<dyn Adv
 async fn only_the_owner_writes((store, time): &(Arc<dyn ReplayStore>, Arc<dyn Advance>)) {
     let scope = Scope::anonymous("127.0.0.1");
     let (a, b) = (Owner::random(), Owner::random());
-    let s = id(3);
-    store.begin(claim(&**time, s, a, &scope)).await.unwrap();
+    let s = RecordKey::new(id(3), scope.clone());
+    store.begin(claim(&**time, &s, a, &scope)).await.unwrap();
     assert!(
-        !store.renew(s, b, LEASE).await.unwrap(),
+        !store.renew(&s, b, LEASE).await.unwrap(),
         "another owner cannot renew"
     );
     assert!(
-        !store.finish(s, b, result("forged")).await.unwrap(),
+        !store.finish(&s, b, result("forged")).await.unwrap(),
         "another owner cannot finish"
     );
-    assert_eq!(store.status(s).await.unwrap(), Some(Begin::InFlight));
-    assert!(store.renew(s, a, LEASE).await.unwrap(), "the owner renews");
+    assert_eq!(store.status(&s).await.unwrap(), Some(Begin::InFlight));
+    assert!(store.renew(&s, a, LEASE).await.unwrap(), "the owner renews");
     assert!(
-        !store.renew(id(4), a, LEASE).await.unwrap(),
+        !store
+            .renew(&RecordKey::new(id(4), scope.clone()), a, LEASE)
+            .await
+            .unwrap(),
         "no record, nothing to renew"
     );
 }
@@ -235,38 +240,38 @@ async fn a_lapsed_lease_is_unknown_for_good(
 ) {
     let scope = Scope::principal("bob");
     let (a, b) = (Owner::random(), Owner::random());
-    let s = id(5);
-    store.begin(claim(&**time, s, a, &scope)).await.unwrap();
+    let s = RecordKey::new(id(5), scope.clone());
+    store.begin(claim(&**time, &s, a, &scope)).await.unwrap();
     // Renewed halfway, the lease holds past its first end…
     time.advance(LEASE / 2).await;
-    assert!(store.renew(s, a, LEASE).await.unwrap());
+    assert!(store.renew(&s, a, LEASE).await.unwrap());
     time.advance(LEASE * 3 / 4).await;
     assert_eq!(
-        store.status(s).await.unwrap(),
+        store.status(&s).await.unwrap(),
         Some(Begin::InFlight),
         "a renewed lease holds"
     );
     // …and lapses when the owner stops renewing (it died).
     time.advance(LEASE + Duration::from_millis(100)).await;
     assert_eq!(
-        store.begin(claim(&**time, s, b, &scope)).await.unwrap(),
+        store.begin(claim(&**time, &s, b, &scope)).await.unwrap(),
         Begin::Unknown,
         "a lapsed lease reads unknown, never a second First"
     );
     assert!(
-        !store.renew(s, a, LEASE).await.unwrap(),
+        !store.renew(&s, a, LEASE).await.unwrap(),
         "a lapsed owner cannot renew"
     );
     assert!(
-        !store.finish(s, a, result("late")).await.unwrap(),
+        !store.finish(&s, a, result("late")).await.unwrap(),
         "a lapsed owner cannot finish"
     );
-    assert_eq!(store.status(s).await.unwrap(), Some(Begin::Unknown));
-    let d = id(6);
-    store.begin(claim(&**time, d, a, &scope)).await.unwrap();
-    assert!(store.finish(d, a, Outcome::Unknown).await.unwrap());
+    assert_eq!(store.status(&s).await.unwrap(), Some(Begin::Unknown));
+    let d = RecordKey::new(id(6), scope.clone());
+    store.begin(claim(&**time, &d, a, &scope)).await.unwrap();
+    assert!(store.finish(&d, a, Outcome::Unknown).await.unwrap());
     assert_eq!(
-        store.begin(claim(&**time, d, b, &scope)).await.unwrap(),
+        store.begin(claim(&**time, &d, b, &scope)).await.unwrap(),
         Begin::Unknown,
         "an owner that gave up (deadline, panic) leaves unknown"
     );
@@ -275,24 +280,24 @@ async fn a_lapsed_lease_is_unknown_for_good(
 async fn records_expire((store, time): &(Arc<dyn ReplayStore>, Arc<dyn Advance>)) {
     let scope = Scope::principal("carol");
     let a = Owner::random();
-    let s = id(7);
+    let s = RecordKey::new(id(7), scope.clone());
     let short = ClaimSpec::new(
-        s,
+        s.id,
         a,
         scope.clone(),
         time.now() + Duration::from_secs(2),
         LEASE,
     );
     store.begin(short).await.unwrap();
-    assert!(store.finish(s, a, result("kept")).await.unwrap());
+    assert!(store.finish(&s, a, result("kept")).await.unwrap());
     time.advance(Duration::from_millis(2100)).await;
     assert_eq!(
-        store.status(s).await.unwrap(),
+        store.status(&s).await.unwrap(),
         None,
         "past expires_at the record is gone"
     );
     assert_eq!(
-        store.begin(claim(&**time, s, a, &scope)).await.unwrap(),
+        store.begin(claim(&**time, &s, a, &scope)).await.unwrap(),
         Begin::First,
         "an expired record guards nothing (its state no longer opens)"
     );
@@ -302,10 +307,10 @@ async fn concurrent_begins_make_one_owner(
     (store, time): &(Arc<dyn ReplayStore>, Arc<dyn Advance>),
 ) {
     let scope = Scope::principal("dave");
-    let s = id(8);
+    let s = RecordKey::new(id(8), scope.clone());
     let begins = (0..16).map(|_| {
         let store = Arc::clone(store);
-        let spec = claim(&**time, s, Owner::random(), &scope);
+        let spec = claim(&**time, &s, Owner::random(), &scope);
         tokio::spawn(async move { store.begin(spec).await })
     });
     let mut firsts = 0;
@@ -325,12 +330,13 @@ async fn concurrent_begins_make_one_owner(
 async fn waiters_are_woken((store, time): &(Arc<dyn ReplayStore>, Arc<dyn Advance>)) {
     let scope = Scope::principal("erin");
     let a = Owner::random();
-    let s = id(9);
-    store.begin(claim(&**time, s, a, &scope)).await.unwrap();
-    let changed = store.changed(s);
+    let s = RecordKey::new(id(9), scope.clone());
+    store.begin(claim(&**time, &s, a, &scope)).await.unwrap();
+    let changed = store.changed(&s);
     let finisher = {
         let store = Arc::clone(store);
-        tokio::spawn(async move { store.finish(s, a, result("woken")).await })
+        let s = s.clone();
+        tokio::spawn(async move { store.finish(&s, a, result("woken")).await })
     };
     // Bounded: a store that never wakes fails here rather than hanging.
     tokio::time::timeout(Duration::from_secs(10), changed)
@@ -338,7 +344,7 @@ async fn waiters_are_woken((store, time): &(Arc<dyn ReplayStore>, Arc<dyn Advanc
         .expect("finish wakes a waiter registered before it");
     assert!(finisher.await.expect("no panic").unwrap());
     assert_eq!(
-        store.status(s).await.unwrap(),
+        store.status(&s).await.unwrap(),
         Some(Begin::Done(result("woken")))
     );
 }
@@ -348,7 +354,12 @@ async fn bounds_per_scope_and_total((store, time): &(Arc<dyn ReplayStore>, Arc<d
     let other_anon = Scope::anonymous("203.0.113.10");
     let alice = Scope::principal("alice");
     let begin = |n: u8, scope: &Scope| {
-        let spec = claim(&**time, id(n), Owner::random(), scope);
+        let spec = claim(
+            &**time,
+            &RecordKey::new(id(n), scope.clone()),
+            Owner::random(),
+            scope,
+        );
         let store = Arc::clone(store);
         async move { store.begin(spec).await }
     };
@@ -376,12 +387,12 @@ async fn bounds_per_scope_and_total((store, time): &(Arc<dyn ReplayStore>, Arc<d
 async fn large_outcomes_read_unknown((store, time): &(Arc<dyn ReplayStore>, Arc<dyn Advance>)) {
     let scope = Scope::principal("frank");
     let a = Owner::random();
-    let s = id(40);
-    store.begin(claim(&**time, s, a, &scope)).await.unwrap();
+    let s = RecordKey::new(id(40), scope.clone());
+    store.begin(claim(&**time, &s, a, &scope)).await.unwrap();
     let big = result(&"x".repeat(200));
-    assert!(store.finish(s, a, big).await.unwrap());
+    assert!(store.finish(&s, a, big).await.unwrap());
     assert_eq!(
-        store.status(s).await.unwrap(),
+        store.status(&s).await.unwrap(),
         Some(Begin::Unknown),
         "an outcome over max_outcome_bytes is not kept, and never re-run"
     );

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tern_protocol::error::code;
 use tern_server::error::codes;
 use tern_server::replay::{
-    Begin, BoxFuture, ClaimSpec, MemoryReplayStore, Outcome, Owner, ReplayStore, StateId,
+    Begin, BoxFuture, ClaimSpec, MemoryReplayStore, Outcome, Owner, RecordKey, ReplayStore,
     StoreError, StoreLimits,
 };
 use tern_server::testing::{Exchange, ManualClock, TestClient};
@@ -213,29 +213,29 @@ impl ReplayStore for Partitioned {
     }
     fn renew(
         &self,
-        id: StateId,
+        record: &RecordKey,
         owner: Owner,
         lease: Duration,
     ) -> BoxFuture<'_, Result<bool, StoreError>> {
         if self.cut.load(Ordering::SeqCst) {
             return Box::pin(std::future::ready(Err(StoreError::new("partitioned"))));
         }
-        self.inner.renew(id, owner, lease)
+        self.inner.renew(record, owner, lease)
     }
     fn finish(
         &self,
-        id: StateId,
+        record: &RecordKey,
         owner: Owner,
         outcome: Outcome,
     ) -> BoxFuture<'_, Result<bool, StoreError>> {
-        self.inner.finish(id, owner, outcome)
+        self.inner.finish(record, owner, outcome)
     }
-    fn status(&self, id: StateId) -> BoxFuture<'_, Result<Option<Begin>, StoreError>> {
+    fn status(&self, record: &RecordKey) -> BoxFuture<'_, Result<Option<Begin>, StoreError>> {
         self.read.notify_one();
-        self.inner.status(id)
+        self.inner.status(record)
     }
-    fn changed(&self, id: StateId) -> BoxFuture<'static, ()> {
-        self.inner.changed(id)
+    fn changed(&self, record: &RecordKey) -> BoxFuture<'static, ()> {
+        self.inner.changed(record)
     }
     fn is_shared(&self) -> bool {
         true
