@@ -66,6 +66,7 @@ use crate::principal::Principal;
 use crate::registry::HeaderParamType;
 use crate::replay::BoxFuture;
 use crate::server::Server;
+pub use crate::transport::accept::ServeOptions;
 
 /// Default body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -318,21 +319,30 @@ impl tower::Service<Request<Body>> for McpService {
     }
 }
 
-/// Serves `server` at `path` on `listener` until `shutdown` resolves; open
-/// subscriptions are then closed gracefully.
+/// Serves `server` at `path` on `listener` until `shutdown` resolves, with
+/// tern's accept loop and its default limits ([`ServeOptions`]: header,
+/// body and write timeouts, connection and in-flight caps); open
+/// subscriptions are then closed gracefully and connections drained.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     http: Http,
     path: &str,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(listener, http, path, ServeOptions::default(), shutdown).await
+}
+
+/// [`serve`] with other limits.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    http: Http,
+    path: &str,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let server = http.server.clone();
     let app = axum::Router::new().route_service(path, http.into_service());
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    crate::transport::accept::serve_service(listener, app, options, async move {
         shutdown.await;
         server.shutdown();
     })

@@ -12,6 +12,7 @@
     reason = "test code reads best with values passed and helpers declared where used"
 )]
 
+mod accept;
 mod adversarial;
 mod await_strategy;
 mod call;

@@ -1,0 +1,505 @@
+//! tern's own accept loop for Streamable HTTP: hyper's HTTP/1.1 connection
+//! driver with the timeouts and caps `axum::serve` does not have, in front of
+//! any tower service (the MCP endpoint, or your router holding it).
+//!
+//! What it bounds, with the defaults ([`ServeOptions`]):
+//!
+//! | what | default | when exceeded |
+//! |---|---|---|
+//! | headers of one request, and a connection idle between requests | 10 s | connection closed |
+//! | a request body, from its first byte to its last | 30 s | the request fails (400) |
+//! | one write to a client that does not read | 30 s | connection closed (its request is cancelled) |
+//! | open connections | 512 | `503` + `Retry-After`, connection closed |
+//! | requests in flight (an SSE stream counts until it ends) | 256 | `503` + `Retry-After` |
+//! | requests in flight from one peer address | 64 | `503` + `Retry-After` |
+//! | draining at shutdown | 10 s | remaining connections dropped |
+//!
+//! None is longer than nginx's 60 s defaults, so a proxy in front never keeps
+//! a connection tern has given up on. The `503` carries an id-less JSON-RPC
+//! error (`-32603`, `data.retryAfterMs`) for clients that read bodies.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use http::{HeaderValue, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+
+/// Limits of the accept loop; see the module docs for the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// Longest a client may take to send one request's headers, and longest
+    /// a kept-alive connection may stay idle: default 10 s.
+    pub header_timeout: Duration,
+    /// Longest a request body may take to arrive: default 30 s.
+    pub body_timeout: Duration,
+    /// Longest one write may wait for a client that does not read: default
+    /// 30 s.
+    pub write_timeout: Duration,
+    /// Most connections open at once: default 512.
+    pub max_connections: usize,
+    /// Most requests in flight at once: default 256.
+    pub max_in_flight: usize,
+    /// Most requests in flight from one peer address: default 64.
+    pub max_in_flight_per_peer: usize,
+    /// How long shutdown waits for connections to finish: default 10 s.
+    pub drain_timeout: Duration,
+    /// What `Retry-After` says when full: default 1 s.
+    pub retry_after: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            max_connections: 512,
+            max_in_flight: 256,
+            max_in_flight_per_peer: 64,
+            drain_timeout: Duration::from_secs(10),
+            retry_after: Duration::from_secs(1),
+        }
+    }
+}
+
+impl ServeOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`Self::header_timeout`].
+    #[must_use]
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Self::body_timeout`].
+    #[must_use]
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Self::write_timeout`].
+    #[must_use]
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Self::max_connections`] (at least 1).
+    #[must_use]
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// Sets [`Self::max_in_flight`] (at least 1).
+    #[must_use]
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Sets [`Self::max_in_flight_per_peer`] (at least 1).
+    #[must_use]
+    pub fn max_in_flight_per_peer(mut self, n: usize) -> Self {
+        self.max_in_flight_per_peer = n.max(1);
+        self
+    }
+
+    /// Sets [`Self::drain_timeout`].
+    #[must_use]
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+}
+
+/// The `503` of a full server.
+fn overloaded(retry_after: Duration) -> Response<Body> {
+    let ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32603,"message":"Server overloaded; retry later","data":{{"retryAfterMs":{ms}}}}}}}"#
+    );
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let secs = retry_after.as_secs().max(1).to_string();
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&secs) {
+        headers.insert(http::header::RETRY_AFTER, value);
+    }
+    response
+}
+
+/// Requests in flight per peer address.
+#[derive(Debug, Default)]
+struct PerPeer(Mutex<HashMap<IpAddr, usize>>);
+
+/// One peer's request slot; given back when dropped.
+struct PeerSlot {
+    peers: Arc<PerPeer>,
+    ip: IpAddr,
+}
+
+impl PerPeer {
+    fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<PeerSlot> {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = map.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(PeerSlot {
+            peers: Arc::clone(self),
+            ip,
+        })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut map = self
+            .peers
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = map.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// A request's slots, held until its response body ends (an SSE stream
+/// holds them while it streams).
+struct Slots {
+    _server: OwnedSemaphorePermit,
+    _peer: PeerSlot,
+}
+
+/// A body that holds its request's slots, and gives them back when it ends
+/// or is dropped.
+struct Holding {
+    body: Body,
+    slots: Option<Slots>,
+}
+
+impl hyper::body::Body for Holding {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(None) = polled {
+            self.slots = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A request body that must arrive whole within a deadline.
+struct Timed {
+    body: hyper::body::Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+#[derive(Debug)]
+struct BodyTimeout;
+
+impl std::fmt::Display for BodyTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body did not arrive in time")
+    }
+}
+
+impl std::error::Error for BodyTimeout {}
+
+impl hyper::body::Body for Timed {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        match Pin::new(&mut self.body).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(Into::into))),
+            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimeout)))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A connection whose writes give up on a client that stopped reading.
+struct WriteTimed {
+    io: TcpStream,
+    timeout: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl WriteTimed {
+    fn poll_stalled(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let timeout = self.timeout;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client stopped reading",
+            )),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for WriteTimed {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteTimed {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.io).poll_write(cx, buf) {
+            Poll::Ready(done) => {
+                self.stalled = None;
+                Poll::Ready(done)
+            }
+            Poll::Pending => match self.poll_stalled(cx) {
+                Poll::Ready(e) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match Pin::new(&mut self.io).poll_flush(cx) {
+            Poll::Ready(done) => {
+                self.stalled = None;
+                Poll::Ready(done)
+            }
+            Poll::Pending => match self.poll_stalled(cx) {
+                Poll::Ready(e) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// What every connection of one loop shares.
+struct Shared<S> {
+    service: S,
+    options: ServeOptions,
+    in_flight: Arc<Semaphore>,
+    peers: Arc<PerPeer>,
+}
+
+async fn answer<S>(
+    shared: Arc<Shared<S>>,
+    peer: SocketAddr,
+    request: Request<hyper::body::Incoming>,
+) -> Result<Response<Body>, Infallible>
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    let options = shared.options;
+    let Ok(server) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
+        tracing::warn!("requests in flight at the cap: 503");
+        return Ok(overloaded(options.retry_after));
+    };
+    let Some(peer_slot) = shared.peers.take(peer.ip(), options.max_in_flight_per_peer) else {
+        tracing::warn!("one peer's requests in flight at the cap: 503");
+        return Ok(overloaded(options.retry_after));
+    };
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(axum::extract::ConnectInfo(peer));
+    let body = Body::new(Timed {
+        body,
+        deadline: Box::pin(tokio::time::sleep(options.body_timeout)),
+    });
+    let mut service = shared.service.clone();
+    let response =
+        tower::ServiceExt::oneshot(&mut service, Request::from_parts(parts, body)).await?;
+    let (parts, body) = response.into_parts();
+    let body = Body::new(Holding {
+        body,
+        slots: Some(Slots {
+            _server: server,
+            _peer: peer_slot,
+        }),
+    });
+    Ok(Response::from_parts(parts, body))
+}
+
+/// Serves `service` on `listener` until `shutdown` resolves, then stops
+/// accepting, lets connections finish their requests (at most
+/// [`ServeOptions::drain_timeout`]) and returns.
+pub async fn serve_service<S>(
+    listener: TcpListener,
+    service: S,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> io::Result<()>
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+{
+    let connections = Arc::new(Semaphore::new(options.max_connections));
+    let shared = Arc::new(Shared {
+        service,
+        options,
+        in_flight: Arc::new(Semaphore::new(options.max_in_flight)),
+        peers: Arc::default(),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors, say: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        // Reap finished connections as we go.
+        while tasks.try_join_next().is_some() {}
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            tasks.spawn(refuse(stream, options.retry_after));
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = Arc::clone(&shared);
+        let mut stop = stop_rx.clone();
+        tasks.spawn(async move {
+            let _permit = permit;
+            let io = TokioIo::new(WriteTimed {
+                io: stream,
+                timeout: options.write_timeout,
+                stalled: None,
+            });
+            let service = hyper::service::service_fn(move |request| {
+                answer(Arc::clone(&shared), peer, request)
+            });
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(options.header_timeout)
+                .keep_alive(true);
+            let connection = builder.serve_connection(io, service);
+            tokio::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                }
+                () = async { drop(stop.wait_for(|stop| *stop).await) } => {
+                    connection.as_mut().graceful_shutdown();
+                    if let Err(e) = connection.await {
+                        tracing::debug!(error = %e, "connection ended with an error while draining");
+                    }
+                }
+            }
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(options.drain_timeout, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            left = tasks.len(),
+            "connections still open after the drain timeout were dropped"
+        );
+        tasks.abort_all();
+    }
+    Ok(())
+}
+
+/// Answers a connection over the cap with `503` and closes it.
+async fn refuse(mut stream: TcpStream, retry_after: Duration) {
+    tracing::warn!("connections at the cap: 503");
+    let secs = retry_after.as_secs().max(1);
+    let text = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: {secs}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = stream.write_all(text.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
