@@ -154,3 +154,124 @@ mod tests {
         );
     }
 }
+
+/// Why [`unique_members`] refused a JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateMember {
+    /// The repeated member name, cut to 64 characters.
+    pub name: String,
+}
+
+impl std::fmt::Display for DuplicateMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the member \"{}\" appears twice in one object",
+            self.name
+        )
+    }
+}
+
+impl std::error::Error for DuplicateMember {}
+
+/// Checks that no object anywhere in `text` names a member twice.
+///
+/// RFC 8259 leaves duplicate names undefined, and readers disagree (serde's
+/// maps keep the last, a gateway may read the first): one reading for the
+/// headers and another for the handler is how a `Mcp-Name` check is
+/// bypassed. tern refuses such input everywhere instead of picking one. One
+/// pass, no values kept; text that is not JSON passes (the real decoder
+/// reports it).
+pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
+    use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+
+    struct Check<'a>(&'a mut Option<DuplicateMember>);
+
+    impl<'de> DeserializeSeed<'de> for Check<'_> {
+        type Value = ();
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Check<'_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(Check(&mut *self.0))?.is_some() {}
+            Ok(())
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if !seen.insert(key.clone()) {
+                    *self.0 = Some(DuplicateMember {
+                        name: key.chars().take(64).collect(),
+                    });
+                    return Err(serde::de::Error::custom("duplicate member"));
+                }
+                map.next_value_seed(Check(&mut *self.0))?;
+            }
+            Ok(())
+        }
+    }
+
+    let mut found = None;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let _ = Check(&mut found).deserialize(&mut de);
+    found.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod unique_tests {
+    use super::*;
+
+    #[test]
+    fn repeated_members_are_found_at_any_depth() {
+        for ok in [
+            r#"{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}"#,
+            r#"[]"#,
+            r#""x""#,
+            r#"{"a\u0062":1,"ab2":2}"#,
+            "not json",
+        ] {
+            assert_eq!(unique_members(ok), Ok(()), "{ok}");
+        }
+        for (bad, name) in [
+            (r#"{"taskId":1,"taskId":2}"#, "taskId"),
+            (r#"{"arguments":{"to":"a","to":"b"}}"#, "to"),
+            (r#"{"x":[1,{"deep":{"k":1,"k":2}}]}"#, "k"),
+            // An escaped name is the same name.
+            (r#"{"ab":1,"a\u0062":2}"#, "ab"),
+        ] {
+            assert_eq!(unique_members(bad).unwrap_err().name, name, "{bad}");
+        }
+        let long = format!(r#"{{"{0}":1,"{0}":2}}"#, "n".repeat(1000));
+        assert_eq!(unique_members(&long).unwrap_err().name.len(), 64);
+    }
+}

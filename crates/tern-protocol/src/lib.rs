@@ -74,7 +74,7 @@ pub mod tool;
 pub use capabilities::{ClientCapabilities, Implementation, ServerCapabilities};
 pub use content::ContentBlock;
 pub use error::{DecodeError, ErrorObject};
-pub use json::JsonObject;
+pub use json::{DuplicateMember, JsonObject, unique_members};
 pub use jsonrpc::{Message, RequestId};
 pub use meta::{ProgressToken, RequestMeta, ResultMeta};
 pub use mrtr::{

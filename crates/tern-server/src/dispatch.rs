@@ -81,6 +81,16 @@ struct Salvage {
     request_state: Option<Value>,
 }
 
+/// Attacker text echoed in an error, cut to 64 characters: a 3 MiB method
+/// name is not sent back whole.
+pub(crate) fn short(text: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 64;
+    match text.char_indices().nth(MAX) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((at, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..at])),
+    }
+}
+
 /// The version check (spec §1.3): `-32022` with what is supported.
 fn check_version(meta: &RequestMeta) -> Result<(), ErrorObject> {
     if meta.protocol_version == version::LATEST {
@@ -134,10 +144,23 @@ impl Server {
         let registry = self.registry();
         let m = request.method.as_str();
         if !serves(&registry, m) {
-            return Err(fail(ErrorObject::method_not_found(m).into()));
+            return Err(fail(ErrorObject::method_not_found(&short(m)).into()));
+        }
+        // One reading of the params for everyone: a repeated member name
+        // (which serde's maps read last-wins, a gateway first-wins) is
+        // refused wherever it is, `arguments` included.
+        if let Some(raw) = request.params.as_deref()
+            && let Err(duplicate) = tern_protocol::unique_members(raw.get())
+        {
+            return Err(fail(Fail {
+                error: ErrorObject::invalid_params(format!("Invalid params: {duplicate}")),
+                malformed: true,
+            }));
         }
         match ClientRequest::decode(m, request.params.as_deref()) {
-            Ok(ClientRequest::Other { .. }) => Err(fail(ErrorObject::method_not_found(m).into())),
+            Ok(ClientRequest::Other { .. }) => {
+                Err(fail(ErrorObject::method_not_found(&short(m)).into()))
+            }
             Ok(typed) => Ok(DecodedRequest {
                 id: request.id.clone(),
                 request: typed,
@@ -282,7 +305,7 @@ impl Server {
             }
             ClientRequest::Completion(p) => Ok(to_json(&self.complete(&registry, p).await)),
             ClientRequest::Listen(p) => self.listen(&id, p, call).await,
-            other => Err(ErrorObject::method_not_found(other.method())),
+            other => Err(ErrorObject::method_not_found(&short(other.method()))),
         }
     }
 }

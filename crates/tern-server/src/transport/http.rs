@@ -490,7 +490,9 @@ fn check_named(headers: &HeaderMap, name: &str, body: Option<&str>) -> Result<()
             match body {
                 Some(body) if body == decoded => Ok(()),
                 Some(body) => Err(mismatch(format!(
-                    "Header mismatch: {name} header value '{decoded}' does not match body value '{body}'"
+                    "Header mismatch: {name} header value '{}' does not match body value '{}'",
+                    crate::dispatch::short(&decoded),
+                    crate::dispatch::short(body)
                 ))),
                 None => Err(mismatch(format!(
                     "{name} header sent but the body has no such value"
@@ -530,8 +532,9 @@ impl Http {
             && meta.protocol_version != version
         {
             return Err(mismatch(format!(
-                "Header mismatch: MCP-Protocol-Version header value '{version}' does not match body value '{}'",
-                meta.protocol_version
+                "Header mismatch: MCP-Protocol-Version header value '{}' does not match body value '{}'",
+                crate::dispatch::short(version),
+                crate::dispatch::short(&meta.protocol_version)
             )));
         }
         let name = match request {
@@ -626,12 +629,28 @@ impl Http {
                 ErrorObject::new(code::INVALID_REQUEST, "Forbidden origin"),
             )
         };
+        // Exactly one Host (or, over HTTP/2, the URI's authority), at most
+        // one Origin: a second one is refused, never read past, so a proxy
+        // and this check cannot look at different values.
+        let hosts = headers.get_all(HOST).iter().count();
+        if hosts > 1 || (hosts == 0 && parts.uri.authority().is_none()) {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                ErrorObject::new(code::INVALID_REQUEST, "Exactly one Host header is required"),
+            );
+        }
+        if headers.get_all(ORIGIN).iter().count() > 1 {
+            return forbidden();
+        }
         let origin_ok = headers
             .get(ORIGIN)
             .is_none_or(|o| o.to_str().is_ok_and(|o| self.origins.origin_ok(o)));
-        let host_ok = headers
+        let host = headers
             .get(HOST)
-            .is_none_or(|h| h.to_str().is_ok_and(|h| self.hosts.host_ok(h)));
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| parts.uri.authority().map(http::uri::Authority::as_str));
+        let host_ok = host.is_some_and(|h| self.hosts.host_ok(h));
         if !(origin_ok && host_ok) {
             return forbidden();
         }

@@ -720,3 +720,151 @@ async fn a_guarded_leg_survives_its_client_disconnecting() {
     );
     assert_eq!(e.counters.transfers.load(Ordering::SeqCst), 1);
 }
+
+/// The header checks cannot be bypassed by a body two readers read
+/// differently: a repeated member name is refused wherever it is.
+#[tokio::test]
+async fn a_repeated_member_cannot_slip_past_the_header_checks() {
+    let e = start(|h| h).await;
+    let m = meta().to_string();
+    let cases = [
+        // taskId twice, and a Mcp-Name naming another tool.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"transfer","taskId":1,"taskId":2,"arguments":{{}},"_meta":{m}}}}}"#
+        ),
+        // The tool's name twice.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"greet","name":"transfer","arguments":{{}},"_meta":{m}}}}}"#
+        ),
+        // A doubled uri on a read.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{{"uri":"res://ask","uri":"res://guarded","_meta":{m}}}}}"#
+        ),
+        // Inside arguments, too.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"debug_ctx","arguments":{{"to":"a","to":"b"}},"_meta":{m}}}}}"#
+        ),
+    ];
+    for body in &cases {
+        for name in ["greet", "transfer", ""] {
+            let mut headers = vec![
+                ("Content-Type", "application/json".to_owned()),
+                ("Accept", "application/json, text/event-stream".to_owned()),
+                ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+                (
+                    "Mcp-Method",
+                    serde_json::from_str::<Value>(
+                        &body
+                            .replace(r#""taskId":1,"#, "")
+                            .replace(r#""name":"greet","#, "")
+                            .replace(r#""uri":"res://ask","#, "")
+                            .replace(r#""to":"a","#, ""),
+                    )
+                    .unwrap()["method"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned(),
+                ),
+            ];
+            if !name.is_empty() {
+                headers.push(("Mcp-Name", name.to_owned()));
+            }
+            let r = send(e.port, "POST", &headers, body).await;
+            assert_eq!(r.status, 400, "{body} with Mcp-Name {name:?}: {}", r.body);
+            let error = &r.json()["error"];
+            assert_eq!(error["code"], -32602, "{body}: {}", r.body);
+            assert!(
+                error["message"].as_str().unwrap().contains("appears twice"),
+                "{}",
+                r.body
+            );
+        }
+    }
+    assert_eq!(e.counters.transfers.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn repeated_or_missing_host_origin_and_mcp_headers_are_refused() {
+    let e = start(|h| h).await;
+    let body = call("greet", json!({}));
+    let base = mcp_headers(&body);
+    let with = |extra: &[(&'static str, &str)]| {
+        let mut h = base.clone();
+        h.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        h
+    };
+    let text = body.to_string();
+    let twice_name = send(e.port, "POST", &with(&[("Mcp-Name", "transfer")]), &text).await;
+    assert_eq!(
+        (
+            twice_name.status,
+            twice_name.json()["error"]["code"].clone()
+        ),
+        (400, json!(-32020))
+    );
+    let twice_method = send(
+        e.port,
+        "POST",
+        &with(&[("Mcp-Method", "tools/list")]),
+        &text,
+    )
+    .await;
+    assert_eq!(
+        (
+            twice_method.status,
+            twice_method.json()["error"]["code"].clone()
+        ),
+        (400, json!(-32020))
+    );
+    let twice_host = send(
+        e.port,
+        "POST",
+        &with(&[("Host", "evil.example.com")]),
+        &text,
+    )
+    .await;
+    assert_eq!(twice_host.status, 400);
+    let twice_origin = send(
+        e.port,
+        "POST",
+        &with(&[
+            ("Origin", "http://localhost"),
+            ("Origin", "http://evil.example.com"),
+        ]),
+        &text,
+    )
+    .await;
+    assert_eq!(twice_origin.status, 403);
+    // HTTP/1.0 without Host: refused, not served.
+    let mut raw = format!("POST /mcp HTTP/1.0\r\nContent-Length: {}\r\n", text.len());
+    for (k, v) in &base {
+        raw.push_str(k);
+        raw.push_str(": ");
+        raw.push_str(v);
+        raw.push_str("\r\n");
+    }
+    raw.push_str("\r\n");
+    raw.push_str(&text);
+    let mut stream = TcpStream::connect(("127.0.0.1", e.port)).await.unwrap();
+    stream.write_all(raw.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    assert_eq!(
+        parse(&answer).status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
+#[tokio::test]
+async fn attacker_text_is_not_echoed_at_full_size() {
+    let e = start(|h| h).await;
+    let method = "m".repeat(3 << 20);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta()}});
+    let mut headers = mcp_headers(&json!({}));
+    headers.push(("Mcp-Method", "x".repeat(2000)));
+    let r = send(e.port, "POST", &headers, &body.to_string()).await;
+    assert_eq!(r.status, 400, "{}", &r.body[..r.body.len().min(300)]);
+    assert!(r.body.len() < 1000, "{} bytes back", r.body.len());
+}
