@@ -255,7 +255,7 @@ mod unique_tests {
     fn repeated_members_are_found_at_any_depth() {
         for ok in [
             r#"{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}"#,
-            r#"[]"#,
+            "[]",
             r#""x""#,
             r#"{"a\u0062":1,"ab2":2}"#,
             "not json",
