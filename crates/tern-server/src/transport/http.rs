@@ -36,7 +36,9 @@
 //! comments every 15 s, the final response ending the stream); otherwise, and
 //! when the final response comes first, with JSON. `Mcp-Session-Id` and
 //! `Last-Event-ID` are ignored. A client that disconnects cancels its request:
-//! the handler's future is dropped and `Ctx::cancelled` fires.
+//! `Ctx::cancelled` fires and nothing more is written; an unguarded handler's
+//! future is dropped, a guarded leg finishes in a server-owned task and its
+//! outcome is stored for the retry ([`crate::engine`]).
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -2,7 +2,10 @@
 //! input and output; logs go to standard error through `tracing`.
 //!
 //! Requests are served concurrently up to a bound; `notifications/cancelled`
-//! cancels one (its future is dropped and nothing more is written for it); a
+//! cancels one: `Ctx::cancelled` fires and nothing more is written for it; an
+//! unguarded handler's future is dropped, a guarded leg finishes in a
+//! server-owned task and its outcome is stored for the retry
+//! ([`crate::engine`]); a
 //! line over the size limit is refused without being read whole into memory;
 //! end of input drains the requests in flight, then returns.
 
