@@ -33,7 +33,7 @@
 //! and the system's roots). Stability: pre-1.0. The task store and the
 //! subscription bus of a fleet follow.
 
-mod replay;
+pub mod replay;
 
 pub use replay::{ConnectError, RedisOptions, RedisReplayStore};
 
