@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use tern_server::transport::http::{Http, serve};
+use tern_server::transport::http::{Http, ServeOptions, serve_with};
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
 use tern_server::{Answer, Args, Ctx, Elicit, Json, KeyRing, Server, ToolDef, ToolError};
 
@@ -55,11 +55,22 @@ fn server() -> Server {
 }
 
 /// Serves over Streamable HTTP at `/mcp` until the process is killed.
+///
+/// The accept loop's caps are raised above the memory scenario's 1,000
+/// streams and connections from one loopback address (the defaults refuse
+/// the 513th connection and the 65th request of one peer); its timeouts and
+/// everything else are the defaults.
 pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<()> {
-    serve(
+    let options = ServeOptions::new()
+        .max_connections(4096)
+        .max_in_flight(4096)
+        .max_in_flight_per_peer(4096)
+        .header_timeout(std::time::Duration::from_secs(60));
+    serve_with(
         listener,
         Http::new(server()),
         "/mcp",
+        options,
         std::future::pending::<()>(),
     )
     .await

@@ -51,7 +51,9 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// Most requests in flight at once: default 256.
     pub max_in_flight: usize,
-    /// Most requests in flight from one peer address: default 64.
+    /// Most requests in flight from one peer address: default 64. Behind a
+    /// proxy every request comes from the proxy's address: raise it there
+    /// (the proxy bounds its clients itself).
     pub max_in_flight_per_peer: usize,
     /// How long shutdown waits for connections to finish: default 10 s.
     pub drain_timeout: Duration,
