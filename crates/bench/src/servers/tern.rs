@@ -65,7 +65,7 @@ pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<(
         .max_connections(4096)
         .max_in_flight(4096)
         .max_in_flight_per_peer(4096)
-        .header_timeout(std::time::Duration::from_secs(60));
+        .header_timeout(Duration::from_secs(60));
     serve_with(
         listener,
         Http::new(server()),
