@@ -22,3 +22,4 @@ mod protocol;
 mod rules;
 mod schema;
 mod stdio;
+mod tasks;
