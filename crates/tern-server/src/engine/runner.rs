@@ -218,9 +218,27 @@ impl Engine {
                     && !request.policy.guarded()
                     && crate::task::request_declared(&request.meta)
             });
-            // The handler's own token: the request's cancellation reaches it
-            // only while the leg is a request, never once it is a task.
-            let cancel = tokio_util::sync::CancellationToken::new();
+            // A leg that may become a task gets its own token: the request's
+            // cancellation is forwarded to it only while the leg is a
+            // request, never once it is a task. (A spawned forwarder, not a
+            // poll of this leg: a transport drops a cancelled leg's future
+            // at once, and spawned cleanup work must still see it.) Other
+            // legs use the request's token as it is.
+            let (cancel, forwarding) = if task_mode.is_some() {
+                let own = tokio_util::sync::CancellationToken::new();
+                let stop = tokio_util::sync::CancellationToken::new();
+                let (request_cancel, forward_to, stopped) =
+                    (request.call.cancel.clone(), own.clone(), stop.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        () = request_cancel.cancelled() => forward_to.cancel(),
+                        () = stopped.cancelled() => {}
+                    }
+                });
+                (own, Some(stop.drop_guard()))
+            } else {
+                (request.call.cancel.clone(), None)
+            };
             let ctx = Ctx::new(CtxParts {
                 request_id: request.id.clone(),
                 call_id,
@@ -256,17 +274,12 @@ impl Engine {
                     }
                 }
             };
-            let driven = tokio::select! {
-                biased;
-                driven = drive => driven,
-                () = async {
-                    request.call.cancel.cancelled().await;
-                    cancel.cancel();
-                    std::future::pending::<()>().await;
-                } => unreachable!("the forwarder never ends"),
-            };
+            let driven = drive.await;
             match driven {
                 Driven::IntoTask(body) => {
+                    // From here the request's cancellation no longer reaches
+                    // the handler; `tasks/cancel` does.
+                    drop(forwarding);
                     let spec = crate::task::runner::StartSpec {
                         call_id,
                         principal: request.origin.principal.clone(),

@@ -17,7 +17,7 @@
 //!
 //! Every record carries its own expiry (`expires_at`, derived from `ttlMs`):
 //! a store never returns an expired record and may drop it at any time
-//! (Redis: `PX`; `SQLite` and memory: swept on `create`). Times are
+//! (Redis: `PX`; SQLite and memory: swept on `create`). Times are
 //! milliseconds since the Unix epoch, passed in by the caller (the server's
 //! injected clock), never read by the store.
 
@@ -194,7 +194,7 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
     /// Drops `task_id`.
     fn remove(&self, task_id: &str) -> BoxFuture<'_, Result<(), TaskStoreError>>;
 
-    /// Records survive the process (`SQLite`, Redis). A fresh process serving
+    /// Records survive the process (SQLite, Redis). A fresh process serving
     /// over stdio only knows tasks in a durable store.
     fn is_durable(&self) -> bool;
 }
