@@ -20,6 +20,7 @@ mod procfs;
 mod report;
 mod servers;
 mod stdio;
+mod tasks;
 mod workload;
 
 use report::{Results, Sample};
@@ -43,6 +44,13 @@ enum Command {
         kind: Kind,
         /// Which transport.
         transport: Transport,
+    },
+    /// The overhead of a task, in process: a plain call against a task's
+    /// create + first `tasks/get`, with the memory and the SQLite store.
+    Tasks {
+        /// Iterations of each (at most 100 000).
+        #[arg(long, default_value_t = 2000)]
+        n: u32,
     },
     /// Drives one scenario against a server already listening on a loopback
     /// port (for profiling a server by hand, e.g. under `perf record`).
@@ -121,6 +129,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Serve { kind, transport } => servers::run(kind, transport),
         Command::Run(args) => procfs::pin_self().and_then(|()| run(&args)),
+        Command::Tasks { n } => tasks::run(n).map_err(std::io::Error::other),
         Command::Load {
             port,
             scenario,

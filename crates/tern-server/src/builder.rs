@@ -17,6 +17,7 @@ use crate::registry::{Changes, Registry};
 use crate::replay::{MemoryReplayStore, ReplayStore, StoreLimits};
 use crate::resource::{ResourceDef, ResourceTemplateDef};
 use crate::server::{Inner, Server};
+use crate::task::{TaskConfig, TaskStore, Tasks};
 use crate::tool::{ToolDef, ToolEntry};
 
 /// Caching hints for a kind of result (`ttlMs`, `cacheScope`).
@@ -66,6 +67,8 @@ pub struct ServerBuilder {
     config: Config,
     changes: Changes,
     audience: Option<String>,
+    task_store: Option<Arc<dyn TaskStore>>,
+    task_config: TaskConfig,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -103,6 +106,8 @@ impl ServerBuilder {
             clock: Arc::new(SystemClock),
             changes: Changes::default(),
             audience: None,
+            task_store: None,
+            task_config: TaskConfig::default(),
             config: Config {
                 page_size: DEFAULT_PAGE_SIZE,
                 list_cache: CacheHints::new(Duration::from_secs(60), CacheScope::Public),
@@ -269,6 +274,25 @@ impl ServerBuilder {
         self
     }
 
+    /// Where task records live (Tasks extension; default: a
+    /// [`crate::MemoryTaskStore`] in this process). Configuring one
+    /// advertises the extension in `server/discover`, as does registering a
+    /// tool with [`ToolDef::task`] support.
+    #[must_use]
+    pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
+    /// How tasks are kept and run (default [`TaskConfig::default`]: 1 hour
+    /// TTL and retention, 500 ms poll interval, 30 s lease, 64 live tasks and
+    /// 16 MiB of results per principal).
+    #[must_use]
+    pub fn task_config(mut self, config: TaskConfig) -> Self {
+        self.task_config = config;
+        self
+    }
+
     /// The change announcer of the server being built, for handlers that
     /// change what the server offers (see [`Changes`]).
     pub fn changes(&self) -> Changes {
@@ -347,7 +371,6 @@ impl ServerBuilder {
             .into_iter()
             .map(|c| (CompletionDef::key(&c.reference), c))
             .collect();
-        registry.refresh();
         let store = self.replay.unwrap_or_else(|| {
             Arc::new(MemoryReplayStore::new(
                 self.store_limits,
@@ -371,6 +394,15 @@ impl ServerBuilder {
                 );
             }
         }
+        let tasks_advertised = self.task_store.is_some();
+        registry.tasks_advertised = tasks_advertised;
+        registry.refresh();
+        let tasks = Arc::new(Tasks::new(
+            self.task_store
+                .unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::new())),
+            self.task_config,
+            Arc::clone(&self.clock),
+        ));
         let inner = Inner {
             instructions: self.instructions,
             registry: RwLock::new(Arc::new(registry)),
@@ -383,6 +415,7 @@ impl ServerBuilder {
                 limits: self.limits,
                 info: self.info,
                 progress_interval: self.config.progress_interval,
+                tasks,
             }),
             config: self.config,
         };

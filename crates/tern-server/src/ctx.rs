@@ -113,6 +113,9 @@ pub(crate) struct Leg {
     /// The wakers of `ask` futures waiting for an answer: woken when the
     /// *await* strategy brings answers in.
     pub(crate) askers: Vec<std::task::Waker>,
+    /// The handler called [`Ctx::into_task`] and waits for the runner to
+    /// turn the call into a task.
+    pub(crate) into_task: bool,
 }
 
 impl std::fmt::Debug for Leg {
@@ -141,6 +144,13 @@ impl Leg {
 /// is asked under its key, and is then bound to it.
 pub(crate) const UNBOUND: &str = "*";
 
+/// Where a task's `ctx.progress` goes instead of notifications (ext-tasks:
+/// no progress or log notifications on tasks): its `statusMessage`.
+pub(crate) trait TaskSink: Send + Sync {
+    /// The task's status message is now `message`.
+    fn status(&self, message: String);
+}
+
 #[derive(Debug, Default)]
 struct ProgressState {
     last: Option<f64>,
@@ -160,6 +170,10 @@ struct Inner {
     progress_interval: Duration,
     leg: Mutex<Leg>,
     progress: Mutex<ProgressState>,
+    /// This leg may become a task (see [`Ctx::into_task`]).
+    can_task: bool,
+    /// Set once the call runs as a task.
+    task: std::sync::OnceLock<Arc<dyn TaskSink>>,
 }
 
 /// The context of one request to a tool, prompt or resource handler.
@@ -199,6 +213,7 @@ pub(crate) struct CtxParts {
     pub(crate) notifier: Option<Notifier>,
     pub(crate) cancel: CancellationToken,
     pub(crate) progress_interval: Duration,
+    pub(crate) can_task: bool,
     pub(crate) leg: Leg,
 }
 
@@ -228,6 +243,8 @@ impl Ctx {
                 progress_interval: parts.progress_interval,
                 leg: Mutex::new(parts.leg),
                 progress: Mutex::default(),
+                can_task: parts.can_task,
+                task: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -466,11 +483,70 @@ impl Ctx {
         T::deserialize(value).unwrap_or(out)
     }
 
+    /// Turns this call into a task (Tasks extension), when it can be one:
+    /// the tool declared [`crate::ToolDef::task`] support, the request
+    /// declared the extension, and the call is an MRTR request. The request
+    /// is then answered with `CreateTaskResult` (the task stored first) and
+    /// this future resolves, in a server-owned task, with `true`: from here
+    /// on questions are published in the task's `inputRequests` and answered
+    /// with `tasks/update`, [`Self::progress`] sets its `statusMessage`,
+    /// [`Self::log`] sends nothing, and [`Self::cancelled`] fires on
+    /// `tasks/cancel` instead of the request's disconnect. The call never
+    /// goes back to MRTR. Resolves at once with `false` when the call cannot
+    /// be a task (it goes on inline), and with `true` when it already is one.
+    pub async fn into_task(&self) -> bool {
+        if self.is_task() {
+            return true;
+        }
+        if !self.inner.can_task {
+            return false;
+        }
+        std::future::poll_fn(|cx| {
+            if self.is_task() {
+                return Poll::Ready(true);
+            }
+            let mut leg = self.leg();
+            leg.into_task = true;
+            leg.askers.push(cx.waker().clone());
+            if let Some(waker) = leg.waker.take() {
+                waker.wake();
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// The call runs as a task.
+    pub fn is_task(&self) -> bool {
+        self.inner.task.get().is_some()
+    }
+
+    /// The runner turned the call into a task: `into_task` resolves.
+    pub(crate) fn become_task(&self, sink: Arc<dyn TaskSink>) {
+        let _ = self.inner.task.set(sink);
+        let mut leg = self.leg();
+        leg.into_task = false;
+        leg.wake_askers();
+    }
+
     /// Reports progress, when the request asked for it with a `progressToken`.
+    /// Inside a task it sets the task's `statusMessage` (the message, or
+    /// `progress/total`) instead, and bumps its `lastUpdatedAt`.
     /// Values must increase; a value not above the last one sent is dropped,
     /// and so are updates closer together than the server's progress interval
     /// (except the one that reaches `total`). Returns whether it was sent.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        if let Some(sink) = self.inner.task.get() {
+            if self.is_cancelled() || !progress.is_finite() {
+                return false;
+            }
+            sink.status(match (message, total) {
+                (Some(m), _) => m.to_owned(),
+                (None, Some(t)) => format!("{progress}/{t}"),
+                (None, None) => format!("{progress}"),
+            });
+            return true;
+        }
         let (Some(token), Some(notifier)) = (&self.inner.meta.progress_token, &self.inner.notifier)
         else {
             return false;
@@ -509,7 +585,11 @@ impl Ctx {
     /// Sends a log message to the client (deprecated logging, SEP-2577), only
     /// when the request set a log level at or below `level`. Returns whether it
     /// was sent.
+    /// Inside a task nothing is sent (ext-tasks).
     pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) -> bool {
+        if self.is_task() {
+            return false;
+        }
         let (Some(min), Some(notifier)) = (self.inner.meta.log_level, &self.inner.notifier) else {
             return false;
         };
@@ -530,7 +610,8 @@ impl Ctx {
     }
 
     /// Resolves when the request is cancelled (the client disconnected, or
-    /// sent `notifications/cancelled`). Nothing more is written for the
+    /// sent `notifications/cancelled`); inside a task, when `tasks/cancel`
+    /// arrives (the creating request's disconnect no longer counts). Nothing more is written for the
     /// request after that. An unguarded handler's future is dropped right
     /// after (use this from spawned cleanup work); a guarded one (marked
     /// `single_use` or `idempotent_retry`, on a leg that presented a

@@ -305,6 +305,9 @@ impl Server {
             }
             ClientRequest::Completion(p) => Ok(to_json(&self.complete(&registry, p).await)),
             ClientRequest::Listen(p) => self.listen(&id, p, call).await,
+            ClientRequest::GetTask(p) => engine.tasks.get(p, &call).await,
+            ClientRequest::UpdateTask(p) => engine.tasks.update(p, &call).await,
+            ClientRequest::CancelTask(p) => engine.tasks.cancel(p, &call).await,
             other => Err(ErrorObject::method_not_found(&short(other.method()))),
         }
     }

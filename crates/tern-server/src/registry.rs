@@ -32,6 +32,9 @@ pub(crate) struct Registry {
     pub(crate) template_list: Vec<ResourceTemplate>,
     pub(crate) completions: HashMap<String, CompletionDef>,
     pub(crate) capabilities: ServerCapabilities,
+    /// A task store was configured: advertise the Tasks extension even when
+    /// no tool supports tasks yet.
+    pub(crate) tasks_advertised: bool,
 }
 
 impl Registry {
@@ -64,6 +67,14 @@ impl Registry {
             logging: Some(JsonObject::new()),
             ..ServerCapabilities::default()
         };
+        // Digest §5: the Tasks extension, under `extensions` (never a
+        // `tasks` capability), when tasks can be created here.
+        if self.tasks_advertised || self.tools.values().any(|t| t.def.policy.task.is_some()) {
+            self.capabilities.extensions = Some(JsonObject::from_iter([(
+                tern_protocol::task::TASKS_EXTENSION.to_owned(),
+                serde_json::Value::Object(JsonObject::new()),
+            )]));
+        }
     }
 }
 

@@ -168,6 +168,17 @@ impl Server {
         self.inner.shutdown.cancel();
     }
 
+    /// Stops every task this process runs, cleanly: each is marked `failed`
+    /// ("outcome unknown: the server stopped") in the store at once, rather
+    /// than after its lease lapses, and its handler is dropped. Resolves once
+    /// every runner has written. Call it before the process exits.
+    pub async fn stop_tasks(&self) {
+        let tasks = &self.inner.engine.tasks;
+        tasks.shutdown.cancel();
+        let mut running = tasks.running.subscribe();
+        let _ = running.wait_for(|n| *n == 0).await;
+    }
+
     /// The method is served: known, not removed, and behind a capability this
     /// server advertises (otherwise `-32601`).
     pub fn serves(&self, method: &str) -> bool {
@@ -186,6 +197,9 @@ pub(crate) fn serves(registry: &Registry, method: &str) -> bool {
         }
         method::PROMPTS_LIST | method::PROMPTS_GET => caps.prompts.is_some(),
         method::COMPLETION_COMPLETE => caps.completions.is_some(),
+        method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL => {
+            caps.extension(tern_protocol::task::TASKS_EXTENSION)
+        }
         method::SUBSCRIPTIONS_LISTEN => {
             caps.tools.is_some() || caps.prompts.is_some() || caps.resources.is_some()
         }

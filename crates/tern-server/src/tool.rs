@@ -18,6 +18,7 @@ use crate::handler::{CallParts, Erased, Handler, IntoToolResult, erase_tool};
 use crate::json::{Json, to_json};
 use crate::question::Form;
 use crate::registry::Registry;
+use crate::task::{TaskMode, TaskSupport};
 
 /// A tool and its handler, ready to register with
 /// [`crate::ServerBuilder::tool`].
@@ -137,6 +138,38 @@ impl ToolDef {
         self
     }
 
+    /// The tool may run as a task (Tasks extension, digest §5): with
+    /// [`TaskSupport::Optional`] it becomes one at [`crate::Ctx::into_task`]
+    /// when the request declared the extension, and runs inline through MRTR
+    /// otherwise; with [`TaskSupport::Required`] a request that did not
+    /// declare it gets `-32021` before the handler runs. Cannot be combined
+    /// with [`Self::single_use`] or [`Self::idempotent_retry`].
+    #[must_use]
+    pub fn task(mut self, support: TaskSupport) -> Self {
+        let from_start = self.policy.task.is_some_and(|m| m.from_start);
+        self.policy.task = Some(TaskMode {
+            support,
+            from_start,
+        });
+        self
+    }
+
+    /// The call becomes a task before the handler's first line (as if it
+    /// began with [`crate::Ctx::into_task`]), when it can be one. Implies
+    /// [`TaskSupport::Optional`] unless [`Self::task`] said otherwise.
+    #[must_use]
+    pub fn task_from_start(mut self) -> Self {
+        let support = self
+            .policy
+            .task
+            .map_or(TaskSupport::Optional, |m| m.support);
+        self.policy.task = Some(TaskMode {
+            support,
+            from_start: true,
+        });
+        self
+    }
+
     pub(crate) fn check(&self) -> Result<jsonschema::Validator, BuildError> {
         if let Some(Err(e)) = self.forms.iter().find(|f| f.is_err()) {
             return Err(BuildError(format!("tool {}: {e}", self.tool.name)));
@@ -185,6 +218,20 @@ pub(crate) async fn call(
             params.name
         )));
     };
+    // Digest §5: a tool that cannot run without a task, asked by a request
+    // that did not declare the extension: -32021 before anything runs.
+    if entry
+        .def
+        .policy
+        .task
+        .is_some_and(|m| m.support == TaskSupport::Required)
+        && !crate::task::request_declared(&params.meta)
+    {
+        return Err(crate::task::missing_extension(&format!(
+            "Tool {}",
+            params.name
+        )));
+    }
     let arguments = Arc::new(Value::Object(params.arguments.unwrap_or_default()));
     // A bad argument is a tool error the model can read and fix, not a
     // protocol error (spec §7).

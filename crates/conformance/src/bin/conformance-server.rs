@@ -23,7 +23,7 @@ use tern_protocol::{ClientCapabilities, ContentBlock, JsonObject};
 use tern_server::transport::http::{self, Http};
 use tern_server::{
     Answer, Args, Changes, CompletionDef, Ctx, Elicit, ListRoots, PromptDef, ResourceDef,
-    ResourceTemplateDef, Sample, Server, ToolDef, ToolError,
+    ResourceTemplateDef, Sample, Server, TaskSupport, ToolDef, ToolError,
 };
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
@@ -389,6 +389,117 @@ fn json_schema_2020_12() -> JsonObject {
     }))
 }
 
+// The Tasks extension's fixtures (conformance.md §5.5).
+
+#[derive(Deserialize, JsonSchema)]
+struct Greet {
+    name: String,
+}
+
+async fn greet(Args(g): Args<Greet>) -> String {
+    format!("Hello, {}!", g.name)
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SlowCompute {
+    /// How long the work takes.
+    seconds: f64,
+    /// A label echoed in the result.
+    #[serde(default)]
+    label: Option<String>,
+}
+
+/// Sleeps `seconds` in a task; stops (and ends `cancelled`) on `tasks/cancel`.
+async fn slow_compute(ctx: Ctx, Args(a): Args<SlowCompute>) -> Result<String, ToolError> {
+    let label = a.label.unwrap_or_default();
+    if a.seconds <= 0.0 {
+        // The immediate path: no task for instant work.
+        return Ok(format!("Computed {label} at once"));
+    }
+    ctx.into_task().await;
+    ctx.progress(0.0, Some(1.0), Some("computing"));
+    let wait = Duration::from_secs_f64(a.seconds.min(3600.0));
+    tokio::select! {
+        () = tokio::time::sleep(wait) => Ok(format!("Computed {label} in {} s", a.seconds)),
+        () = ctx.cancelled() => Err(ToolError::new("Cancelled")),
+    }
+}
+
+/// A task that ends with a tool error after about a second.
+async fn failing_job(ctx: Ctx) -> Result<String, ToolError> {
+    ctx.into_task().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(ToolError::new("The job failed"))
+}
+
+/// A task that ends with a JSON-RPC error.
+async fn protocol_error_job(ctx: Ctx) -> Result<String, ToolError> {
+    ctx.into_task().await;
+    Err(ToolError::protocol(ErrorObject::new(
+        -32603,
+        "The job hit an internal error",
+    )))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct DeleteConfirm {
+    /// Delete it?
+    confirm: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Filename {
+    filename: String,
+}
+
+/// A task with one question.
+async fn confirm_delete(ctx: Ctx, Args(f): Args<Filename>) -> Result<String, ToolError> {
+    ctx.into_task().await;
+    let answer = ctx
+        .ask(Elicit::<DeleteConfirm>::form(format!("Delete {}?", f.filename)).key("confirm_delete"))
+        .await?;
+    Ok(match answer {
+        Answer::Accept(DeleteConfirm { confirm: true }) => format!("Deleted {}", f.filename),
+        _ => format!("Kept {}", f.filename),
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NameAndConfirm {
+    /// A name.
+    #[serde(default)]
+    name: Option<String>,
+    /// Go ahead?
+    #[serde(default)]
+    confirm: Option<bool>,
+}
+
+/// A task with two questions outstanding at once.
+async fn multi_input(ctx: Ctx) -> Result<String, ToolError> {
+    ctx.into_task().await;
+    let (first, second) = tokio::join!(
+        ctx.ask(Elicit::<NameAndConfirm>::form("First input").key("first")),
+        ctx.ask(Elicit::<NameAndConfirm>::form("Second input").key("second")),
+    );
+    let name = |a: Answer<NameAndConfirm>| match a {
+        Answer::Accept(v) if v.confirm != Some(false) => v.name.unwrap_or_default(),
+        _ => "nothing".to_owned(),
+    };
+    Ok(format!("Got {} and {}", name(first?), name(second?)))
+}
+
+/// MRTR first (the user's name), then a task.
+async fn tool_with_task(ctx: Ctx) -> Result<String, ToolError> {
+    let answer = ctx
+        .ask(Elicit::<Name>::form("What is your name?").key("user_name"))
+        .await?;
+    let Answer::Accept(Name { name }) = answer else {
+        return Ok("The user declined.".into());
+    };
+    ctx.into_task().await;
+    Ok(format!("Hello, {name}! (finished in a task)"))
+}
+
 fn build(changes_for_hooks: &mut Option<Changes>) -> Result<Server, tern_server::BuildError> {
     let builder = Server::builder("tern-conformance-server", env!("CARGO_PKG_VERSION"));
     let changes = builder.changes();
@@ -441,6 +552,13 @@ fn build(changes_for_hooks: &mut Option<Changes>) -> Result<Server, tern_server:
         .tool(ToolDef::new("test_input_required_result_tampered_state", "MRTR: refuses tampered state", mrtr_tampered).elicits::<Confirm>())
         .tool(ToolDef::new("test_input_required_result_capabilities", "MRTR: asks only what the client declared", mrtr_capabilities).elicits::<Name>())
         .tool(ToolDef::new("json_schema_2020_12_tool", "Takes a JSON Schema 2020-12 input", simple_text).input_schema(json_schema_2020_12()))
+        .tool(ToolDef::new("greet", "Greets by name", greet))
+        .tool(ToolDef::new("slow_compute", "Sleeps `seconds` in a task", slow_compute).task(TaskSupport::Optional))
+        .tool(ToolDef::new("failing_job", "A task that ends with a tool error", failing_job).task(TaskSupport::Required))
+        .tool(ToolDef::new("protocol_error_job", "A task that ends with a JSON-RPC error", protocol_error_job).task(TaskSupport::Optional))
+        .tool(ToolDef::new("confirm_delete", "A task that asks one question", confirm_delete).task(TaskSupport::Optional).elicits::<DeleteConfirm>())
+        .tool(ToolDef::new("multi_input", "A task that asks two questions at once", multi_input).task(TaskSupport::Optional).elicits::<NameAndConfirm>())
+        .tool(ToolDef::new("test_tool_with_task", "MRTR first, then a task", tool_with_task).task(TaskSupport::Optional).elicits::<Name>())
         .tool(ToolDef::new("test_header_param", "Mirrors `region` into Mcp-Param-Region", header_param).input_schema(region_schema))
         .resource(
             ResourceDef::new("test://static-text", "static-text", || async { "This is the content of the static text resource.".to_owned() })

@@ -194,4 +194,6 @@ pub(crate) struct Engine {
     pub(crate) limits: CallLimits,
     pub(crate) info: Implementation,
     pub(crate) progress_interval: Duration,
+    /// The task machinery (Tasks extension): its store and runners.
+    pub(crate) tasks: Arc<crate::task::Tasks>,
 }

@@ -74,6 +74,8 @@ pub(crate) struct LegPolicy {
     pub(crate) single_use: bool,
     pub(crate) idempotent_retry: bool,
     pub(crate) answers_without_state: bool,
+    /// The target may become a task (tools only).
+    pub(crate) task: Option<crate::task::TaskMode>,
 }
 
 impl LegPolicy {
@@ -90,6 +92,13 @@ impl LegPolicy {
             return Err(crate::error::BuildError(format!(
                 "{what}: answers_without_state cannot be combined with single_use or \
                  idempotent_retry (a leg without state cannot be claimed)"
+            )));
+        }
+        if self.task.is_some() && self.guarded() {
+            // A task is already once per logical call (keyed by its call
+            // id); a claimed leg cannot also hand its run to a task.
+            return Err(crate::error::BuildError(format!(
+                "{what}: task support cannot be combined with single_use or idempotent_retry"
             )));
         }
         Ok(())
@@ -202,6 +211,34 @@ impl Engine {
             let Resumed { payload, round, .. } = resumed;
             let call_id = payload.call_id;
             let started_at = payload.started_at;
+            // Tasks: only an MRTR leg of a task-capable target whose request
+            // declared the extension may become a task (digest §5).
+            let task_mode = request.policy.task.filter(|_| {
+                matches!(strategy, Strategy::Suspend)
+                    && !request.policy.guarded()
+                    && crate::task::request_declared(&request.meta)
+            });
+            // A leg that may become a task gets its own token: the request's
+            // cancellation is forwarded to it only while the leg is a
+            // request, never once it is a task. (A spawned forwarder, not a
+            // poll of this leg: a transport drops a cancelled leg's future
+            // at once, and spawned cleanup work must still see it.) Other
+            // legs use the request's token as it is.
+            let (cancel, forwarding) = if task_mode.is_some() {
+                let own = tokio_util::sync::CancellationToken::new();
+                let stop = tokio_util::sync::CancellationToken::new();
+                let (request_cancel, forward_to, stopped) =
+                    (request.call.cancel.clone(), own.clone(), stop.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        () = request_cancel.cancelled() => forward_to.cancel(),
+                        () = stopped.cancelled() => {}
+                    }
+                });
+                (own, Some(stop.drop_guard()))
+            } else {
+                (request.call.cancel.clone(), None)
+            };
             let ctx = Ctx::new(CtxParts {
                 request_id: request.id.clone(),
                 call_id,
@@ -211,8 +248,9 @@ impl Engine {
                 principal: request.origin.principal.clone(),
                 server: self.info.clone(),
                 notifier: request.call.notifier.clone(),
-                cancel: request.call.cancel.clone(),
+                cancel: cancel.clone(),
                 progress_interval: self.progress_interval,
+                can_task: task_mode.is_some(),
                 leg: Leg {
                     answers: payload.answers,
                     memo: payload.memo,
@@ -220,18 +258,38 @@ impl Engine {
                 },
             });
             let running = handler(ctx.clone());
-            let driven = match &strategy {
-                Strategy::Suspend => strategy::suspend(&ctx, running).await,
-                Strategy::Await(source) => {
-                    let check = |leg: &Leg, rounds: u32| {
-                        self.check_round(round + rounds)?;
-                        self.seal_leg(&request.origin, call_id, started_at, leg, round)
-                            .map(drop)
-                    };
-                    strategy::await_answers(&ctx, running, &**source, &check).await
+            let drive = async {
+                match &strategy {
+                    Strategy::Suspend if task_mode.is_some_and(|m| m.from_start) => {
+                        Driven::IntoTask(running)
+                    }
+                    Strategy::Suspend => strategy::suspend(&ctx, running).await,
+                    Strategy::Await(source) => {
+                        let check = |leg: &Leg, rounds: u32| {
+                            self.check_round(round + rounds)?;
+                            self.seal_leg(&request.origin, call_id, started_at, leg, round)
+                                .map(drop)
+                        };
+                        strategy::await_answers(&ctx, running, &**source, &check).await
+                    }
                 }
             };
+            let driven = drive.await;
             match driven {
+                Driven::IntoTask(body) => {
+                    // From here the request's cancellation no longer reaches
+                    // the handler; `tasks/cancel` does.
+                    drop(forwarding);
+                    let spec = crate::task::runner::StartSpec {
+                        call_id,
+                        principal: request.origin.principal.clone(),
+                        capabilities: request.meta.client_capabilities.clone(),
+                    };
+                    let tasks = Arc::clone(&self.tasks);
+                    tasks
+                        .start(Arc::clone(&self), spec, ctx, cancel, body, finish)
+                        .await
+                }
                 Driven::Done(out) => finish(&self, out),
                 Driven::Suspended => {
                     let leg = ctx.take_leg();

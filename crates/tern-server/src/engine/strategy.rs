@@ -75,6 +75,9 @@ pub(crate) enum Driven<T> {
     /// Questions are pending (or the handler asked to come back later).
     Suspended,
     Fatal(ErrorObject),
+    /// The handler called `ctx.into_task()` (MRTR only): its still-pending
+    /// future, for the task runner to keep polling.
+    IntoTask(BoxFuture<'static, T>),
 }
 
 /// What the runner checks before questions go out under *await*: that the
@@ -84,26 +87,36 @@ pub(crate) type Precheck<'a> = &'a (dyn Fn(&Leg, u32) -> Result<(), ErrorObject>
 
 /// MRTR: polls `handler` until it completes, or until a poll leaves questions
 /// pending (all questions raised in that poll travel together), or a fatal
-/// error was recorded.
-pub(crate) async fn suspend<T, F>(ctx: &Ctx, handler: F) -> Driven<Result<T, ToolError>>
-where
-    F: Future<Output = Result<T, ToolError>>,
-{
-    let mut handler = pin!(handler);
-    std::future::poll_fn(|cx| match handler.as_mut().poll(cx) {
-        // `ToolError::retry_later`: a round with no new question, only the
-        // state to come back with (S6 allows `requestState` alone).
-        Poll::Ready(Err(e)) if e.is_retry_later() => Poll::Ready(Driven::Suspended),
-        Poll::Ready(out) => Poll::Ready(Driven::Done(out)),
-        Poll::Pending => {
-            let mut leg = ctx.leg();
-            leg.waker = Some(cx.waker().clone());
-            if let Some(fatal) = leg.fatal.take() {
-                Poll::Ready(Driven::Fatal(fatal))
-            } else if leg.pending.is_empty() {
-                Poll::Pending
-            } else {
-                Poll::Ready(Driven::Suspended)
+/// error was recorded, or the handler asked to become a task (then the
+/// still-pending future is handed back, never dropped half-way).
+pub(crate) async fn suspend<T: 'static>(
+    ctx: &Ctx,
+    handler: BoxFuture<'static, Result<T, ToolError>>,
+) -> Driven<Result<T, ToolError>> {
+    let mut handler = Some(handler);
+    std::future::poll_fn(|cx| {
+        let running = handler
+            .as_mut()
+            .expect("polled again after it was handed over");
+        match running.as_mut().poll(cx) {
+            // `ToolError::retry_later`: a round with no new question, only the
+            // state to come back with (S6 allows `requestState` alone).
+            Poll::Ready(Err(e)) if e.is_retry_later() => Poll::Ready(Driven::Suspended),
+            Poll::Ready(out) => Poll::Ready(Driven::Done(out)),
+            Poll::Pending => {
+                let mut leg = ctx.leg();
+                leg.waker = Some(cx.waker().clone());
+                if let Some(fatal) = leg.fatal.take() {
+                    Poll::Ready(Driven::Fatal(fatal))
+                } else if leg.into_task {
+                    drop(leg);
+                    let running = handler.take().expect("taken only here, once");
+                    Poll::Ready(Driven::IntoTask(running))
+                } else if leg.pending.is_empty() {
+                    Poll::Pending
+                } else {
+                    Poll::Ready(Driven::Suspended)
+                }
             }
         }
     })

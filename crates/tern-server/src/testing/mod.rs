@@ -15,8 +15,10 @@
 //! ```
 
 mod store;
+mod task_store;
 
 pub use store::{Advance, ManualClock, RealTime, replay_store_contract};
+pub use task_store::task_store_contract;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -23,3 +23,4 @@ mod protocol;
 mod rules;
 mod schema;
 mod stdio;
+mod tasks;

@@ -1,0 +1,438 @@
+//! Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663, spec
+//! digest §5): a `tools/call` whose work outlives its request becomes a
+//! durable handle (`taskId`) that the client polls with `tasks/get`,
+//! answers with `tasks/update` and stops with `tasks/cancel`.
+//!
+//! A tool declares that it may become a task with [`crate::ToolDef::task`]
+//! ([`TaskSupport::Optional`] or [`TaskSupport::Required`]); the moment it
+//! does is explicit: [`crate::Ctx::into_task`] in the handler, or
+//! [`crate::ToolDef::task_from_start`]. Before it the handler is an ordinary
+//! MRTR leg (its questions travel as `input_required`); after it the same
+//! future keeps running in a server-owned task under the *await* strategy:
+//! its questions are published in the record's `inputRequests`, answers come
+//! with `tasks/update`, `ctx.progress` sets `statusMessage`, and
+//! `ctx.cancelled()` fires on `tasks/cancel` (no longer on the creating
+//! request's disconnect).
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`store`] | the [`TaskStore`] contract and the [`TaskRecord`] it keeps |
+//! | [`memory`] | [`MemoryTaskStore`], the embedded default |
+//! | `runner` | creating a task from a running leg, and running its body under a lease |
+//! | `wire` | `tasks/get`, `tasks/update`, `tasks/cancel` |
+//!
+//! Rules (documented choices where the spec leaves room):
+//! - The task record is durably created before `CreateTaskResult` is sent.
+//!   A duplicate of the retry that created a task gets the same `taskId`
+//!   (one task per logical call: the record's key is the owner and the
+//!   engine's call id).
+//! - A body that returns a JSON-RPC error or panics ends `failed` with the
+//!   error inline; a tool error ends `completed` with `isError`. After
+//!   `tasks/cancel`, a body that ends with any error ends `cancelled`; one
+//!   that still returns a result ends `completed` (cancel is cooperative).
+//! - A task whose runner is gone — its lease ([`TaskConfig::lease`], 30 s)
+//!   lapsed, or the process stopped ([`crate::Server::stop_tasks`]) — reads
+//!   `failed` with [`crate::error::codes::OUTCOME_UNKNOWN`], whether it was
+//!   `working` or `input_required`. Records survive in a durable store; a
+//!   handler never resumes.
+//! - `ttlMs` starts at [`TaskConfig::ttl`] (1 h), is extended while the work
+//!   runs so a running task never expires, and is set at the end to keep the
+//!   record [`TaskConfig::retention`] (1 h) longer.
+//! - Unknown, expired and other principals' ids get the same `-32602`.
+
+pub mod memory;
+pub(crate) mod runner;
+pub mod store;
+pub(crate) mod wire;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sha2::Digest as _;
+use tern_protocol::error::{ErrorObject, code};
+use tern_protocol::task::{TASKS_EXTENSION, TaskStatus};
+use tern_protocol::{ClientCapabilities, RequestMeta};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+pub use memory::MemoryTaskStore;
+pub use store::{Created, Lease, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
+
+use crate::engine::Clock;
+use crate::error::codes;
+use crate::principal::Principal;
+
+/// Whether a tool may run as a task ([`crate::ToolDef::task`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// It becomes a task when the request declared the extension, and runs
+    /// inline (through MRTR) otherwise.
+    Optional,
+    /// It cannot run without a task: a request that did not declare the
+    /// extension gets `-32021` with
+    /// `requiredCapabilities.extensions["io.modelcontextprotocol/tasks"]`.
+    Required,
+}
+
+/// How tasks are kept and run, with the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskConfig {
+    /// `ttlMs` of a new task, and the default timeout of each of its
+    /// questions: default 1 hour.
+    pub ttl: Duration,
+    /// How long a finished task's record (and result) is kept after its
+    /// end: default 1 hour.
+    pub retention: Duration,
+    /// `pollIntervalMs`: default 500 ms.
+    pub poll_interval: Duration,
+    /// A runner's lease: default 30 s, renewed every third of it. A task
+    /// whose lease lapsed reads `failed` (outcome unknown).
+    pub lease: Duration,
+    /// How often a runner re-reads its record for answers and cancellation
+    /// that another replica wrote: default 1 s (this process's own
+    /// `tasks/update` and `tasks/cancel` wake it at once).
+    pub recheck: Duration,
+    /// Most live tasks per principal: default 64.
+    pub max_live_per_principal: usize,
+    /// Most bytes of stored results per principal: default 16 MiB.
+    pub max_result_bytes_per_principal: u64,
+    /// Largest result one task may store: default 1 MiB. A larger one ends
+    /// the task `failed` with [`crate::error::codes::STORE_FULL`].
+    pub max_result_bytes: u64,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self {
+            ttl: Duration::from_secs(3600),
+            retention: Duration::from_secs(3600),
+            poll_interval: Duration::from_millis(500),
+            lease: Duration::from_secs(30),
+            recheck: Duration::from_secs(1),
+            max_live_per_principal: 64,
+            max_result_bytes_per_principal: 16 << 20,
+            max_result_bytes: 1 << 20,
+        }
+    }
+}
+
+impl TaskConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`Self::ttl`] (at least 1 ms).
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`Self::retention`].
+    #[must_use]
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Sets [`Self::poll_interval`] (at least 1 ms).
+    #[must_use]
+    pub fn poll_interval(mut self, every: Duration) -> Self {
+        self.poll_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`Self::lease`] (at least 3 ms, so it can be renewed).
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(3));
+        self
+    }
+
+    /// Sets [`Self::recheck`] (at least 1 ms).
+    #[must_use]
+    pub fn recheck(mut self, every: Duration) -> Self {
+        self.recheck = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets the per-principal quotas.
+    #[must_use]
+    pub fn quota(mut self, max_live: usize, max_result_bytes: u64) -> Self {
+        self.max_live_per_principal = max_live;
+        self.max_result_bytes_per_principal = max_result_bytes;
+        self
+    }
+
+    /// Sets [`Self::max_result_bytes`].
+    #[must_use]
+    pub fn max_result_bytes(mut self, bytes: u64) -> Self {
+        self.max_result_bytes = bytes;
+        self
+    }
+}
+
+/// What a tool asks of the task machinery (part of its leg policy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TaskMode {
+    pub(crate) support: TaskSupport,
+    pub(crate) from_start: bool,
+}
+
+/// A runner this process holds: how to wake it.
+#[derive(Debug)]
+pub(crate) struct Local {
+    /// Bumped on every local write the runner should look at (answers,
+    /// cancellation).
+    pub(crate) bump: watch::Sender<u64>,
+}
+
+impl Local {
+    pub(crate) fn wake(&self) {
+        self.bump.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+/// The task machinery of one server: its store, its settings and the
+/// runners this process holds.
+#[derive(Debug)]
+pub(crate) struct Tasks {
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) config: TaskConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) local: Mutex<HashMap<String, Arc<Local>>>,
+    /// Fired by [`crate::Server::stop_tasks`].
+    pub(crate) shutdown: CancellationToken,
+    /// Runners still holding a task; `stop_tasks` waits for 0.
+    pub(crate) running: watch::Sender<usize>,
+}
+
+impl Tasks {
+    pub(crate) fn new(
+        store: Arc<dyn TaskStore>,
+        config: TaskConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            store,
+            config,
+            clock,
+            local: Mutex::default(),
+            shutdown: CancellationToken::new(),
+            running: watch::Sender::new(0),
+        }
+    }
+
+    pub(crate) fn now_ms(&self) -> u64 {
+        millis(self.clock.now())
+    }
+
+    pub(crate) fn local(&self, task_id: &str) -> Option<Arc<Local>> {
+        self.local
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(task_id)
+            .cloned()
+    }
+
+    /// Reads, changes and writes a record atomically (compare-and-swap,
+    /// retried on a conflict). `change` returns `None` to leave the record
+    /// as it is. A lapsed lease is applied first, so every path sees it.
+    pub(crate) async fn modify<R>(
+        &self,
+        task_id: &str,
+        mut change: impl FnMut(&mut TaskRecord, u64) -> Option<R>,
+    ) -> Result<Option<(TaskRecord, Option<R>)>, ErrorObject> {
+        for _ in 0..64 {
+            let now = self.now_ms();
+            let Some(mut record) = self.store.load(task_id, now).await.map_err(store_failed)?
+            else {
+                return Ok(None);
+            };
+            let lapsed = lapse(&mut record, now);
+            let out = change(&mut record, now);
+            if out.is_none() && !lapsed {
+                return Ok(Some((record, None)));
+            }
+            record.version += 1;
+            if self
+                .store
+                .replace(record.clone())
+                .await
+                .map_err(store_failed)?
+            {
+                return Ok(Some((record, out)));
+            }
+        }
+        tracing::error!(%task_id, "task record kept changing under 64 writes");
+        Err(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"))
+    }
+}
+
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "used as `map_err(store_failed)`"
+)]
+pub(crate) fn store_failed(e: TaskStoreError) -> ErrorObject {
+    tracing::error!(error = %e, "task store failed");
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        "Internal error: the task store failed",
+    )
+}
+
+/// The error of a task whose runner went away before it ended.
+pub(crate) fn runner_gone(why: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::OUTCOME_UNKNOWN,
+        format!(
+            "The outcome of this task is unknown: {why}. It will not run again; check its \
+             effect before starting a new call."
+        ),
+    )
+}
+
+/// A non-terminal task whose lease lapsed turns `failed` (outcome unknown).
+/// Returns whether it changed.
+pub(crate) fn lapse(record: &mut TaskRecord, now: u64) -> bool {
+    if record.status.is_terminal() || record.lease.as_ref().is_none_or(|l| l.expires_at > now) {
+        return false;
+    }
+    end(
+        record,
+        now,
+        TaskStatus::Failed,
+        None,
+        Some(runner_gone("its runner stopped renewing its lease")),
+        None,
+    );
+    true
+}
+
+/// Moves `record` to a terminal status.
+pub(crate) fn end(
+    record: &mut TaskRecord,
+    now: u64,
+    status: TaskStatus,
+    result: Option<serde_json::Value>,
+    error: Option<ErrorObject>,
+    retention: Option<Duration>,
+) {
+    record.status = status;
+    record.status_message = Some(match (status, &error) {
+        (TaskStatus::Failed, Some(e)) => e.message.clone(),
+        (TaskStatus::Cancelled, _) => "Cancelled".to_owned(),
+        _ => "Done".to_owned(),
+    });
+    record.result_bytes = result
+        .as_ref()
+        .map_or(0, |r| serde_json::to_vec(r).map_or(0, |v| v.len() as u64));
+    record.result = result;
+    record.error = error;
+    record.input_requests.clear();
+    record.answers.clear();
+    record.lease = None;
+    record.last_updated_at = now;
+    // Keep the record `retention` past its end (and never less than its
+    // original ttl): ttlMs may change (ext-tasks).
+    let retention = retention.unwrap_or(Duration::from_secs(3600));
+    let keep = now.saturating_sub(record.created_at) + ms(retention);
+    let ttl = record.ttl_ms.map(|t| t.max(keep));
+    record.ttl_ms = ttl;
+    record.expires_at = ttl.map(|t| record.created_at + t);
+}
+
+/// Whether `capabilities` declared the extension (per request, digest §5).
+pub(crate) fn declared(capabilities: &ClientCapabilities) -> bool {
+    capabilities.extension(TASKS_EXTENSION)
+}
+
+/// `-32021` for a request that did not declare the extension.
+pub(crate) fn missing_extension(what: &str) -> ErrorObject {
+    ErrorObject::missing_capability(
+        format!("{what} needs the client capability extensions[\"{TASKS_EXTENSION}\"]"),
+        ClientCapabilities::default().with_extension(TASKS_EXTENSION),
+    )
+}
+
+/// The request declared the extension.
+pub(crate) fn request_declared(meta: &RequestMeta) -> bool {
+    declared(&meta.client_capabilities)
+}
+
+/// The owner of a principal's tasks: a digest, never the raw identity.
+pub(crate) fn owner_of(principal: &Principal) -> Option<String> {
+    principal.id().map(|id| {
+        let digest = sha2::Sha256::new()
+            .chain_update(b"tern-task-owner\0")
+            .chain_update(id.as_bytes())
+            .finalize();
+        hex(&digest)
+    })
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+pub(crate) fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+pub(crate) fn millis(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, ms)
+}
+
+/// ISO 8601 in UTC with `Z` and milliseconds: `2025-11-25T10:30:00.000Z`.
+pub(crate) fn iso8601(ms_since_epoch: u64) -> String {
+    let secs = ms_since_epoch / 1000;
+    let millis = ms_since_epoch % 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_utc_with_z() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_764_066_600_123), "2025-11-25T10:30:00.123Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn owners_are_digests_not_identities() {
+        let owner = owner_of(&Principal::new("alice")).unwrap();
+        assert_eq!(owner.len(), 64);
+        assert!(!owner.contains("alice"));
+        assert_ne!(Some(owner), owner_of(&Principal::new("bob")));
+        assert_eq!(owner_of(&Principal::anonymous()), None);
+    }
+}

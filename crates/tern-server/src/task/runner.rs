@@ -1,0 +1,562 @@
+//! Creating a task from a running leg, and running its body to its end
+//! under a lease.
+//!
+//! The leg runner hands over the handler's still-pending future
+//! (`Driven::IntoTask`); [`Tasks::start`] stores the record (durably,
+//! before `CreateTaskResult` is sent) and spawns [`Tasks::drive`], which
+//! keeps polling that same future under the *await* strategy with
+//! [`Answers`] as its [`AnswerSource`]: questions go into the record's
+//! `inputRequests`, answers come from the record (written by
+//! `tasks/update`). Every write of the runner is fenced by its lease token:
+//! a runner that lost its lease (it lapsed and a reader marked the task
+//! `failed`) writes nothing more and stops its body.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tern_protocol::error::{ErrorObject, code};
+use tern_protocol::mrtr::{InputKind, InputResponse};
+use tern_protocol::task::{CreateTaskResult, Task, TaskStatus};
+use tern_protocol::{ClientCapabilities, InputRequests};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    Created, Lease, Local, TaskQuota, TaskRecord, Tasks, end, hex, iso8601, ms, owner_of,
+    runner_gone, store_failed,
+};
+use crate::ctx::{Ctx, TaskSink};
+use crate::engine::runner::FinishLeg;
+use crate::engine::strategy::{self, AnswerSource, Driven};
+use crate::engine::{CallId, Engine, random_bytes};
+use crate::error::{ToolError, codes};
+use crate::json::{Json, to_json};
+use crate::principal::Principal;
+use crate::replay::BoxFuture;
+
+/// Who creates the task.
+#[derive(Debug)]
+pub(crate) struct StartSpec {
+    pub(crate) call_id: CallId,
+    pub(crate) principal: Principal,
+    pub(crate) capabilities: ClientCapabilities,
+}
+
+/// The wire view of a record (`Task`).
+pub(crate) fn task_view(r: &TaskRecord) -> Task {
+    Task {
+        task_id: r.task_id.clone(),
+        status: r.status,
+        status_message: r.status_message.clone(),
+        created_at: iso8601(r.created_at),
+        last_updated_at: iso8601(r.last_updated_at),
+        ttl_ms: r.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+        poll_interval_ms: r
+            .poll_interval_ms
+            .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+    }
+}
+
+/// The runner that holds `token` may still write `record`.
+fn holds(record: &TaskRecord, token: &str) -> bool {
+    !record.status.is_terminal() && record.lease.as_ref().is_some_and(|l| l.token == token)
+}
+
+impl Tasks {
+    /// Stores a new task for the call and starts its runner; a duplicate of
+    /// the creating retry gets the existing task (and `body` is dropped).
+    pub(crate) async fn start<T: Send + 'static>(
+        self: &Arc<Self>,
+        engine: Arc<Engine>,
+        spec: StartSpec,
+        ctx: Ctx,
+        cancel: CancellationToken,
+        body: BoxFuture<'static, Result<T, ToolError>>,
+        finish: FinishLeg<T>,
+    ) -> Result<Json, ErrorObject> {
+        let now = self.now_ms();
+        let owner = owner_of(&spec.principal);
+        let ttl = ms(self.config.ttl);
+        let token = hex(&random_bytes::<16>());
+        let record = TaskRecord {
+            // S: task ids MUST be unguessable: 128 bits from the OS CSPRNG.
+            task_id: hex(&random_bytes::<16>()),
+            key: format!("{}/{}", owner.as_deref().unwrap_or("-"), spec.call_id),
+            owner,
+            version: 1,
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at: now,
+            last_updated_at: now,
+            ttl_ms: Some(ttl),
+            expires_at: Some(now + ttl),
+            poll_interval_ms: Some(ms(self.config.poll_interval)),
+            capabilities: spec.capabilities,
+            input_requests: InputRequests::new(),
+            answers: std::collections::BTreeMap::new(),
+            used_keys: std::collections::BTreeSet::new(),
+            result: None,
+            error: None,
+            result_bytes: 0,
+            cancel_requested: false,
+            lease: Some(Lease::new(token.clone(), now + ms(self.config.lease))),
+        };
+        let quota = TaskQuota::new(
+            self.config.max_live_per_principal,
+            self.config.max_result_bytes_per_principal,
+        );
+        let created = self
+            .store
+            .create(record.clone(), quota, now)
+            .await
+            .map_err(store_failed)?;
+        match created {
+            Created::New => {}
+            Created::Existing(existing) => {
+                tracing::debug!(task_id = %existing.task_id, "duplicate of a task's creating retry");
+                return Ok(create_result(&existing));
+            }
+            Created::OverQuota => {
+                return Err(ErrorObject::new(
+                    codes::STORE_FULL,
+                    "Too many tasks are kept for this caller; wait for some to end or expire",
+                ));
+            }
+        }
+        let local = Arc::new(Local {
+            bump: watch::Sender::new(0),
+        });
+        self.local
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(record.task_id.clone(), Arc::clone(&local));
+        self.running.send_modify(|n| *n += 1);
+        let out = create_result(&record);
+        tracing::info!(task_id = %record.task_id, "task created");
+        let tasks = Arc::clone(self);
+        let task_id = record.task_id;
+        let span = tracing::info_span!("task", %task_id);
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                tasks
+                    .drive(engine, &task_id, &token, &local, ctx, cancel, body, finish)
+                    .await;
+                tasks
+                    .local
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&task_id);
+                tasks.running.send_modify(|n| *n = n.saturating_sub(1));
+            },
+            span,
+        ));
+        Ok(out)
+    }
+
+    /// Runs a task's body to its end and records the outcome.
+    #[allow(
+        clippy::too_many_arguments,
+        clippy::too_many_lines,
+        reason = "the parts of one running task, and its loop then its outcome, in order"
+    )]
+    async fn drive<T: Send + 'static>(
+        self: &Arc<Self>,
+        engine: Arc<Engine>,
+        task_id: &str,
+        token: &str,
+        local: &Arc<Local>,
+        ctx: Ctx,
+        cancel: CancellationToken,
+        body: BoxFuture<'static, Result<T, ToolError>>,
+        finish: FinishLeg<T>,
+    ) {
+        let sink = Arc::new(Sink::default());
+        ctx.become_task(Arc::clone(&sink) as Arc<dyn TaskSink>);
+        let source = Answers {
+            inner: Arc::new(AnswersInner {
+                tasks: Arc::clone(self),
+                task_id: task_id.to_owned(),
+                token: token.to_owned(),
+                local: Arc::clone(local),
+                cancel: cancel.clone(),
+                keys: Mutex::default(),
+            }),
+        };
+        let body_ctx = ctx.clone();
+        let mut join = tokio::spawn(async move {
+            let none = |_: &crate::ctx::Leg, _: u32| Ok(());
+            strategy::await_answers(&body_ctx, body, &source, &none).await
+        });
+        let every = self.config.lease / 3;
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut recheck = tokio::time::interval(self.config.recheck);
+        recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut bumped = local.bump.subscribe();
+        let joined = loop {
+            tokio::select! {
+                joined = &mut join => break joined,
+                _ = renew.tick() => {
+                    if !self.renew(task_id, token).await {
+                        tracing::warn!("task lost its lease; its body is stopped");
+                        join.abort();
+                        return;
+                    }
+                }
+                _ = bumped.changed() => self.look(task_id, &cancel).await,
+                _ = recheck.tick() => self.look(task_id, &cancel).await,
+                () = sink.changed.notified() => {
+                    let message = sink.take();
+                    if let Some(message) = message {
+                        let _ = self.fenced(task_id, token, |r, now| {
+                            r.status_message = Some(message.clone());
+                            r.last_updated_at = now;
+                        }).await;
+                    }
+                }
+                () = self.shutdown.cancelled() => {
+                    join.abort();
+                    let error = runner_gone("the server stopped before it ended");
+                    let retention = self.config.retention;
+                    let _ = self.fenced(task_id, token, |r, now| {
+                        end(r, now, TaskStatus::Failed, None, Some(error.clone()), Some(retention));
+                    }).await;
+                    return;
+                }
+            }
+        };
+        let cancelled = cancel.is_cancelled();
+        let (status, result, error) = match joined {
+            Ok(Driven::Done(out)) => match finish(&engine, out) {
+                Ok(json) => match serde_json::from_str::<Value>(json.get()) {
+                    Ok(v) if cancelled && v.get("isError") == Some(&Value::Bool(true)) => {
+                        (TaskStatus::Cancelled, None, None)
+                    }
+                    Ok(v) => (TaskStatus::Completed, Some(v), None),
+                    Err(e) => {
+                        tracing::error!(error = %e, "a task's result does not decode");
+                        (TaskStatus::Failed, None, Some(internal()))
+                    }
+                },
+                Err(_) if cancelled => (TaskStatus::Cancelled, None, None),
+                Err(e) => (TaskStatus::Failed, None, Some(e)),
+            },
+            Ok(Driven::Fatal(_)) if cancelled => (TaskStatus::Cancelled, None, None),
+            Ok(Driven::Fatal(e)) => (TaskStatus::Failed, None, Some(e)),
+            Ok(Driven::Suspended | Driven::IntoTask(_)) => {
+                tracing::error!("a task's body suspended under the await strategy");
+                (TaskStatus::Failed, None, Some(internal()))
+            }
+            Err(e) => {
+                tracing::error!(panicked = e.is_panic(), "a task's body did not finish");
+                (
+                    TaskStatus::Failed,
+                    None,
+                    Some(ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        "Internal error: the task's handler panicked",
+                    )),
+                )
+            }
+        };
+        let (status, result, error) = match result {
+            Some(v)
+                if serde_json::to_vec(&v).map_or(0, |b| b.len() as u64)
+                    > self.config.max_result_bytes =>
+            {
+                let max = self.config.max_result_bytes;
+                (
+                    TaskStatus::Failed,
+                    None,
+                    Some(ErrorObject::new(
+                        codes::STORE_FULL,
+                        format!("The task's result is larger than the {max} bytes kept"),
+                    )),
+                )
+            }
+            other => (status, other, error),
+        };
+        let retention = self.config.retention;
+        let written = self
+            .fenced(task_id, token, |r, now| {
+                end(
+                    r,
+                    now,
+                    status,
+                    result.clone(),
+                    error.clone(),
+                    Some(retention),
+                );
+            })
+            .await;
+        match written {
+            Ok(true) => tracing::info!(?status, "task ended"),
+            Ok(false) => {
+                tracing::warn!(?status, "task ended after it lost its lease; not recorded");
+            }
+            Err(e) => tracing::error!(error = %e.message, "task outcome not recorded"),
+        }
+    }
+
+    /// A write by the runner holding `token`; `false` when it no longer does.
+    pub(crate) async fn fenced(
+        &self,
+        task_id: &str,
+        token: &str,
+        mut change: impl FnMut(&mut TaskRecord, u64),
+    ) -> Result<bool, ErrorObject> {
+        let done = self
+            .modify(task_id, |r, now| {
+                if !holds(r, token) {
+                    return None;
+                }
+                change(r, now);
+                Some(())
+            })
+            .await?;
+        Ok(matches!(done, Some((_, Some(())))))
+    }
+
+    /// Renews the lease and keeps a running task from expiring.
+    async fn renew(&self, task_id: &str, token: &str) -> bool {
+        let lease = ms(self.config.lease);
+        let ttl = ms(self.config.ttl);
+        self.fenced(task_id, token, |r, now| {
+            if let Some(l) = r.lease.as_mut() {
+                l.expires_at = now + lease;
+            }
+            // ttlMs MAY change: a running task never expires under its runner.
+            if let Some(t) = r.ttl_ms
+                && r.created_at + t < now + ttl
+            {
+                let t = now - r.created_at + ttl;
+                r.ttl_ms = Some(t);
+                r.expires_at = Some(r.created_at + t);
+            }
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// Reads the record for a cancellation written by `tasks/cancel`.
+    async fn look(&self, task_id: &str, cancel: &CancellationToken) {
+        if cancel.is_cancelled() {
+            return;
+        }
+        match self.store.load(task_id, self.now_ms()).await {
+            Ok(Some(r)) if r.cancel_requested => {
+                tracing::info!("task cancellation requested");
+                cancel.cancel();
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "task record not readable"),
+        }
+    }
+}
+
+fn internal() -> ErrorObject {
+    ErrorObject::new(code::INTERNAL_ERROR, "Internal error")
+}
+
+fn create_result(record: &TaskRecord) -> Json {
+    to_json(&CreateTaskResult::new(task_view(record)))
+}
+
+/// `ctx.progress` inside a task: the latest message, written by the runner.
+#[derive(Debug, Default)]
+struct Sink {
+    message: Mutex<Option<String>>,
+    changed: Notify,
+}
+
+impl Sink {
+    fn take(&self) -> Option<String> {
+        self.message
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+impl TaskSink for Sink {
+    fn status(&self, message: String) {
+        *self
+            .message
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message);
+        self.changed.notify_one();
+    }
+}
+
+/// The handler's question keys and the wire keys published for them: a
+/// wire key is never reused over the task's life, so a question asked again
+/// (its answer refused) gets a new one.
+#[derive(Debug, Default)]
+struct Keys {
+    current: HashMap<String, String>,
+    used: HashSet<String>,
+}
+
+impl Keys {
+    fn wire(&mut self, key: &str) -> String {
+        if let Some(w) = self.current.get(key) {
+            return w.clone();
+        }
+        let mut n = 1u32;
+        let mut wire = key.to_owned();
+        while self.used.contains(&wire) {
+            n += 1;
+            wire = format!("{key}.{n}");
+        }
+        self.used.insert(wire.clone());
+        self.current.insert(key.to_owned(), wire.clone());
+        wire
+    }
+}
+
+struct AnswersInner {
+    tasks: Arc<Tasks>,
+    task_id: String,
+    token: String,
+    local: Arc<Local>,
+    cancel: CancellationToken,
+    keys: Mutex<Keys>,
+}
+
+/// A task's [`AnswerSource`]: the record's `inputRequests` and the answers
+/// `tasks/update` left in it.
+#[derive(Clone)]
+struct Answers {
+    inner: Arc<AnswersInner>,
+}
+
+fn cancelled_error() -> ErrorObject {
+    ErrorObject::new(code::INTERNAL_ERROR, "The task was cancelled")
+}
+
+impl AnswerSource for Answers {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "publish, then take answers, in one loop"
+    )]
+    fn answers(
+        &self,
+        questions: InputRequests,
+    ) -> BoxFuture<'static, Result<Vec<(String, InputResponse)>, ErrorObject>> {
+        let this = Arc::clone(&self.inner);
+        Box::pin(async move {
+            loop {
+                // Publish: every outstanding question under its wire key.
+                let (wire, kinds) = {
+                    let mut keys = this
+                        .keys
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut wire = InputRequests::new();
+                    let mut kinds: HashMap<String, (String, InputKind)> = HashMap::new();
+                    for (key, q) in &questions {
+                        let w = keys.wire(key);
+                        kinds.insert(w.clone(), (key.clone(), q.kind()));
+                        wire.insert(w, q.clone());
+                    }
+                    (wire, kinds)
+                };
+                let published = this
+                    .tasks
+                    .fenced(&this.task_id, &this.token, |r, now| {
+                        r.input_requests = wire
+                            .iter()
+                            .filter(|(k, _)| !r.answers.contains_key(*k))
+                            .map(|(k, q)| (k.clone(), q.clone()))
+                            .collect();
+                        r.used_keys.extend(wire.keys().cloned());
+                        r.status = if r.input_requests.is_empty() {
+                            TaskStatus::Working
+                        } else {
+                            TaskStatus::InputRequired
+                        };
+                        r.last_updated_at = now;
+                    })
+                    .await?;
+                if !published {
+                    return Err(runner_gone("the task's runner lost its lease"));
+                }
+                // Wait for answers to any of them.
+                loop {
+                    let mut bumped = this.local.bump.subscribe();
+                    let mut taken = Vec::new();
+                    let mut cancel_asked = false;
+                    let done = this
+                        .tasks
+                        .modify(&this.task_id, |r, _| {
+                            if !holds(r, &this.token) {
+                                return None;
+                            }
+                            cancel_asked = r.cancel_requested;
+                            let mine: Vec<String> = r
+                                .answers
+                                .keys()
+                                .filter(|k| kinds.contains_key(*k))
+                                .cloned()
+                                .collect();
+                            if mine.is_empty() {
+                                return None;
+                            }
+                            taken = mine
+                                .into_iter()
+                                .filter_map(|k| r.answers.remove(&k).map(|v| (k, v)))
+                                .collect();
+                            Some(())
+                        })
+                        .await?;
+                    let Some((record, _)) = done else {
+                        return Err(runner_gone("the task's record is gone"));
+                    };
+                    if !holds(&record, &this.token) {
+                        return Err(runner_gone("the task's runner lost its lease"));
+                    }
+                    if cancel_asked {
+                        this.cancel.cancel();
+                        return Err(cancelled_error());
+                    }
+                    if !taken.is_empty() {
+                        let mut keys = this
+                            .keys
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        let mut decoded = Vec::new();
+                        for (wire, value) in taken {
+                            let Some((key, kind)) = kinds.get(&wire) else {
+                                continue;
+                            };
+                            // Answered (well or not): the wire key is retired.
+                            keys.current.remove(key);
+                            match InputResponse::decode_as(*kind, &value) {
+                                Ok(response) => decoded.push((key.clone(), response)),
+                                Err(e) => {
+                                    tracing::info!(%wire, error = %e, "task answer refused; asking again");
+                                }
+                            }
+                        }
+                        if decoded.is_empty() {
+                            // Every answer was refused: publish again, new keys.
+                            break;
+                        }
+                        return Ok(decoded);
+                    }
+                    tokio::select! {
+                        _ = bumped.changed() => {}
+                        () = tokio::time::sleep(this.tasks.config.recheck) => {}
+                        () = this.cancel.cancelled() => return Err(cancelled_error()),
+                    }
+                }
+            }
+        })
+    }
+
+    fn question_timeout(&self) -> Duration {
+        self.inner.tasks.config.ttl
+    }
+}

@@ -1,0 +1,200 @@
+//! The task store contract ([`TaskStore`]) and what it keeps
+//! ([`TaskRecord`]).
+//!
+//! A store is a map of versioned records with an atomic compare-and-swap, so
+//! that every backend — [`super::MemoryTaskStore`] in this process,
+//! `tern-sqlite` on disk, `tern-redis` shared between replicas — enforces
+//! the task rules identically: the rules themselves (fenced runner writes,
+//! the lapsed lease turning `failed`, answers taken from `tasks/update`) are
+//! written once, in `tern_server::task`, on top of these four operations:
+//!
+//! | operation | atomic guarantee |
+//! |---|---|
+//! | [`TaskStore::create`] | inserts unless a live record has the same dedupe `key` (then returns that one), within the owner's [`TaskQuota`] |
+//! | [`TaskStore::load`] | one record, as last written; `None` once expired |
+//! | [`TaskStore::replace`] | writes only if the stored version is still the one read (`version - 1`) |
+//! | [`TaskStore::remove`] | drops a record |
+//!
+//! Every record carries its own expiry (`expires_at`, derived from `ttlMs`):
+//! a store never returns an expired record and may drop it at any time
+//! (Redis: `PX`; SQLite and memory: swept on `create`). Times are
+//! milliseconds since the Unix epoch, passed in by the caller (the server's
+//! injected clock), never read by the store.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tern_protocol::error::ErrorObject;
+use tern_protocol::task::TaskStatus;
+use tern_protocol::{ClientCapabilities, InputRequests};
+
+use crate::replay::BoxFuture;
+
+/// A lease on a running task: the runner that holds `token` is the only
+/// writer of the task's progress, questions and outcome until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Lease {
+    /// The runner's random token (32 hex digits): every runner write
+    /// presents it and is refused when it no longer matches (fencing).
+    pub token: String,
+    /// Milliseconds since the epoch; past it, with no renewal, the task
+    /// reads `failed` (its outcome is unknown).
+    pub expires_at: u64,
+}
+
+impl Lease {
+    /// A lease held with `token` until `expires_at` (ms since the epoch).
+    pub fn new(token: impl Into<String>, expires_at: u64) -> Self {
+        Self {
+            token: token.into(),
+            expires_at,
+        }
+    }
+}
+
+/// Everything the server keeps about one task: its wire view, its result,
+/// its questions and answers, its owner and its runner's lease. Stores keep
+/// it whole (it serialises with serde; `tern-sqlite` and `tern-redis` keep
+/// the JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TaskRecord {
+    /// The task id: 32 hex digits from the OS's CSPRNG (128 bits).
+    pub task_id: String,
+    /// Dedupe key: one logical call (owner and call id) creates one task,
+    /// however many duplicates of its creating retry arrive.
+    pub key: String,
+    /// A keyed digest of the creating principal (`None`: anonymous). Never
+    /// the raw identity.
+    pub owner: Option<String>,
+    /// Incremented by every write ([`TaskStore::replace`] compares it).
+    pub version: u64,
+    /// Where the task is.
+    pub status: TaskStatus,
+    /// A human-readable status (progress, or why it failed).
+    pub status_message: Option<String>,
+    /// Creation, ms since the epoch.
+    pub created_at: u64,
+    /// Last change visible on the wire, ms since the epoch.
+    pub last_updated_at: u64,
+    /// `ttlMs`: lifetime counted from `created_at`; `None` is unlimited.
+    pub ttl_ms: Option<u64>,
+    /// When the store may forget the record (ms since the epoch), `None`
+    /// never: `created_at + ttl_ms`.
+    pub expires_at: Option<u64>,
+    /// `pollIntervalMs`.
+    pub poll_interval_ms: Option<u64>,
+    /// The capabilities of the request that created the task, frozen: the
+    /// task's questions are checked against them.
+    pub capabilities: ClientCapabilities,
+    /// Questions outstanding now, by wire key (`inputRequests`).
+    pub input_requests: InputRequests,
+    /// Answers `tasks/update` delivered and the runner has not taken yet.
+    pub answers: BTreeMap<String, Value>,
+    /// Every key ever published: a key is never reused over the task's life.
+    pub used_keys: BTreeSet<String>,
+    /// The result (status `completed`).
+    pub result: Option<Value>,
+    /// The JSON-RPC error (status `failed`).
+    pub error: Option<ErrorObject>,
+    /// Bytes of `result` as stored (counted against the owner's quota).
+    pub result_bytes: u64,
+    /// `tasks/cancel` arrived.
+    pub cancel_requested: bool,
+    /// The runner's lease while the task is not terminal.
+    pub lease: Option<Lease>,
+}
+
+/// Per-owner bounds checked atomically by [`TaskStore::create`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskQuota {
+    /// Most non-terminal tasks one owner may have.
+    pub max_live: usize,
+    /// Most bytes of stored results one owner may hold (expired records do
+    /// not count).
+    pub max_result_bytes: u64,
+}
+
+impl TaskQuota {
+    /// A quota.
+    pub fn new(max_live: usize, max_result_bytes: u64) -> Self {
+        Self {
+            max_live,
+            max_result_bytes,
+        }
+    }
+}
+
+/// What [`TaskStore::create`] did.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Created {
+    /// The record was inserted.
+    New,
+    /// A live record with the same key exists: this one (a duplicate).
+    Existing(Box<TaskRecord>),
+    /// The owner is at its quota; nothing was inserted.
+    OverQuota,
+}
+
+/// A store failed (I/O, a corrupt record). Opaque; its `Display` names the
+/// backend's reason.
+#[derive(Debug)]
+pub struct TaskStoreError(Box<dyn std::error::Error + Send + Sync>);
+
+impl TaskStoreError {
+    /// Wraps a backend's error.
+    pub fn new(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(e.into())
+    }
+}
+
+impl fmt::Display for TaskStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task store failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for TaskStoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// Where task records live. See the module docs for the contract; the
+/// shared contract tests are [`crate::testing::task_store_contract`].
+pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
+    /// Inserts `record` (its `version` is 1) unless a live record has the
+    /// same `key`, and only if `record.owner` stays within `quota`
+    /// (counting records live at `now`).
+    fn create(
+        &self,
+        record: TaskRecord,
+        quota: TaskQuota,
+        now: u64,
+    ) -> BoxFuture<'_, Result<Created, TaskStoreError>>;
+
+    /// The record of `task_id`, unless it is unknown or expired at `now`.
+    fn load(
+        &self,
+        task_id: &str,
+        now: u64,
+    ) -> BoxFuture<'_, Result<Option<TaskRecord>, TaskStoreError>>;
+
+    /// Writes `record` if the stored one still has version
+    /// `record.version - 1`; `false` when another write came first (or the
+    /// record is gone).
+    fn replace(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, TaskStoreError>>;
+
+    /// Drops `task_id`.
+    fn remove(&self, task_id: &str) -> BoxFuture<'_, Result<(), TaskStoreError>>;
+
+    /// Records survive the process (SQLite, Redis). A fresh process serving
+    /// over stdio only knows tasks in a durable store.
+    fn is_durable(&self) -> bool;
+}

@@ -1,0 +1,154 @@
+//! `tasks/get`, `tasks/update` and `tasks/cancel` (spec digest §5).
+//!
+//! In order: the request must declare the extension (`-32021`, a MUST for
+//! all three); the task must exist, be unexpired and belong to the caller
+//! (otherwise the same `-32602` for all three cases, so ids of other
+//! principals cannot be probed); acks are `{resultType:"complete"}`.
+
+use tern_protocol::error::ErrorObject;
+use tern_protocol::result::EmptyResult;
+use tern_protocol::task::{
+    DetailedTask, GetTaskResult, TaskRequestParams, TaskStatus, UpdateTaskRequestParams,
+};
+
+use super::runner::task_view;
+use super::{TaskRecord, Tasks, missing_extension, owner_of, request_declared};
+use crate::call::CallContext;
+use crate::json::{Json, to_json};
+
+/// The one refusal of an unknown, expired or foreign task id.
+fn unknown_task() -> ErrorObject {
+    ErrorObject::invalid_params("Unknown or expired taskId")
+}
+
+/// The detailed view of a record (`DetailedTask`).
+pub(crate) fn detailed(r: &TaskRecord) -> DetailedTask {
+    DetailedTask {
+        task: task_view(r),
+        input_requests: (r.status == TaskStatus::InputRequired).then(|| r.input_requests.clone()),
+        result: match (&r.status, &r.result) {
+            (TaskStatus::Completed, Some(serde_json::Value::Object(o))) => Some(o.clone()),
+            _ => None,
+        },
+        error: (r.status == TaskStatus::Failed)
+            .then(|| r.error.clone())
+            .flatten(),
+    }
+}
+
+impl Tasks {
+    /// The caller may see `record`.
+    fn owns(record: &TaskRecord, call: &CallContext) -> bool {
+        record.owner == owner_of(&call.principal)
+    }
+
+    /// `tasks/get`: the task with its `inputRequests`, `result` or `error`.
+    pub(crate) async fn get(
+        &self,
+        params: TaskRequestParams,
+        call: &CallContext,
+    ) -> Result<Json, ErrorObject> {
+        if !request_declared(&params.meta) {
+            return Err(missing_extension("tasks/get"));
+        }
+        // Through `modify`, so a lapsed lease is written as `failed` once.
+        let found = self.modify(&params.task_id, |_, _| None::<()>).await?;
+        match found {
+            Some((record, _)) if Self::owns(&record, call) => {
+                Ok(to_json(&GetTaskResult::new(detailed(&record))))
+            }
+            _ => Err(unknown_task()),
+        }
+    }
+
+    /// `tasks/update`: applies the answers to outstanding keys before it
+    /// acks (a poll right after sees them gone); unknown, answered or
+    /// superseded keys are ignored, a partial set is fine.
+    pub(crate) async fn update(
+        &self,
+        params: UpdateTaskRequestParams,
+        call: &CallContext,
+    ) -> Result<Json, ErrorObject> {
+        if !request_declared(&params.meta) {
+            return Err(missing_extension("tasks/update"));
+        }
+        let responses = params.input_responses;
+        let mut foreign = false;
+        let found = self
+            .modify(&params.task_id, |r, now| {
+                foreign = !Self::owns(r, call);
+                if foreign || r.status.is_terminal() {
+                    return None;
+                }
+                let keys: Vec<String> = responses
+                    .keys()
+                    .filter(|k| r.input_requests.contains_key(*k))
+                    .map(str::to_owned)
+                    .collect();
+                if keys.is_empty() {
+                    return None;
+                }
+                for key in keys {
+                    if let Some(value) = responses.raw(&key) {
+                        r.input_requests.shift_remove(&key);
+                        r.answers.insert(key, value.clone());
+                    }
+                }
+                if r.input_requests.is_empty() {
+                    r.status = TaskStatus::Working;
+                }
+                r.last_updated_at = now;
+                Some(())
+            })
+            .await?;
+        match found {
+            None => Err(unknown_task()),
+            Some(_) if foreign => Err(unknown_task()),
+            Some((record, changed)) => {
+                if changed.is_some()
+                    && let Some(local) = self.local(&record.task_id)
+                {
+                    local.wake();
+                }
+                Ok(to_json(&EmptyResult::default()))
+            }
+        }
+    }
+
+    /// `tasks/cancel`: asks the body to stop (cooperative); on a terminal
+    /// task, the same empty ack.
+    pub(crate) async fn cancel(
+        &self,
+        params: TaskRequestParams,
+        call: &CallContext,
+    ) -> Result<Json, ErrorObject> {
+        if !request_declared(&params.meta) {
+            return Err(missing_extension("tasks/cancel"));
+        }
+        let mut foreign = false;
+        let found = self
+            .modify(&params.task_id, |r, now| {
+                foreign = !Self::owns(r, call);
+                if foreign || r.status.is_terminal() || r.cancel_requested {
+                    return None;
+                }
+                r.cancel_requested = true;
+                r.status_message = Some("Cancelling".to_owned());
+                r.last_updated_at = now;
+                Some(())
+            })
+            .await?;
+        match found {
+            None => Err(unknown_task()),
+            Some(_) if foreign => Err(unknown_task()),
+            Some((record, changed)) => {
+                if changed.is_some()
+                    && let Some(local) = self.local(&record.task_id)
+                {
+                    local.wake();
+                }
+                Ok(to_json(&EmptyResult::default()))
+            }
+        }
+    }
+}

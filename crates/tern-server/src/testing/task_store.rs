@@ -1,0 +1,238 @@
+//! The contract every [`TaskStore`] must meet, as one test function that
+//! each backend runs against fresh stores of its own.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed unwrap is a broken contract, reported as a panic"
+)]
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tern_protocol::error::ErrorObject;
+use tern_protocol::mrtr::InputRequest;
+use tern_protocol::task::TaskStatus;
+use tern_protocol::{ClientCapabilities, InputRequests};
+
+use crate::task::{Created, Lease, TaskQuota, TaskRecord, TaskStore};
+
+const NOW: u64 = 1_800_000_000_000;
+
+fn record(id: &str, key: &str, owner: Option<&str>) -> TaskRecord {
+    TaskRecord {
+        task_id: id.to_owned(),
+        key: key.to_owned(),
+        owner: owner.map(str::to_owned),
+        version: 1,
+        status: TaskStatus::Working,
+        status_message: None,
+        created_at: NOW,
+        last_updated_at: NOW,
+        ttl_ms: Some(60_000),
+        expires_at: Some(NOW + 60_000),
+        poll_interval_ms: Some(500),
+        capabilities: ClientCapabilities::default().with_elicitation_form(),
+        input_requests: InputRequests::new(),
+        answers: std::collections::BTreeMap::new(),
+        used_keys: std::collections::BTreeSet::new(),
+        result: None,
+        error: None,
+        result_bytes: 0,
+        cancel_requested: false,
+        lease: Some(Lease::new("00ff", NOW + 30_000)),
+    }
+}
+
+const ROOMY: TaskQuota = TaskQuota {
+    max_live: 100,
+    max_result_bytes: 1 << 20,
+};
+
+/// Runs the task store contract against stores made by `fresh` (each call
+/// must give an empty store). Panics on the first broken rule, naming it.
+///
+/// # Panics
+///
+/// When the store breaks the contract, or fails.
+pub async fn task_store_contract<S: TaskStore>(fresh: impl Fn() -> Arc<S>) {
+    creates_once_per_key(&*fresh()).await;
+    replace_is_compare_and_swap(&*fresh()).await;
+    records_round_trip_whole(&*fresh()).await;
+    expired_records_are_gone(&*fresh()).await;
+    quotas_count_live_tasks_and_result_bytes(&*fresh()).await;
+    remove_forgets(&*fresh()).await;
+}
+
+async fn creates_once_per_key(store: &dyn TaskStore) {
+    let first = store
+        .create(record("a", "k", None), ROOMY, NOW)
+        .await
+        .unwrap();
+    assert_eq!(first, Created::New, "create: a new key inserts");
+    let again = store
+        .create(record("b", "k", None), ROOMY, NOW)
+        .await
+        .unwrap();
+    let Created::Existing(existing) = again else {
+        panic!("create: a live record with the same key must be returned, got {again:?}");
+    };
+    assert_eq!(
+        existing.task_id, "a",
+        "create: the existing record is returned"
+    );
+    assert!(
+        store.load("b", NOW).await.unwrap().is_none(),
+        "create: the duplicate must not be inserted"
+    );
+    assert_eq!(store.load("a", NOW).await.unwrap().unwrap().key, "k");
+    assert!(
+        store.load("nope", NOW).await.unwrap().is_none(),
+        "load: unknown id is None"
+    );
+}
+
+async fn replace_is_compare_and_swap(store: &dyn TaskStore) {
+    store
+        .create(record("a", "k", None), ROOMY, NOW)
+        .await
+        .unwrap();
+    let mut next = store.load("a", NOW).await.unwrap().unwrap();
+    next.version += 1;
+    next.status_message = Some("one".into());
+    assert!(
+        store.replace(next.clone()).await.unwrap(),
+        "replace: the current version swaps"
+    );
+    let mut stale = next.clone();
+    stale.status_message = Some("stale".into());
+    assert!(
+        !store.replace(stale).await.unwrap(),
+        "replace: a write from an old version must be refused"
+    );
+    let stored = store.load("a", NOW).await.unwrap().unwrap();
+    assert_eq!(stored.status_message.as_deref(), Some("one"));
+    assert_eq!(stored.version, 2);
+    let mut ghost = record("ghost", "g", None);
+    ghost.version = 2;
+    assert!(
+        !store.replace(ghost).await.unwrap(),
+        "replace: an unknown record is refused"
+    );
+}
+
+async fn records_round_trip_whole(store: &dyn TaskStore) {
+    let mut r = record("a", "k", Some("owner-digest"));
+    let mut asks = InputRequests::new();
+    asks.insert("q".into(), InputRequest::roots());
+    r.input_requests = asks;
+    r.answers
+        .insert("p".into(), json!({"action": "accept", "content": {"x": 1}}));
+    r.used_keys.insert("p".into());
+    r.status = TaskStatus::InputRequired;
+    r.error = Some(ErrorObject::new(-32603, "e"));
+    r.cancel_requested = true;
+    r.ttl_ms = None;
+    r.expires_at = None;
+    store.create(r.clone(), ROOMY, NOW).await.unwrap();
+    let back = store.load("a", NOW).await.unwrap().unwrap();
+    assert_eq!(back, r, "load: a record comes back exactly as written");
+    assert!(
+        store.load("a", u64::MAX / 2).await.unwrap().is_some(),
+        "a record without expiry never expires"
+    );
+}
+
+async fn expired_records_are_gone(store: &dyn TaskStore) {
+    store
+        .create(record("a", "k", None), ROOMY, NOW)
+        .await
+        .unwrap();
+    assert!(store.load("a", NOW + 59_999).await.unwrap().is_some());
+    assert!(
+        store.load("a", NOW + 60_000).await.unwrap().is_none(),
+        "load: an expired record is gone"
+    );
+    let later = store
+        .create(record("b", "k", None), ROOMY, NOW + 60_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        later,
+        Created::New,
+        "create: an expired record's key is free again"
+    );
+}
+
+async fn quotas_count_live_tasks_and_result_bytes(store: &dyn TaskStore) {
+    let quota = TaskQuota::new(2, 100);
+    let ok = |c: Created| assert_eq!(c, Created::New);
+    ok(store
+        .create(record("a", "ka", Some("o")), quota, NOW)
+        .await
+        .unwrap());
+    ok(store
+        .create(record("b", "kb", Some("o")), quota, NOW)
+        .await
+        .unwrap());
+    assert_eq!(
+        store
+            .create(record("c", "kc", Some("o")), quota, NOW)
+            .await
+            .unwrap(),
+        Created::OverQuota,
+        "quota: a third live task of one owner is refused"
+    );
+    ok(store
+        .create(record("d", "kd", Some("other")), quota, NOW)
+        .await
+        .unwrap());
+    ok(store
+        .create(record("e", "ke", None), quota, NOW)
+        .await
+        .unwrap());
+    // One of o's tasks ends with a large result: no longer live, but its
+    // bytes count.
+    let mut done = store.load("a", NOW).await.unwrap().unwrap();
+    done.version += 1;
+    done.status = TaskStatus::Completed;
+    done.result = Some(json!({"content": []}));
+    done.result_bytes = 101;
+    assert!(store.replace(done).await.unwrap());
+    assert_eq!(
+        store
+            .create(record("f", "kf", Some("o")), quota, NOW)
+            .await
+            .unwrap(),
+        Created::OverQuota,
+        "quota: stored result bytes over the budget refuse a new task"
+    );
+    let mut small = store.load("a", NOW).await.unwrap().unwrap();
+    small.version += 1;
+    small.result_bytes = 10;
+    assert!(store.replace(small).await.unwrap());
+    ok(store
+        .create(record("g", "kg", Some("o")), quota, NOW)
+        .await
+        .unwrap());
+}
+
+async fn remove_forgets(store: &dyn TaskStore) {
+    store
+        .create(record("a", "k", None), ROOMY, NOW)
+        .await
+        .unwrap();
+    store.remove("a").await.unwrap();
+    assert!(
+        store.load("a", NOW).await.unwrap().is_none(),
+        "remove: the record is gone"
+    );
+    assert_eq!(
+        store
+            .create(record("b", "k", None), ROOMY, NOW)
+            .await
+            .unwrap(),
+        Created::New,
+        "remove: its key is free again"
+    );
+    store.remove("a").await.unwrap();
+}

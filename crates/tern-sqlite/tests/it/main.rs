@@ -1,0 +1,202 @@
+//! `tern-sqlite`: the store contract shared with the memory store, and task
+//! records and results surviving a close and reopen of the file, driven
+//! through a real server.
+
+#![allow(unreachable_pub, reason = "items of the test crate's modules")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed unwrap is a failed test"
+)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tern_protocol::ClientCapabilities;
+use tern_protocol::task::TASKS_EXTENSION;
+use tern_server::error::codes;
+use tern_server::testing::{ManualClock, TestClient, task_store_contract};
+use tern_server::{Ctx, Server, TaskConfig, TaskSupport, ToolDef};
+use tern_sqlite::SqliteTaskStore;
+
+/// A fresh database file, removed (with its WAL files) on drop.
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new() -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("tern-sqlite-test-{}-{n}.db", std::process::id()));
+        let db = Self(path);
+        db.clean();
+        db
+    }
+
+    fn clean(&self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        self.clean();
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn the_sqlite_store_meets_the_task_store_contract() {
+    let dbs = std::sync::Mutex::new(Vec::new());
+    runtime().block_on(task_store_contract(|| {
+        let db = TempDb::new();
+        let store = Arc::new(SqliteTaskStore::open(&db.0).unwrap());
+        dbs.lock().unwrap().push(db);
+        store
+    }));
+}
+
+fn server(db: &TempDb, clock: &Arc<ManualClock>) -> Server {
+    Server::builder("sqlite-test", "1")
+        .task_store(Arc::new(SqliteTaskStore::open(&db.0).unwrap()))
+        .task_config(
+            TaskConfig::default()
+                .lease(Duration::from_secs(30))
+                .ttl(Duration::from_secs(36_000)),
+        )
+        .clock(Arc::clone(clock) as Arc<dyn tern_server::Clock>)
+        .tool(
+            ToolDef::new("quick", "", |ctx: Ctx| async move {
+                ctx.into_task().await;
+                "quick result"
+            })
+            .task(TaskSupport::Required),
+        )
+        .tool(
+            ToolDef::new("forever", "", |ctx: Ctx| async move {
+                ctx.into_task().await;
+                ctx.cancelled().await;
+                "never"
+            })
+            .task(TaskSupport::Required),
+        )
+        .build()
+        .unwrap()
+}
+
+fn client(server: &Server) -> TestClient {
+    TestClient::new(server.clone())
+        .with_capabilities(ClientCapabilities::default().with_extension(TASKS_EXTENSION))
+}
+
+async fn create(c: &TestClient, tool: &str) -> String {
+    let r = c.call_tool(tool, json!({})).await.result().unwrap();
+    r["taskId"].as_str().unwrap().to_owned()
+}
+
+async fn get(c: &TestClient, id: &str) -> Value {
+    c.send("tasks/get", json!({"taskId": id}))
+        .await
+        .result()
+        .unwrap()
+}
+
+/// Polls until the task is terminal: at most 500 polls, 10 ms apart.
+async fn terminal(c: &TestClient, id: &str) -> Value {
+    for _ in 0..500 {
+        let t = get(c, id).await;
+        if matches!(
+            t["status"].as_str(),
+            Some("completed" | "failed" | "cancelled")
+        ) {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {id} never ended");
+}
+
+#[test]
+fn a_completed_tasks_record_and_result_survive_close_and_reopen() {
+    let db = TempDb::new();
+    let clock = ManualClock::new();
+    let id = runtime().block_on(async {
+        let s = server(&db, &clock);
+        let c = client(&s);
+        let id = create(&c, "quick").await;
+        let t = terminal(&c, &id).await;
+        assert_eq!(t["status"], "completed");
+        id
+    });
+    // A new process, as far as the store can tell: a new runtime, server
+    // and connection to the same file.
+    runtime().block_on(async {
+        let s = server(&db, &clock);
+        let t = get(&client(&s), &id).await;
+        assert_eq!(t["status"], "completed");
+        assert_eq!(t["result"]["content"][0]["text"], "quick result");
+    });
+}
+
+#[test]
+fn a_task_stopped_cleanly_reads_failed_after_a_restart() {
+    let db = TempDb::new();
+    let clock = ManualClock::new();
+    let id = runtime().block_on(async {
+        let s = server(&db, &clock);
+        let id = create(&client(&s), "forever").await;
+        s.stop_tasks().await;
+        id
+    });
+    runtime().block_on(async {
+        let s = server(&db, &clock);
+        let t = get(&client(&s), &id).await;
+        assert_eq!(t["status"], "failed");
+        assert_eq!(t["error"]["code"], codes::OUTCOME_UNKNOWN);
+    });
+}
+
+#[test]
+fn a_task_whose_process_died_reads_failed_once_its_lease_lapses() {
+    let db = TempDb::new();
+    let clock = ManualClock::new();
+    let id = {
+        // The runtime is dropped with the runner still inside: the process
+        // "died" with the task working and its lease held.
+        let rt = runtime();
+        let id = rt.block_on(async {
+            let s = server(&db, &clock);
+            let c = client(&s);
+            let id = create(&c, "forever").await;
+            assert_eq!(get(&c, &id).await["status"], "working");
+            id
+        });
+        drop(rt);
+        id
+    };
+    runtime().block_on(async {
+        let s = server(&db, &clock);
+        let c = client(&s);
+        assert_eq!(
+            get(&c, &id).await["status"],
+            "working",
+            "the lease still holds"
+        );
+        clock.tick(Duration::from_secs(31));
+        let t = get(&c, &id).await;
+        assert_eq!(t["status"], "failed");
+        assert_eq!(t["error"]["code"], codes::OUTCOME_UNKNOWN);
+    });
+}
