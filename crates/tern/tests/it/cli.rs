@@ -57,7 +57,7 @@ fn no_input_on_a_tool_that_needs_elicitation_exits_5_with_a_clear_error() {
     let err = stderr(&o);
     assert!(err.contains("-32021"), "{err}");
     assert!(err.contains("elicitation"), "{err}");
-    assert!(err.contains("--answer KEY=JSON"), "{err}");
+    assert!(err.contains("--answer KEY=VALUE"), "{err}");
 }
 
 #[test]
@@ -296,11 +296,12 @@ fn usage_errors_exit_2() {
         "call",
         "--demo",
         "provision_database",
+        "name=orders",
         "--answer",
-        "region=eu-west-1",
+        "region",
     ]);
     assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("--answer"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--answer expects KEY=VALUE"), "{}", stderr(&o));
     assert_eq!(code(&tern(&["frobnicate"])), 2);
 }
 
@@ -323,8 +324,9 @@ fn transport_errors_exit_4() {
 }
 
 #[test]
-fn a_tool_error_exits_1_and_a_server_error_exits_3() {
-    // Arguments failing the input schema are a tool error (isError).
+fn arguments_are_checked_against_the_schema_and_unknown_names_get_a_suggestion() {
+    // Arguments failing the input schema stop before the call, in the
+    // form's words (before: the server's isError after a round trip).
     let o = tern(&[
         "call",
         "--demo",
@@ -333,17 +335,36 @@ fn a_tool_error_exits_1_and_a_server_error_exits_3() {
         "amount=0",
         "--no-input",
     ]);
-    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("`amount`: at least 1, please"), "{}", stderr(&o));
+    let o = tern(&["call", "--demo", "transfer_funds", "amount=5", "--no-input"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("less than the minimum of 1"),
+        stderr(&o).contains("the required argument `to` (string) is missing: add to=VALUE"),
         "{}",
         stderr(&o)
     );
-    assert!(stderr(&o).contains("transfer_funds reported an error"));
-    // An unknown tool is a JSON-RPC error.
-    let o = tern(&["call", "--demo", "no_such_tool"]);
-    assert_eq!(code(&o), 3, "{}", stderr(&o));
-    assert!(stderr(&o).contains("Unknown tool"), "{}", stderr(&o));
+    // A wrong tool name: "did you mean" (before: a bare JSON-RPC error).
+    let o = tern(&["call", "--demo", "provision_databse", "name=orders"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no tool `provision_databse` (did you mean `provision_database`?)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tern(&["prompt", "--demo", "incident_reprot"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("(did you mean `incident_report`?)"),
+        "{}",
+        stderr(&o)
+    );
+    // `name=123` for a string argument is the string typed.
+    let o = tern(&[
+        "call", "--demo", "provision_database", "name=123", "--answer", "region=us-east-1",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Created database 123 in us-east-1.\n");
 }
 
 #[test]
