@@ -19,6 +19,8 @@
 //! server did not take the answer: the run stops instead of sending it
 //! round after round. Keys never asked are reported at the end.
 
+use std::fmt::Write as _;
+
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 use tern_client::Presets;
@@ -340,7 +342,7 @@ pub(crate) fn describe_fields(form: &ElicitRequestFormParams, indent: &str) -> S
             line.push_str(&f.options.join(", "));
         }
         if let Some(d) = &f.default {
-            line.push_str(&format!(" [default: {d}]"));
+            let _ = write!(line, " [default: {d}]");
         }
         out.push_str(&line);
         out.push('\n');

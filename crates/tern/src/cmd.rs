@@ -7,6 +7,7 @@
 //! own function taking a [`Connected`]); connecting, timeouts, Ctrl-C and
 //! error advice are shared.
 
+use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -448,7 +449,8 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
         message: format!("{e:#}"),
     };
     let spawn = |program: &str, args: &[String], env: &[(String, String)]| {
-        let mut options = SpawnOptions::default();
+        // Ctrl-C is tern's to handle: it cancels what is in flight.
+        let mut options = SpawnOptions::default().own_process_group();
         for (k, v) in env {
             options = options.env(k, v);
         }
@@ -519,8 +521,9 @@ fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io:
 
 /// `HOST:PORT` of an `http(s)://` URL.
 fn authority(url: &str) -> &str {
-    url.split_once("://")
-        .map_or(url, |(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(rest))
+    url.split_once("://").map_or(url, |(_, rest)| {
+        rest.split(['/', '?', '#']).next().unwrap_or(rest)
+    })
 }
 
 /// Advice for an HTTP failure: what the person can do.
@@ -537,7 +540,9 @@ fn http_advice(e: &ClientError, url: &str) -> Option<String> {
         });
     }
     if text.contains("dns error") || text.contains("failed to lookup") {
-        return Some(format!("the host of {url} is not known (check its spelling)"));
+        return Some(format!(
+            "the host of {url} is not known (check its spelling)"
+        ));
     }
     if text.contains("404") {
         let path = url
@@ -550,7 +555,9 @@ fn http_advice(e: &ClientError, url: &str) -> Option<String> {
                 url.trim_end_matches('/')
             )
         } else {
-            format!("{url} answered 404 Not Found: is {path} the server's MCP endpoint? (tern serve demo serves /mcp)")
+            format!(
+                "{url} answered 404 Not Found: is {path} the server's MCP endpoint? (tern serve demo serves /mcp)"
+            )
         });
     }
     None
@@ -595,10 +602,7 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
         };
     }
     if e.is_transport() {
-        let advice = session
-            .url
-            .as_deref()
-            .and_then(|url| http_advice(e, url));
+        let advice = session.url.as_deref().and_then(|url| http_advice(e, url));
         return Failure {
             code: EXIT_TRANSPORT,
             message: match advice {
@@ -669,24 +673,7 @@ pub(crate) async fn run(
     let (label, url) = label_of(&target);
     let session = Session::new(label, url);
     let started = connect(&target, server.verbose, &session)?;
-    let mut info = Implementation::new("tern", env!("CARGO_PKG_VERSION"));
-    info.title = Some("tern command".into());
-    let builder = Client::builder()
-        .info(info)
-        .elicitation(TerminalElicitation {
-            session: Arc::clone(&session),
-            interactive,
-        })
-        .sampling(TerminalSampling {
-            session: Arc::clone(&session),
-            interactive,
-            sampler: sampler.clone().map_or(Sampler::Human, Sampler::Command),
-        })
-        .roots(StaticRoots(roots))
-        // tern's own loop bounds each leg (--timeout); the library's
-        // whole-call deadline would count the time a person answers.
-        .limits(Limits::default());
-    let client = (started.build)(builder);
+    let client = build_client(started.build, &session, interactive, sampler.clone(), roots);
 
     // Honest capabilities: nothing is declared that this run cannot answer
     // (`tern questions` declares what a terminal would, to see the
@@ -728,32 +715,16 @@ pub(crate) async fn run(
         () = interrupt() => None,
     };
     session.progress.interrupt();
-    let outcome = match outcome {
-        Some(r) => r,
-        None => {
-            // The request future is dropped: over stdio its exchange sent
-            // notifications/cancelled, over HTTP its stream is closed.
-            crate::terminal::restore();
-            let message = match session.phase() {
-                Phase::InFlight(what) => {
-                    let how = if session.url.is_some() {
-                        "closed its HTTP stream"
-                    } else {
-                        "told the server with notifications/cancelled"
-                    };
-                    format!("interrupted: cancelled {what} in flight ({how})")
-                }
-                Phase::Question(keys) => format!(
-                    "interrupted at the question {keys}: abandoned the call, nothing was sent"
-                ),
-                Phase::Idle => "interrupted".to_owned(),
-            };
-            client.close().await;
-            return Err(Failure {
-                code: EXIT_INTERRUPTED,
-                message,
-            });
-        }
+    let Some(outcome) = outcome else {
+        // The request future is dropped: over stdio its exchange sent
+        // notifications/cancelled, over HTTP its stream is closed.
+        crate::terminal::restore();
+        let message = interrupted_message(&session);
+        client.close().await;
+        return Err(Failure {
+            code: EXIT_INTERRUPTED,
+            message,
+        });
     };
     if input_given {
         connected.driver.warn_unused();
@@ -769,9 +740,10 @@ pub(crate) async fn run(
             {
                 let tail = watch.stderr_tail();
                 if !tail.is_empty() {
-                    f.message.push_str("\nthe server's last lines of standard error:");
+                    f.message
+                        .push_str("\nthe server's last lines of standard error:");
                     for line in tail {
-                        f.message.push_str(&format!("\n  | {line}"));
+                        let _ = write!(f.message, "\n  | {line}");
                     }
                 }
             }
@@ -789,6 +761,52 @@ pub(crate) async fn run(
         return Ok(EXIT_REFUSED);
     }
     Ok(code)
+}
+
+/// What Ctrl-C cancelled.
+fn interrupted_message(session: &Session) -> String {
+    match session.phase() {
+        Phase::InFlight(what) => {
+            let how = if session.url.is_some() {
+                "closed its HTTP stream"
+            } else {
+                "told the server with notifications/cancelled"
+            };
+            format!("interrupted: cancelled {what} in flight ({how})")
+        }
+        Phase::Question(keys) => {
+            format!("interrupted at the question {keys}: abandoned the call, nothing was sent")
+        }
+        Phase::Idle => "interrupted".to_owned(),
+    }
+}
+
+/// The client, with the terminal as its handlers.
+fn build_client(
+    build: Build,
+    session: &Arc<Session>,
+    interactive: bool,
+    sampler: Option<String>,
+    roots: Vec<tern_protocol::roots::Root>,
+) -> Client {
+    let mut info = Implementation::new("tern", env!("CARGO_PKG_VERSION"));
+    info.title = Some("tern command".into());
+    let builder = Client::builder()
+        .info(info)
+        .elicitation(TerminalElicitation {
+            session: Arc::clone(session),
+            interactive,
+        })
+        .sampling(TerminalSampling {
+            session: Arc::clone(session),
+            interactive,
+            sampler: sampler.map_or(Sampler::Human, Sampler::Command),
+        })
+        .roots(StaticRoots(roots))
+        // tern's own loop bounds each leg (--timeout); the library's
+        // whole-call deadline would count the time a person answers.
+        .limits(Limits::default());
+    build(builder)
 }
 
 /// Ctrl-C: the signal (line prompts, waiting) or the key inside a widget.
@@ -911,8 +929,7 @@ async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
                 {
                     let hint =
                         crate::suggest::did_you_mean(&uri, list.iter().map(|r| r.uri.as_str()));
-                    f.message
-                        .push_str(&format!("\n(`{uri}` is not among its resources{hint})"));
+                    let _ = write!(f.message, "\n(`{uri}` is not among its resources{hint})");
                 }
                 return Err(f);
             }
@@ -1019,7 +1036,10 @@ async fn questions(c: &Connected, tool: &str, args: JsonObject) -> Result<u8, Fa
             if c.json {
                 emit_json(&pending.input_requests);
             } else {
-                eprint!("{}", crate::questions::describe(tool, &pending.input_requests));
+                eprint!(
+                    "{}",
+                    crate::questions::describe(tool, &pending.input_requests)
+                );
                 emit_json(&crate::questions::template(&pending.input_requests));
             }
             Ok(EXIT_OK)
@@ -1073,7 +1093,11 @@ mod tests {
     fn a_url_needs_a_scheme_and_a_host() {
         let e = check_url("localhost:8080").unwrap_err();
         assert_eq!(e.code, EXIT_USAGE);
-        assert!(e.message.contains("http://localhost:8080/mcp"), "{}", e.message);
+        assert!(
+            e.message.contains("http://localhost:8080/mcp"),
+            "{}",
+            e.message
+        );
         assert!(check_url("ftp://x/mcp").is_err());
         assert!(check_url("http:///mcp").is_err());
         assert!(check_url("https://example.com/mcp").is_ok());
@@ -1095,6 +1119,9 @@ mod tests {
             pairs_of(&["Authorization: Bearer x".into()], ':', "--header").unwrap(),
             [("Authorization".to_owned(), "Bearer x".to_owned())]
         );
-        assert_eq!(pairs_of(&["nope".into()], '=', "-e").unwrap_err().code, EXIT_USAGE);
+        assert_eq!(
+            pairs_of(&["nope".into()], '=', "-e").unwrap_err().code,
+            EXIT_USAGE
+        );
     }
 }

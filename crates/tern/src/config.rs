@@ -17,6 +17,7 @@
 //! macOS; `%APPDATA%` on Windows); `--config FILE` or `TERN_CONFIG` name
 //! another.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
@@ -42,7 +43,11 @@ pub(crate) fn default_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TERN_CONFIG").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let home = || std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let home = || {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+    };
     let folder = if cfg!(windows) {
         std::env::var_os("APPDATA").map(PathBuf::from)
     } else if cfg!(target_os = "macos") {
@@ -156,14 +161,14 @@ pub(crate) fn listing(path: &Path, servers: &IndexMap<String, Entry>) -> String 
         if let Some(url) = &e.url {
             line.push_str(url);
             for h in redacted(&e.headers, ": ") {
-                line.push_str(&format!("  [{h}]"));
+                let _ = write!(line, "  [{h}]");
             }
         } else if let Some(command) = &e.command {
             let mut words = vec![command.clone()];
             words.extend(e.args.iter().cloned());
             line.push_str(&words.join(" "));
             for v in redacted(&e.env, "=") {
-                line.push_str(&format!("  [{v}]"));
+                let _ = write!(line, "  [{v}]");
             }
         }
         out.push_str(&line);
@@ -192,7 +197,11 @@ mod tests {
     #[test]
     fn bad_files_say_what_is_wrong() {
         assert!(parse("{}").unwrap_err().contains("mcpServers"));
-        assert!(parse(r#"{"servers": {"x": {}}}"#).unwrap_err().contains("neither"));
+        assert!(
+            parse(r#"{"servers": {"x": {}}}"#)
+                .unwrap_err()
+                .contains("neither")
+        );
         assert!(
             parse(r#"{"servers": {"x": {"command": "a", "args": [1]}}}"#)
                 .unwrap_err()

@@ -174,7 +174,10 @@ pub(crate) fn fill(
         (true, false) => format!(
             "(Enter keeps a [default]; type {DECLINE} to refuse or {CANCEL} to dismiss, at any prompt.)\n"
         ),
-        (true, true) => "(Arrow keys choose, Enter answers, Esc dismisses the question, Ctrl-C stops tern.)\n".to_owned(),
+        (true, true) => {
+            "(Arrow keys choose, Enter answers, Esc dismisses the question, Ctrl-C stops tern.)\n"
+                .to_owned()
+        }
     };
     console.say(&format!(
         "\n-- {asker} --\n{}\n{how}",
@@ -251,7 +254,10 @@ fn help_of(field: &PrimitiveSchema) -> Option<String> {
         P::UntitledMultiSelect(e) => &e.description,
         P::TitledMultiSelect(e) => &e.description,
     };
-    d.as_deref().map(str::trim).filter(|d| !d.is_empty()).map(str::to_owned)
+    d.as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned)
 }
 
 fn ask_field(console: &mut dyn Console, key: &str, field: &PrimitiveSchema, must: bool) -> Field {
@@ -442,6 +448,10 @@ pub(crate) fn date_time(text: &str) -> Result<String, String> {
 
 /// One field with widgets: arrow keys for choices, an edited line checked as
 /// it is typed for text and numbers.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one arm per field kind, as in ask_field"
+)]
 fn rich_field(
     w: &mut dyn Widgets,
     label: &str,
@@ -476,9 +486,9 @@ fn rich_field(
         }
         let start = default.and_then(|d| options.iter().position(|o| o.value == d));
         match w.select(label, help, &shown, start) {
-            Reply::Value(i) => options
-                .get(i)
-                .map_or(Field::Skip, |o| Field::Value(ElicitValue::String(o.value.clone()))),
+            Reply::Value(i) => options.get(i).map_or(Field::Skip, |o| {
+                Field::Value(ElicitValue::String(o.value.clone()))
+            }),
             Reply::Cancel => Field::Cancel,
         }
     };
@@ -959,7 +969,12 @@ mod tests {
         ] {
             assert_eq!(date_time(typed).unwrap(), sent, "{typed}");
         }
-        for bad in ["tomorrow", "2026-02-30 10:00", "2026-12-24 25:00", "2026-12-24 1:2:3:4"] {
+        for bad in [
+            "tomorrow",
+            "2026-02-30 10:00",
+            "2026-12-24 25:00",
+            "2026-12-24 1:2:3:4",
+        ] {
             assert!(date_time(bad).is_err(), "{bad}");
         }
         let (r, _) = run(
@@ -985,7 +1000,11 @@ mod tests {
         let lines = vec!["region: region = eu-west-1".to_owned()];
         let mut s = Script::new(&[""]);
         assert!(matches!(review(&mut s, &lines), Summary::Send));
-        assert!(s.shown.contains("1) region: region = eu-west-1"), "{}", s.shown);
+        assert!(
+            s.shown.contains("1) region: region = eu-west-1"),
+            "{}",
+            s.shown
+        );
         let mut s = Script::new(&["7", "1"]);
         assert!(matches!(review(&mut s, &lines), Summary::Change(0)));
         assert!(s.shown.contains("type a number from 1 to 1"), "{}", s.shown);

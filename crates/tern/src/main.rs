@@ -171,7 +171,7 @@ enum Command {
     /// redacted).
     Servers {
         /// The config file (default: tern/servers.json in your config
-        /// folder, or TERN_CONFIG).
+        /// folder, or `TERN_CONFIG`).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },

@@ -26,6 +26,14 @@ use crate::form::{Check, Console, Reply, Widgets};
 /// Ctrl-C pressed inside a widget.
 static INTERRUPTED: LazyLock<tokio::sync::Notify> = LazyLock::new(tokio::sync::Notify::new);
 
+/// Ctrl-C was pressed inside a widget during this run.
+static WAS_INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether Ctrl-C was pressed inside a widget during this run.
+pub(crate) fn was_interrupted() -> bool {
+    WAS_INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Resolves when the person pressed Ctrl-C inside a widget.
 pub(crate) async fn interrupted() {
     INTERRUPTED.notified().await;
@@ -93,6 +101,7 @@ impl Console for Rich {
 /// Esc and Ctrl-C: both dismiss the question; Ctrl-C also stops tern.
 fn refused<T>(e: &InquireError) -> Reply<T> {
     if matches!(e, InquireError::OperationInterrupted) {
+        WAS_INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         INTERRUPTED.notify_one();
     }
     Reply::Cancel
@@ -133,18 +142,20 @@ impl Widgets for Rich {
         let m = MultiSelect::new(label, options.to_vec())
             .with_default(defaults)
             .with_help_message(&help)
-            .with_validator(move |chosen: &[inquire::list_option::ListOption<&String>]| {
-                let n = chosen.len() as u64;
-                Ok(match (min, max) {
-                    (Some(min), _) if n < min => {
-                        Validation::Invalid(format!("choose at least {min}").into())
-                    }
-                    (_, Some(max)) if n > max => {
-                        Validation::Invalid(format!("choose at most {max}").into())
-                    }
-                    _ => Validation::Valid,
-                })
-            });
+            .with_validator(
+                move |chosen: &[inquire::list_option::ListOption<&String>]| {
+                    let n = chosen.len() as u64;
+                    Ok(match (min, max) {
+                        (Some(min), _) if n < min => {
+                            Validation::Invalid(format!("choose at least {min}").into())
+                        }
+                        (_, Some(max)) if n > max => {
+                            Validation::Invalid(format!("choose at most {max}").into())
+                        }
+                        _ => Validation::Valid,
+                    })
+                },
+            );
         match m.raw_prompt() {
             Ok(chosen) => Reply::Value(chosen.into_iter().map(|o| o.index).collect()),
             Err(e) => refused(&e),

@@ -15,35 +15,34 @@ pub(crate) fn describe(tool: &str, requests: &InputRequests) -> String {
         if requests.len() == 1 { "" } else { "s" }
     );
     for (key, q) in requests {
-        match q {
+        let text = match q {
             InputRequest::Elicitation(e) => match &e.params {
-                ElicitRequestParams::Form(f) => {
-                    out.push_str(&format!(
-                        "\n{key}: a form: {}\n{}\n  e.g. --answer {key}.FIELD=VALUE{}\n",
-                        f.message.trim(),
-                        describe_fields(f, "  "),
-                        if f.requested_schema.properties.len() == 1 {
-                            format!(" or --answer {key}=VALUE")
-                        } else {
-                            String::new()
-                        }
-                    ));
-                }
-                ElicitRequestParams::Url(u) => out.push_str(&format!(
+                ElicitRequestParams::Form(f) => format!(
+                    "\n{key}: a form: {}\n{}\n  e.g. --answer {key}.FIELD=VALUE{}\n",
+                    f.message.trim(),
+                    describe_fields(f, "  "),
+                    if f.requested_schema.properties.len() == 1 {
+                        format!(" or --answer {key}=VALUE")
+                    } else {
+                        String::new()
+                    }
+                ),
+                ElicitRequestParams::Url(u) => format!(
                     "\n{key}: asks you to open {} ({})\n  e.g. --answer '{key}={{\"action\":\"accept\"}}'\n",
                     u.url,
                     u.message.trim()
-                )),
+                ),
             },
-            InputRequest::Sampling(_) => out.push_str(&format!(
-                "\n{key}: asks for a completion (sampling); --sampler COMMAND answers it\n"
-            )),
-            InputRequest::Roots(_) => out.push_str(&format!(
-                "\n{key}: asks for the roots; --root PATH answers it\n"
-            )),
+            InputRequest::Sampling(_) => {
+                format!("\n{key}: asks for a completion (sampling); --sampler COMMAND answers it\n")
+            }
+            InputRequest::Roots(_) => {
+                format!("\n{key}: asks for the roots; --root PATH answers it\n")
+            }
             #[allow(unreachable_patterns, reason = "InputRequest may grow variants")]
-            _ => out.push_str(&format!("\n{key}: a question of a kind tern does not know\n")),
-        }
+            _ => format!("\n{key}: a question of a kind tern does not know\n"),
+        };
+        out.push_str(&text);
     }
     out.push_str(
         "\nAn answers file for them follows on standard output (edit it, then: tern call ... --answers FILE).\n\

@@ -68,11 +68,17 @@ impl Default for Activity {
 impl Activity {
     /// The server did something now.
     pub(crate) fn touch(&self) {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
     }
 
     fn last(&self) -> Instant {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -175,8 +181,11 @@ impl Driver {
                 let r = self
                     .wait(
                         &what,
-                        self.client
-                            .call_tool_once(name, Some(Value::Object(args.clone())), options),
+                        self.client.call_tool_once(
+                            name,
+                            Some(Value::Object(args.clone())),
+                            options,
+                        ),
                     )
                     .await?;
                 map_round(r, Completed::Tool)
@@ -241,7 +250,10 @@ impl Driver {
             };
             let leg = format!("{what} (round {})", pending.round + 1);
             round = self
-                .wait(&leg, self.client.resume(&pending, &responses, &self.options))
+                .wait(
+                    &leg,
+                    self.client.resume(&pending, &responses, &self.options),
+                )
                 .await?;
         }
     }
@@ -315,9 +327,14 @@ impl Driver {
         let mut theirs = self.ask(&rest).await?;
         if self.interactive {
             theirs = self.review(&rest, theirs).await?;
-            if self.session.answered_by_person() {
-                self.session.say_sending();
-            }
+        }
+        if crate::prompt::was_interrupted() {
+            // Ctrl-C inside a widget: nothing is sent; the command's
+            // interrupt handler ends the run.
+            std::future::pending::<()>().await;
+        }
+        if self.interactive && self.session.answered_by_person() {
+            Session::say_sending();
         }
         self.session.set_phase(Phase::Idle);
         for (key, answer) in theirs {

@@ -139,21 +139,21 @@ mod tests {
 
     use super::*;
 
-    fn obj(v: Value) -> JsonObject {
+    fn obj(v: &Value) -> JsonObject {
         v.as_object().cloned().unwrap()
     }
 
     #[test]
     fn arguments_are_typed_and_checked_against_the_schema() {
-        let schema = obj(json!({"type": "object", "properties": {
+        let schema = obj(&json!({"type": "object", "properties": {
             "name": {"type": "string", "minLength": 2},
             "n": {"type": "integer", "minimum": 1},
             "size": {"type": "string", "enum": ["s", "m"]}
         }, "required": ["name"], "additionalProperties": false}));
-        let mut ok = obj(json!({"name": 123, "n": 2}));
+        let mut ok = obj(&json!({"name": 123, "n": 2}));
         check(&mut ok, &schema).unwrap();
         assert_eq!(ok["name"], "123", "typed as the string written");
-        let mut bad = obj(json!({"n": 0, "size": "xl", "nmae": "x"}));
+        let mut bad = obj(&json!({"n": 0, "size": "xl", "nmae": "x"}));
         let problems = check(&mut bad, &schema).unwrap_err().join("\n");
         assert!(problems.contains("`n`: at least 1, please"), "{problems}");
         assert!(problems.contains("allowed: s, m"), "{problems}");
@@ -162,7 +162,7 @@ mod tests {
             problems.contains("required argument `name` (string) is missing"),
             "{problems}"
         );
-        let mut wrong = obj(json!({"name": "ab", "n": "three"}));
+        let mut wrong = obj(&json!({"name": "ab", "n": "three"}));
         let problems = check(&mut wrong, &schema).unwrap_err().join("\n");
         assert!(problems.contains("`n` must be integer"), "{problems}");
     }

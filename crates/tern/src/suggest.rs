@@ -2,7 +2,10 @@
 
 /// `" (did you mean `NAME`?)"` for the candidate closest to `typed`, when
 /// one is close enough to be a likely slip; empty otherwise.
-pub(crate) fn did_you_mean<'a>(typed: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn did_you_mean<'a>(
+    typed: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> String {
     closest(typed, candidates).map_or_else(String::new, |c| format!(" (did you mean `{c}`?)"))
 }
 

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tern_client::transport::BoxFuture;
 use tern_client::{Elicitation, HandlerError, Question, Sampling};
 use tern_protocol::content::Role;
@@ -26,7 +27,6 @@ use tern_protocol::sampling::{
     CreateMessageRequestParams, CreateMessageResult, SamplingContent, SamplingContentBlock,
     StopReason,
 };
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::io::AsyncWriteExt;
 
 use crate::form::{self, CANCEL, Console, DECLINE, Input};
@@ -135,7 +135,7 @@ impl Session {
     }
 
     /// "Sending your answers.", once per round.
-    pub(crate) fn say_sending(&self) {
+    pub(crate) fn say_sending() {
         eprintln!("Sending your answers.");
     }
 
@@ -234,12 +234,7 @@ impl Elicitation for TerminalElicitation {
     ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
         let key = question.key.clone();
         Box::pin(self.prompt(key, move |s, console| {
-            let result = form::fill(
-                console,
-                &s.asker(&question, "asks"),
-                &params,
-                s.hint_due(),
-            );
+            let result = form::fill(console, &s.asker(&question, "asks"), &params, s.hint_due());
             s.answered.store(true, Ordering::SeqCst);
             result
         }))

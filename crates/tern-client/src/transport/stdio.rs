@@ -76,6 +76,11 @@ pub struct SpawnOptions {
     pub env: Vec<(String, String)>,
     /// Given each line of the child's standard error, as it comes.
     pub on_stderr: Option<StderrFn>,
+    /// Start the child in a process group of its own (Unix), so that a
+    /// terminal's Ctrl-C reaches the client only: the client can then cancel
+    /// the request in flight with `notifications/cancelled` and close the
+    /// child's input, instead of the child dying of the same signal.
+    pub own_process_group: bool,
 }
 
 impl SpawnOptions {
@@ -99,6 +104,14 @@ impl SpawnOptions {
         self.on_stderr = Some(f);
         self
     }
+
+    /// Starts the child in a process group of its own (see
+    /// [`Self::own_process_group`]).
+    #[must_use]
+    pub fn own_process_group(mut self) -> Self {
+        self.own_process_group = true;
+        self
+    }
 }
 
 impl std::fmt::Debug for SpawnOptions {
@@ -106,6 +119,7 @@ impl std::fmt::Debug for SpawnOptions {
         f.debug_struct("SpawnOptions")
             .field("limits", &self.limits)
             .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("own_process_group", &self.own_process_group)
             .finish_non_exhaustive()
     }
 }
@@ -260,7 +274,12 @@ impl ChildProcess {
         options: SpawnOptions,
     ) -> Result<Self, ClientError> {
         let limits = options.limits;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        #[cfg(unix)]
+        if options.own_process_group {
+            command.process_group(0);
+        }
+        let mut child = command
             .args(args)
             .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
@@ -288,26 +307,13 @@ impl ChildProcess {
             }
             // Dropping stdin closes it: the server's cue to exit.
         });
-        let name = program.to_owned();
         let tail: Arc<Mutex<VecDeque<String>>> = Arc::default();
-        let stderr_tail = Arc::clone(&tail);
-        let on_stderr = options.on_stderr;
-        let (stderr_done, stderr_finished) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(target: "tern_client::server_stderr", server = %name, "{line}");
-                if let Some(f) = &on_stderr {
-                    f(&line);
-                }
-                let mut t = lock(&stderr_tail);
-                if t.len() == STDERR_TAIL {
-                    t.pop_front();
-                }
-                t.push_back(line);
-            }
-            let _ = stderr_done.send(());
-        });
+        let stderr_finished = read_stderr(
+            stderr,
+            program.to_owned(),
+            options.on_stderr,
+            Arc::clone(&tail),
+        );
         let child = Arc::new(tokio::sync::Mutex::new(child));
         let (exit_tx, exit_rx) = tokio::sync::watch::channel(None);
         let watch = ChildWatch {
@@ -387,6 +393,33 @@ impl ChildProcess {
             None => Err(ClientError::transport("the transport is closed")),
         }
     }
+}
+
+/// Reads the child's standard error: to `tracing`, to `on_stderr`, and its
+/// last lines into `tail`; the receiver resolves at its end.
+fn read_stderr(
+    stderr: tokio::process::ChildStderr,
+    name: String,
+    on_stderr: Option<StderrFn>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) -> tokio::sync::oneshot::Receiver<()> {
+    let (done, finished) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::info!(target: "tern_client::server_stderr", server = %name, "{line}");
+            if let Some(f) = &on_stderr {
+                f(&line);
+            }
+            let mut t = lock(&tail);
+            if t.len() == STDERR_TAIL {
+                t.pop_front();
+            }
+            t.push_back(line);
+        }
+        let _ = done.send(());
+    });
+    finished
 }
 
 /// Routes one line from the server to the request it belongs to.
