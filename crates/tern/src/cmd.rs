@@ -135,7 +135,8 @@ pub(crate) struct ServerArgs {
     /// answering a question does not count).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub(crate) timeout: f64,
-    /// Show a stdio server's standard error as it comes, and each round.
+    /// Show a stdio server's standard error as it comes (prefixed
+    /// `server:`).
     #[arg(short, long)]
     pub(crate) verbose: bool,
     /// Run this server as a child over stdio; last on the line, after `--`.

@@ -202,7 +202,7 @@ pub(crate) struct TerminalElicitation {
 
 fn not_here(key: &str) -> HandlerError {
     HandlerError(format!(
-        "`{key}` needs an answer and tern will not prompt here (standard input is not a terminal, or --no-input); preset it with --answer {key}=JSON or --answers FILE"
+        "`{key}` needs an answer and tern will not prompt here (standard input is not a terminal, or --no-input); preset it with --answer {key}=VALUE, --answer {key}.FIELD=VALUE or --answers FILE (tern questions shows the fields)"
     ))
 }
 

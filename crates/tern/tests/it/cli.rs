@@ -79,7 +79,7 @@ fn a_question_without_a_preset_answer_names_its_key() {
         REGION,
     ]);
     assert_eq!(code(&o), 5);
-    assert!(stderr(&o).contains("--answer plan=JSON"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--answer plan=VALUE"), "{}", stderr(&o));
 }
 
 #[test]

@@ -353,3 +353,41 @@ fn a_server_that_dies_while_a_question_is_on_screen_is_reported_at_once() {
     assert!(screen.contains("EXIT=4"), "{screen}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ctrl_c_at_a_line_prompt_is_the_signal_and_abandons_the_call() {
+    let t = Tmux::start(
+        "ctrlc-lines",
+        &format!(
+            "TERN_PROMPTS=lines {}",
+            shell("call --demo provision_database name=orders")
+        ),
+    );
+    t.wait_for("Choose [1-3]: ");
+    t.keys(&["C-c"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains(
+            "tern: interrupted at the question region: abandoned the call, nothing was sent"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=130"), "{screen}");
+}
+
+#[test]
+fn ctrl_c_in_flight_over_http_closes_the_stream() {
+    let fake = crate::fake::Fake::start(crate::fake::black_hole);
+    let t = Tmux::start(
+        "ctrlc-http",
+        &shell(&format!("tools --url http://{}/mcp", fake.addr)),
+    );
+    t.wait_for("waiting for");
+    t.keys(&["C-c"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains("interrupted: cancelled tools/list in flight (closed its HTTP stream)"),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=130"), "{screen}");
+}
