@@ -354,9 +354,10 @@ impl Driver {
                     r = answering => r,
                     exit = watch.exited() => {
                         crate::terminal::restore();
+                        crate::terminal::clear_prompt();
                         return Err(Failure {
                             code: EXIT_TRANSPORT,
-                            message: format!("{} went away while tern was asking you: {exit}; nothing was sent", self.session.fallback_name),
+                            message: format!("{} went away while tern was asking you; nothing was sent. {exit}", self.session.fallback_name),
                         });
                     }
                 }

@@ -59,6 +59,16 @@ pub(crate) fn restore() {
     }
 }
 
+/// Clears an abandoned prompt, from its line down (the widget's thread is
+/// left blocked on the terminal; tern exits without it).
+pub(crate) fn clear_prompt() {
+    if std::io::stderr().is_terminal() {
+        let mut err = std::io::stderr();
+        let _ = err.write_all(b"\r\x1b[J");
+        let _ = err.flush();
+    }
+}
+
 /// What the terminal shares across questions and with the command.
 #[derive(Debug, Default)]
 pub(crate) struct Session {

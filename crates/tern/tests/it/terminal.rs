@@ -344,12 +344,15 @@ fn a_server_that_dies_while_a_question_is_on_screen_is_reported_at_once() {
     let screen = t.wait_for("EXIT=");
     assert!(
         screen.contains(
-            "went away while tern was asking you: the server process exited (signal: 9 (SIGKILL))"
+            "went away while tern was asking you; nothing was sent. the server process exited (signal: 9 (SIGKILL))"
         ),
         "{screen}"
     );
     assert!(screen.contains("| the demo is starting"), "{screen}");
-    assert!(screen.contains("nothing was sent"), "{screen}");
+    assert!(
+        !screen.contains("> Ireland (eu-west-1)"),
+        "the prompt is cleared: {screen}"
+    );
     assert!(screen.contains("EXIT=4"), "{screen}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
