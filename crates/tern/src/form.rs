@@ -466,14 +466,16 @@ fn rich_field(
         title.is_some_and(|t| t != d) && !label.starts_with(d)
     });
     let help = help.as_deref();
+    // Numbered, so a typed number (the filter) still picks an option.
     let titled = |options: &[TitledOption]| -> Vec<String> {
         options
             .iter()
-            .map(|o| {
+            .enumerate()
+            .map(|(i, o)| {
                 if o.title == o.value || o.title.contains(&o.value) {
-                    o.title.clone()
+                    format!("{}) {}", i + 1, o.title)
                 } else {
-                    format!("{} ({})", o.title, o.value)
+                    format!("{}) {} ({})", i + 1, o.title, o.value)
                 }
             })
             .collect()

@@ -148,7 +148,7 @@ fn the_readme_command_chooses_with_the_arrow_keys_and_sends_after_the_summary() 
         "select",
         &shell("call --demo provision_database name=orders"),
     );
-    let screen = t.wait_for("> Ireland (eu-west-1)");
+    let screen = t.wait_for("> 1) Ireland (eu-west-1)");
     // Who asks, the question, one hint, the titled options.
     assert!(
         screen.contains("-- tern demo (tern-demo 0.1.0) asks, for provision_database --"),
@@ -159,9 +159,9 @@ fn the_readme_command_chooses_with_the_arrow_keys_and_sends_after_the_summary() 
         "{screen}"
     );
     assert!(screen.contains("Arrow keys choose"), "{screen}");
-    assert!(screen.contains("  Virginia (us-east-1)"), "{screen}");
+    assert!(screen.contains("  2) Virginia (us-east-1)"), "{screen}");
     t.keys(&["Down"]);
-    let screen = t.wait_for("> Virginia (us-east-1)");
+    let screen = t.wait_for("> 2) Virginia (us-east-1)");
     assert!(!screen.contains("^[[B"), "arrow keys are keys: {screen}");
     t.keys(&["Enter"]);
     let screen = t.wait_for("> Send these answers");
@@ -189,7 +189,7 @@ fn the_summary_changes_one_answer_before_sending() {
         "change",
         &shell("call --demo provision_database name=orders"),
     );
-    t.wait_for("> Ireland (eu-west-1)");
+    t.wait_for("> 1) Ireland (eu-west-1)");
     t.keys(&["Enter"]);
     t.wait_for("> Send these answers");
     t.keys(&["Down"]);
@@ -202,7 +202,14 @@ fn the_summary_changes_one_answer_before_sending() {
             .count()
             == 2
     });
-    t.keys(&["Down", "Down", "Enter"]);
+    // A typed number filters to its option.
+    t.keys(&["3"]);
+    t.until("the filter keeping option 3 only", || {
+        let screen = t.screen();
+        let last = &screen[screen.rfind("Which region").unwrap_or(0)..];
+        last.contains("> 3) Mumbai (ap-south-1)") && !last.contains("2) Virginia")
+    });
+    t.keys(&["Enter"]);
     t.wait_for("Your answers: region: region = ap-south-1");
     t.keys(&["Enter"]);
     let screen = t.wait_for("EXIT=");
@@ -219,7 +226,7 @@ fn escape_dismisses_the_question_and_exits_1() {
         "escape",
         &shell("call --demo provision_database name=orders"),
     );
-    t.wait_for("> Ireland (eu-west-1)");
+    t.wait_for("> 1) Ireland (eu-west-1)");
     t.keys(&["Escape"]);
     let screen = t.wait_for("EXIT=");
     assert!(screen.contains("Provisioning cancelled."), "{screen}");
@@ -252,7 +259,7 @@ fn line_prompts_ask_again_after_a_wrong_choice_and_cancel_exits_1() {
 #[test]
 fn two_rounds_then_a_progress_bar() {
     let t = Tmux::start("deploy", &shell("call --demo deploy service=api"));
-    t.wait_for("> Ireland (eu-west-1)");
+    t.wait_for("> 1) Ireland (eu-west-1)");
     t.keys(&["Enter"]);
     t.wait_for("> Send these answers");
     t.keys(&["Enter"]);
@@ -276,7 +283,7 @@ fn ctrl_c_at_a_question_abandons_the_call_and_restores_the_terminal() {
         "ctrlc-question",
         &shell("call --demo provision_database name=orders"),
     );
-    t.wait_for("> Ireland (eu-west-1)");
+    t.wait_for("> 1) Ireland (eu-west-1)");
     t.keys(&["C-c"]);
     let screen = t.wait_for("EXIT=");
     assert!(
@@ -331,7 +338,7 @@ fn a_server_that_dies_while_a_question_is_on_screen_is_reported_at_once() {
             env!("CARGO_BIN_EXE_tern")
         )),
     );
-    t.wait_for("> Ireland (eu-west-1)");
+    t.wait_for("> 1) Ireland (eu-west-1)");
     let id = std::fs::read_to_string(&pid).unwrap();
     assert!(
         Command::new("kill")
@@ -350,7 +357,7 @@ fn a_server_that_dies_while_a_question_is_on_screen_is_reported_at_once() {
     );
     assert!(screen.contains("| the demo is starting"), "{screen}");
     assert!(
-        !screen.contains("> Ireland (eu-west-1)"),
+        !screen.contains("> 1) Ireland (eu-west-1)"),
         "the prompt is cleared: {screen}"
     );
     assert!(screen.contains("EXIT=4"), "{screen}");
