@@ -1,23 +1,33 @@
-//! The client subcommands: connect to a server (`--url`, `--demo` or
-//! `-- COMMAND ARGS...`), make one request with the terminal as the input
-//! handlers, print the result, and turn the outcome into an exit code.
+//! The client subcommands: connect to a server (`--url`, `--demo`,
+//! `--server NAME` or `-- COMMAND ARGS...`), make one request with the
+//! terminal as the input handlers, print the result, and turn the outcome
+//! into an exit code.
+//!
+//! A new subcommand is an [`Op`] variant and an arm of [`execute`] (or its
+//! own function taking a [`Connected`]); connecting, timeouts, Ctrl-C and
+//! error advice are shared.
 
+use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tern_client::transport::http::HttpTransport;
-use tern_client::transport::stdio::ChildProcess;
-use tern_client::{CallOptions, Client, ClientError, StaticRoots};
+use tern_client::transport::stdio::{ChildProcess, ChildWatch, SpawnOptions};
+use tern_client::{CallOptions, Client, ClientError, Completed, Limits, Round, StaticRoots};
 use tern_protocol::error::code;
-use tern_protocol::mrtr::InputResponse;
-use tern_protocol::{Implementation, InputResponses, JsonObject};
+use tern_protocol::tool::Tool;
+use tern_protocol::{Implementation, JsonObject};
 
+use crate::answers::PresetSpec;
+use crate::config;
 use crate::output;
-use crate::terminal::{Sampler, Session, TerminalElicitation, TerminalSampling};
+use crate::rounds::{Activity, Driver, First};
+use crate::terminal::{Phase, Sampler, Session, TerminalElicitation, TerminalSampling};
 
 /// Exit code: success.
 pub(crate) const EXIT_OK: u8 = 0;
@@ -33,8 +43,11 @@ pub(crate) const EXIT_SERVER: u8 = 3;
 pub(crate) const EXIT_TRANSPORT: u8 = 4;
 /// Exit code: the server needs input this run cannot give: `-32021` (a
 /// required client capability is missing, e.g. elicitation under
-/// `--no-input`), or a question with no handler or preset answer.
+/// `--no-input`), a question with no handler or preset answer, or a preset
+/// answer the server asked again for.
 pub(crate) const EXIT_NEEDS_INPUT: u8 = 5;
+/// Exit code: interrupted (Ctrl-C): 128 + SIGINT, as shells report it.
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// The exit codes' text.
 macro_rules! exit_codes {
@@ -44,13 +57,20 @@ Exit codes:
   0  success
   1  the tool reported an error (isError), or you declined or cancelled a
      question (the server's fallback result is still printed)
-  2  usage error (bad arguments, unreadable --answers file)
+  2  usage error (bad arguments, unknown tool or prompt, arguments its
+     schema refuses, a preset answer that does not fit its question,
+     unreadable --answers or --config file)
   3  the server answered with an error (JSON-RPC error, unusable reply, or
-     more rounds or time than allowed)
-  4  transport error: the server could not be started or reached, or went away
+     more rounds than allowed, or no answer within --timeout)
+  4  transport error: the server could not be started or reached, or went
+     away (its exit status and last lines of standard error are shown)
   5  the server needs input this run cannot give: -32021 missing client
-     capability (e.g. elicitation under --no-input), or a question with no
-     preset answer when tern may not prompt"
+     capability (e.g. elicitation under --no-input), a question with no
+     preset answer when tern may not prompt, or a preset answer the server
+     asked for again
+  130  interrupted (Ctrl-C): a request in flight is cancelled
+     (notifications/cancelled over stdio, the stream closed over HTTP); at
+     a question nothing is sent"
     };
 }
 
@@ -60,18 +80,30 @@ pub(crate) const EXIT_CODES_HELP: &str = exit_codes!();
 /// How servers are named, then the exit codes, for `tern --help`.
 pub(crate) const TOP_HELP: &str = concat!(
     "\
-Naming the server (discover, tools, prompts, resources, call, prompt, read):
-  --url URL            a Streamable HTTP endpoint
+Naming the server (discover, tools, prompts, resources, call, prompt,
+read, questions):
+  --url URL            a Streamable HTTP endpoint (http://HOST:PORT/mcp)
   --demo               the built-in demo server, run as a child over stdio
+  --server NAME        a server of the config file (see `tern servers`)
   -- COMMAND ARGS...   a server run as a child over stdio (last on the line)
 
 Example: tern call --demo provision_database name=orders
+
+Environment:
+  TERN_LOG      what tern logs on standard error, as a tracing filter
+                (default warn; e.g. TERN_LOG=info, TERN_LOG=tern_client=debug;
+                a stdio server's standard error is logged at info under
+                tern_client::server_stderr)
+  TERN_CONFIG   the config file of named servers (default: tern/servers.json
+                in your config folder)
+  TERN_PROMPTS  `lines` for numbered line prompts even on a terminal
+  NO_COLOR      no colour in prompts
 
 ",
     exit_codes!()
 );
 
-/// How every client subcommand names its server.
+/// How every client subcommand names its server, and how it waits for it.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
     /// Talk to the Streamable HTTP endpoint at URL (http://HOST:PORT/mcp).
@@ -81,23 +113,48 @@ pub(crate) struct ServerArgs {
     /// (`tern serve demo --stdio`).
     #[arg(long)]
     pub(crate) demo: bool,
+    /// Use the server named NAME in the config file (`tern servers` lists
+    /// them).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) server: Option<String>,
+    /// The config file of named servers (host JSON: `mcpServers` or
+    /// `servers`); default: tern/servers.json in your config folder.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Add KEY=VALUE to a stdio server's environment (repeatable).
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+    pub(crate) env: Vec<String>,
+    /// Send the header NAME:VALUE to an HTTP server (repeatable).
+    #[arg(long = "header", value_name = "NAME:VALUE")]
+    pub(crate) header: Vec<String>,
     /// Print the raw result JSON (for scripts) instead of text.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Wait at most SECONDS for the server: to connect, and for each
+    /// request (a progress notification restarts the wait; time spent
+    /// answering a question does not count).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub(crate) timeout: f64,
+    /// Show a stdio server's standard error as it comes (prefixed
+    /// `server:`).
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
     /// Run this server as a child over stdio; last on the line, after `--`.
     #[arg(last = true, value_name = "COMMAND ARGS")]
     pub(crate) command: Vec<String>,
 }
 
 /// How questions are answered, for the subcommands that can be asked some.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Default)]
 pub(crate) struct InputArgs {
-    /// Preset the answer to the question asked under KEY: JSON of an
-    /// `ElicitResult` (e.g. `region={"action":"accept","content":{"region":"eu-west-1"}}`),
-    /// a `CreateMessageResult` or a `ListRootsResult`. Repeatable.
-    #[arg(long = "answer", value_name = "KEY=JSON")]
+    /// Preset an answer: KEY=VALUE for a one-field form, KEY.FIELD=VALUE for
+    /// one field (typed by the field's schema), or KEY=JSON for the whole
+    /// answer (e.g. `region={"action":"decline"}`). Repeatable; `tern
+    /// questions` shows the keys and fields.
+    #[arg(long = "answer", value_name = "KEY=VALUE")]
     pub(crate) answer: Vec<String>,
-    /// Preset answers from a file: a JSON object of KEY: answer.
+    /// Preset answers from a file: a JSON object of KEY: answer (`tern
+    /// questions TOOL > FILE` writes one to edit).
     #[arg(long = "answers", value_name = "FILE")]
     pub(crate) answers: Option<PathBuf>,
     /// Never prompt, and declare elicitation only when answers are preset,
@@ -147,6 +204,15 @@ pub(crate) enum Op {
         /// The resource.
         uri: String,
     },
+    /// The first round's questions of a `tools/call`.
+    Questions {
+        /// The tool.
+        tool: String,
+        /// `key=value` words.
+        pairs: Vec<String>,
+        /// `--args JSON`.
+        args: Option<String>,
+    },
 }
 
 /// A failed run: its exit code and what to tell the person.
@@ -158,7 +224,7 @@ pub(crate) struct Failure {
     pub(crate) message: String,
 }
 
-fn usage(message: impl Into<String>) -> Failure {
+pub(crate) fn usage(message: impl Into<String>) -> Failure {
     Failure {
         code: EXIT_USAGE,
         message: message.into(),
@@ -213,83 +279,211 @@ fn prompt_arguments(pairs: &[String]) -> Result<JsonObject, Failure> {
         .collect()
 }
 
-/// The preset answers of `--answers FILE` and then `--answer KEY=JSON`.
-pub(crate) fn preset_answers(input: &InputArgs) -> Result<InputResponses, Failure> {
-    let mut all = JsonObject::new();
+/// The preset answers of `--answers FILE` and then each `--answer`.
+pub(crate) fn preset_answers(input: &InputArgs) -> Result<PresetSpec, Failure> {
+    let mut spec = PresetSpec::default();
     if let Some(path) = &input.answers {
         let text = std::fs::read_to_string(path)
             .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-        match serde_json::from_str(&text) {
-            Ok(Value::Object(o)) => all.extend(o),
-            Ok(_) => {
-                return Err(usage(format!(
-                    "{}: expected a JSON object of KEY: answer",
-                    path.display()
-                )));
-            }
-            Err(e) => return Err(usage(format!("{}: not JSON: {e}", path.display()))),
-        }
+        spec.add_file(&path.display().to_string(), &text)
+            .map_err(usage)?;
     }
     for word in &input.answer {
-        let (key, value) = word
-            .split_once('=')
-            .filter(|(k, _)| !k.is_empty())
-            .ok_or_else(|| usage(format!("--answer expects KEY=JSON, found {word:?}")))?;
-        let value: Value = serde_json::from_str(value).map_err(|e| {
-            usage(format!(
-                "--answer {key}=...: not JSON ({e}); e.g. --answer '{key}={{\"action\":\"accept\",\"content\":{{...}}}}'"
-            ))
-        })?;
-        all.insert(key.to_owned(), value);
+        spec.add_word(word).map_err(usage)?;
     }
-    for (key, value) in &all {
-        serde_json::from_value::<InputResponse>(value.clone())
-            .map_err(|e| usage(format!("the answer for `{key}`: {e}")))?;
-    }
-    serde_json::from_value(Value::Object(all)).map_err(|e| usage(format!("answers: {e}")))
+    Ok(spec)
 }
 
 /// The server, as named on the command line.
+#[derive(Debug)]
 enum Target {
-    Url(String),
-    Demo,
-    Command(Vec<String>),
+    Url {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+    Demo {
+        env: Vec<(String, String)>,
+    },
+    Command {
+        words: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+}
+
+/// `--url` checked: a scheme, and a host.
+fn check_url(url: &str) -> Result<(), Failure> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(usage(format!(
+            "--url needs a scheme: http://{url}{} (found {url:?})",
+            if url.contains('/') { "" } else { "/mcp" }
+        )));
+    };
+    if !matches!(scheme, "http" | "https") {
+        return Err(usage(format!(
+            "--url must be http:// or https:// (found {scheme}://)"
+        )));
+    }
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(usage(format!("--url has no host: {url:?}")));
+    }
+    Ok(())
+}
+
+fn pairs_of(words: &[String], sep: char, what: &str) -> Result<Vec<(String, String)>, Failure> {
+    words
+        .iter()
+        .map(|w| {
+            w.split_once(sep)
+                .filter(|(k, _)| !k.trim().is_empty())
+                .map(|(k, v)| (k.trim().to_owned(), v.trim_start().to_owned()))
+                .ok_or_else(|| usage(format!("{what} expects NAME{sep}VALUE, found {w:?}")))
+        })
+        .collect()
+}
+
+/// The config file's servers: `--config FILE`, else the default file.
+pub(crate) fn config_servers(
+    path: Option<&Path>,
+) -> Result<(PathBuf, indexmap::IndexMap<String, config::Entry>), Failure> {
+    let path = match path {
+        Some(p) => p.to_owned(),
+        None => config::default_path().ok_or_else(|| {
+            usage("no config folder is known (set HOME or TERN_CONFIG, or give --config FILE)")
+        })?,
+    };
+    if !path.exists() {
+        return Err(usage(format!(
+            "no config file at {}: write one ({{\"mcpServers\": {{\"NAME\": {{\"command\": \"...\", \"args\": [...]}}}}}}) or give --config FILE",
+            path.display()
+        )));
+    }
+    let servers = config::load(&path).map_err(usage)?;
+    Ok((path, servers))
 }
 
 fn target(server: &ServerArgs) -> Result<Target, Failure> {
     let named = usize::from(server.url.is_some())
         + usize::from(server.demo)
+        + usize::from(server.server.is_some())
         + usize::from(!server.command.is_empty());
     if named != 1 {
         return Err(usage(
-            "name the server once: --url URL, --demo, or -- COMMAND ARGS... (last on the line)",
+            "name the server once: --url URL, --demo, --server NAME, or -- COMMAND ARGS... (last on the line)",
         ));
     }
+    let mut env = pairs_of(&server.env, '=', "-e")?;
+    let mut headers = pairs_of(&server.header, ':', "--header")?;
+    if let Some(name) = &server.server {
+        let (path, servers) = config_servers(server.config.as_deref())?;
+        let Some(entry) = servers.get(name) else {
+            let hint = crate::suggest::did_you_mean(name, servers.keys().map(String::as_str));
+            return Err(usage(format!(
+                "{} names no server `{name}`{hint}; it has: {}",
+                path.display(),
+                servers.keys().cloned().collect::<Vec<_>>().join(", ")
+            )));
+        };
+        // The command line's -e and --header come after the file's.
+        let mut file_env: Vec<(String, String)> = entry.env.clone().into_iter().collect();
+        file_env.append(&mut env);
+        let mut file_headers: Vec<(String, String)> = entry.headers.clone().into_iter().collect();
+        file_headers.append(&mut headers);
+        if let Some(url) = &entry.url {
+            check_url(url)?;
+            return Ok(Target::Url {
+                url: url.clone(),
+                headers: file_headers,
+            });
+        }
+        let mut words = vec![entry.command.clone().unwrap_or_default()];
+        words.extend(entry.args.iter().cloned());
+        return Ok(Target::Command {
+            words,
+            env: file_env,
+        });
+    }
+    if !headers.is_empty() && server.url.is_none() {
+        return Err(usage("--header is for HTTP servers (--url)"));
+    }
+    if !env.is_empty() && server.url.is_some() {
+        return Err(usage("-e is for stdio servers (--demo or -- COMMAND)"));
+    }
     Ok(if let Some(url) = &server.url {
-        Target::Url(url.clone())
+        check_url(url)?;
+        Target::Url {
+            url: url.clone(),
+            headers,
+        }
     } else if server.demo {
-        Target::Demo
+        Target::Demo { env }
     } else {
-        Target::Command(server.command.clone())
+        Target::Command {
+            words: server.command.clone(),
+            env,
+        }
     })
 }
 
 /// Finishes a client builder over the transport `connect` made.
 type Build = Box<dyn FnOnce(tern_client::ClientBuilder) -> Client>;
 
-/// Starts or reaches the server; returns how to build the client over it and
-/// how to name the server when it does not name itself.
-fn connect(target: &Target) -> Result<(Build, String), Failure> {
+/// A started or reached server: how to build the client over it, and
+/// (stdio) its death watch.
+struct Started {
+    build: Build,
+    watch: Option<ChildWatch>,
+}
+
+/// How to name the server when it does not name itself, and its URL.
+fn label_of(target: &Target) -> (String, Option<String>) {
+    match target {
+        Target::Url { url, .. } => (url.clone(), Some(url.clone())),
+        Target::Demo { .. } => ("the demo server".into(), None),
+        Target::Command { words, .. } => (format!("`{}`", words.join(" ")), None),
+    }
+}
+
+/// Starts or reaches the server.
+fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Started, Failure> {
     let transport_failure = |e: ClientError| Failure {
         code: EXIT_TRANSPORT,
         message: format!("{e:#}"),
     };
-    match target {
-        Target::Url(url) => {
-            let t = HttpTransport::new(url).map_err(transport_failure)?;
-            Ok((Box::new(move |b| b.build(t)), url.clone()))
+    let spawn = |program: &str, args: &[String], env: &[(String, String)]| {
+        // Ctrl-C is tern's to handle: it cancels what is in flight.
+        let mut options = SpawnOptions::default().own_process_group();
+        for (k, v) in env {
+            options = options.env(k, v);
         }
-        Target::Demo => {
+        if verbose {
+            let s = Arc::clone(session);
+            options = options.on_stderr(Arc::new(move |line: &str| {
+                s.progress.interrupt();
+                eprintln!("server: {line}");
+            }));
+        }
+        let t = ChildProcess::spawn_with_options(program, args, options).map_err(|e| Failure {
+            code: EXIT_TRANSPORT,
+            message: format!("{e:#}{}", spawn_hint(program)),
+        })?;
+        let watch = t.watch();
+        Ok::<_, Failure>(Started {
+            build: Box::new(move |b| b.build(t)),
+            watch: Some(watch),
+        })
+    };
+    match target {
+        Target::Url { url, headers } => {
+            let mut t = HttpTransport::new(url).map_err(transport_failure)?;
+            for (k, v) in headers {
+                t = t.with_header(k, v);
+            }
+            Ok(Started {
+                build: Box::new(move |b| b.build(t)),
+                watch: None,
+            })
+        }
+        Target::Demo { env } => {
             let exe = std::env::current_exe().map_err(|e| Failure {
                 code: EXIT_TRANSPORT,
                 message: format!("cannot find the tern executable to run the demo: {e}"),
@@ -299,21 +493,79 @@ fn connect(target: &Target) -> Result<(Build, String), Failure> {
                 message: format!("the tern executable's path is not UTF-8: {}", exe.display()),
             })?;
             let args = ["serve", "demo", "--stdio"].map(String::from);
-            let t = ChildProcess::spawn(exe, &args).map_err(transport_failure)?;
-            Ok((Box::new(move |b| b.build(t)), "the demo server".into()))
+            spawn(exe, &args, env)
         }
-        Target::Command(words) => {
-            let t = ChildProcess::spawn(&words[0], &words[1..]).map_err(transport_failure)?;
-            Ok((
-                Box::new(move |b| b.build(t)),
-                format!("`{}`", words.join(" ")),
-            ))
-        }
+        Target::Command { words, env } => spawn(&words[0], &words[1..], env),
     }
 }
 
+/// Advice when a program cannot be started.
+fn spawn_hint(program: &str) -> String {
+    if program.contains('/') {
+        String::new()
+    } else {
+        format!(" (is `{program}` installed and on PATH?)")
+    }
+}
+
+/// The first `std::io::Error` in `e`'s causes.
+fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        cause = c.source();
+    }
+    None
+}
+
+/// `HOST:PORT` of an `http(s)://` URL.
+fn authority(url: &str) -> &str {
+    url.split_once("://").map_or(url, |(_, rest)| {
+        rest.split(['/', '?', '#']).next().unwrap_or(rest)
+    })
+}
+
+/// Advice for an HTTP failure: what the person can do.
+fn http_advice(e: &ClientError, url: &str) -> Option<String> {
+    let text = format!("{e:#}");
+    if let Some(io) = io_cause(e) {
+        let addr = authority(url);
+        return Some(match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => format!(
+                "nothing is listening at {addr} (connection refused): is the server running? (e.g. tern serve demo --http {addr})"
+            ),
+            std::io::ErrorKind::TimedOut => format!("{addr} did not accept the connection in time"),
+            _ => format!("cannot reach {addr}: {io}"),
+        });
+    }
+    if text.contains("dns error") || text.contains("failed to lookup") {
+        return Some(format!(
+            "the host of {url} is not known (check its spelling)"
+        ));
+    }
+    if text.contains("404") {
+        let path = url
+            .split_once("://")
+            .and_then(|(_, r)| r.find('/').map(|i| &r[i..]))
+            .unwrap_or("");
+        return Some(if path.is_empty() || path == "/" {
+            format!(
+                "{url} answered 404 Not Found: MCP servers usually serve at a path; try {}/mcp",
+                url.trim_end_matches('/')
+            )
+        } else {
+            format!(
+                "{url} answered 404 Not Found: is {path} the server's MCP endpoint? (tern serve demo serves /mcp)"
+            )
+        });
+    }
+    None
+}
+
 /// What a client error means for the exit code, with advice.
-fn failure(e: &ClientError, session: &Session) -> Failure {
+pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     if let Some(rpc) = e.rpc_error() {
         if rpc.code == code::MISSING_REQUIRED_CLIENT_CAPABILITY {
             let needs = rpc
@@ -322,7 +574,7 @@ fn failure(e: &ClientError, session: &Session) -> Failure {
                 .unwrap_or_default();
             let mut advice = Vec::new();
             if needs.get("elicitation").is_some() {
-                advice.push("answer its questions in a terminal (without --no-input), or preset them with --answer KEY=JSON / --answers FILE");
+                advice.push("answer its questions in a terminal (without --no-input), or preset them with --answer KEY=VALUE / --answers FILE (tern questions shows them)");
             }
             if needs.get("sampling").is_some() {
                 advice.push("give a --sampler COMMAND, or type the reply in a terminal (without --no-input)");
@@ -351,9 +603,13 @@ fn failure(e: &ClientError, session: &Session) -> Failure {
         };
     }
     if e.is_transport() {
+        let advice = session.url.as_deref().and_then(|url| http_advice(e, url));
         return Failure {
             code: EXIT_TRANSPORT,
-            message: format!("{}: {e:#}", session.fallback_name),
+            message: match advice {
+                Some(a) => a,
+                None => format!("{}: {e:#}", session.fallback_name),
+            },
         };
     }
     let code = if e.is_handler() && session.refused() {
@@ -385,32 +641,12 @@ fn emit_json(value: &impl Serialize) {
     emit(&format!("{text}\n"));
 }
 
-/// The progress and round callbacks: the progress line, and on a terminal a
-/// line per MRTR round naming who asks what.
-fn watchers(client: &Client, session: &Arc<Session>) -> CallOptions {
-    let progress_session = Arc::clone(session);
-    let round_client = client.clone();
-    let round_session = Arc::clone(session);
-    CallOptions::default()
-        .with_progress(Arc::new(move |p| progress_session.progress.show(p)))
-        .with_rounds(Arc::new(move |round, keys: &[String]| {
-            round_session.asked(keys);
-            if std::io::stderr().is_terminal() {
-                let who = round_client.server_info().map_or_else(
-                    || round_session.fallback_name.clone(),
-                    |i| i.title.unwrap_or(i.name),
-                );
-                round_session.progress.interrupt();
-                if keys.is_empty() {
-                    eprintln!("tern: round {round}: {who} asks to retry (it is busy)");
-                } else {
-                    eprintln!(
-                        "tern: round {round}: {who} asks before it can finish: {}",
-                        keys.join(", ")
-                    );
-                }
-            }
-        }))
+/// A connected client and what the run knows around it.
+pub(crate) struct Connected {
+    /// The loop of rounds (and the client in it).
+    pub(crate) driver: Driver,
+    /// `--json`.
+    pub(crate) json: bool,
 }
 
 /// Runs one client subcommand; `Ok` carries the exit code of a completed
@@ -422,72 +658,99 @@ pub(crate) async fn run(
 ) -> Result<u8, Failure> {
     // Usage first: nothing starts when the line is wrong.
     let target = target(server)?;
-    let call_args = match &op {
-        Op::Call { pairs, args, .. } => Some(tool_arguments(pairs, args.as_deref())?),
-        _ => None,
-    };
-    let prompt_args = match &op {
-        Op::Prompt { pairs, .. } => Some(prompt_arguments(pairs)?),
-        _ => None,
-    };
-    let answers = match input {
-        Some(i) => preset_answers(i)?,
-        None => InputResponses::new(),
-    };
-    let no_input = input.is_some_and(|i| i.no_input);
-    let sampler = input.and_then(|i| i.sampler.clone());
-    let roots = crate::terminal::roots(input.map(|i| i.root.as_slice()).unwrap_or_default())
-        .map_err(usage)?;
+    if !(server.timeout.is_finite() && server.timeout > 0.0) {
+        return Err(usage("--timeout takes a number of seconds above 0"));
+    }
+    let timeout = Duration::from_secs_f64(server.timeout.min(86_400.0));
+    let default_input = InputArgs::default();
+    let input_given = input.is_some();
+    let input = input.unwrap_or(&default_input);
+    let presets = preset_answers(input)?;
+    let no_input = input.no_input || matches!(op, Op::Questions { .. });
+    let sampler = input.sampler.clone();
+    let roots = crate::terminal::roots(&input.root).map_err(usage)?;
     let interactive = std::io::stdin().is_terminal() && !no_input;
 
-    let (build, label) = connect(&target)?;
-    let session = Session::new(label);
-    let mut info = Implementation::new("tern", env!("CARGO_PKG_VERSION"));
-    info.title = Some("tern command".into());
-    let builder = Client::builder()
-        .info(info)
-        .elicitation(TerminalElicitation {
-            session: Arc::clone(&session),
-            interactive,
-        })
-        .sampling(TerminalSampling {
-            session: Arc::clone(&session),
-            interactive,
-            sampler: sampler.clone().map_or(Sampler::Human, Sampler::Command),
-        })
-        .roots(StaticRoots(roots));
-    let client = build(builder);
+    let (label, url) = label_of(&target);
+    let session = Session::new(label, url);
+    let started = connect(&target, server.verbose, &session)?;
+    let client = build_client(started.build, &session, interactive, sampler.clone(), roots);
 
-    // Honest capabilities: nothing is declared that this run cannot answer.
-    let mut options = watchers(&client, &session);
-    options.drop_elicitation = !interactive && answers.is_empty();
-    options.drop_sampling = !interactive && sampler.is_none() && answers.is_empty();
-    let preset_refusals: Vec<String> = answers
+    // Honest capabilities: nothing is declared that this run cannot answer
+    // (`tern questions` declares what a terminal would, to see the
+    // questions a person would be asked).
+    let activity = Arc::new(Activity::default());
+    let progress_session = Arc::clone(&session);
+    let progress_activity = Arc::clone(&activity);
+    let mut options = CallOptions::default().with_progress(Arc::new(move |p| {
+        progress_activity.touch();
+        progress_session.progress.show(p);
+    }));
+    if !matches!(op, Op::Questions { .. }) {
+        options.drop_elicitation = !interactive && presets.is_empty();
+        options.drop_sampling = !interactive && sampler.is_none() && presets.is_empty();
+    }
+    let preset_refusals: Vec<String> = presets
         .keys()
-        .filter(|k| {
-            answers
-                .raw(k)
-                .and_then(|a| a.get("action"))
-                .and_then(Value::as_str)
-                .is_some_and(|a| a == "decline" || a == "cancel")
-        })
-        .map(str::to_owned)
+        .into_iter()
+        .filter(|k| presets.refuses(k))
         .collect();
-    options.answers = answers.into();
+    let connected = Connected {
+        driver: Driver {
+            client: client.clone(),
+            session: Arc::clone(&session),
+            presets,
+            interactive,
+            timeout,
+            options,
+            activity,
+            watch: started.watch.clone(),
+            used: std::sync::Mutex::default(),
+        },
+        json: server.json,
+    };
 
-    let outcome = execute(
-        &client,
-        op,
-        call_args,
-        prompt_args,
-        &options,
-        server.json,
-        &session,
-    )
-    .await;
+    let work = execute(&connected, op);
+    let outcome = tokio::select! {
+        r = work => Some(r),
+        () = interrupt() => None,
+    };
     session.progress.interrupt();
+    let Some(outcome) = outcome else {
+        // The request future is dropped: over stdio its exchange sent
+        // notifications/cancelled, over HTTP its stream is closed.
+        crate::terminal::restore();
+        let message = interrupted_message(&session);
+        client.close().await;
+        return Err(Failure {
+            code: EXIT_INTERRUPTED,
+            message,
+        });
+    };
+    if input_given {
+        connected.driver.warn_unused();
+    }
     client.close().await;
-    let code = outcome.map_err(|e| failure(&e, &session))?;
+    let code = match outcome {
+        Ok(code) => code,
+        Err(mut f) => {
+            // The server's last words, unless already said (or shown live).
+            if !server.verbose
+                && f.code == EXIT_SERVER
+                && let Some(watch) = &started.watch
+            {
+                let tail = watch.stderr_tail();
+                if !tail.is_empty() {
+                    f.message
+                        .push_str("\nthe server's last lines of standard error:");
+                    for line in tail {
+                        let _ = write!(f.message, "\n  | {line}");
+                    }
+                }
+            }
+            return Err(f);
+        }
+    };
     // A preset decline or cancel counts like one typed, once it was asked.
     if session.was_asked(&preset_refusals) {
         session.refuse();
@@ -501,26 +764,117 @@ pub(crate) async fn run(
     Ok(code)
 }
 
-async fn execute(
-    client: &Client,
-    op: Op,
-    call_args: Option<JsonObject>,
-    prompt_args: Option<JsonObject>,
-    options: &CallOptions,
-    json: bool,
-    session: &Session,
-) -> Result<u8, ClientError> {
+/// What Ctrl-C cancelled.
+fn interrupted_message(session: &Session) -> String {
+    match session.phase() {
+        Phase::InFlight(what) => {
+            let how = if session.url.is_some() {
+                "closed its HTTP stream"
+            } else {
+                "told the server with notifications/cancelled"
+            };
+            format!("interrupted: cancelled {what} in flight ({how})")
+        }
+        Phase::Question(keys) => {
+            format!("interrupted at the question {keys}: abandoned the call, nothing was sent")
+        }
+        Phase::Idle => "interrupted".to_owned(),
+    }
+}
+
+/// The client, with the terminal as its handlers.
+fn build_client(
+    build: Build,
+    session: &Arc<Session>,
+    interactive: bool,
+    sampler: Option<String>,
+    roots: Vec<tern_protocol::roots::Root>,
+) -> Client {
+    let mut info = Implementation::new("tern", env!("CARGO_PKG_VERSION"));
+    info.title = Some("tern command".into());
+    let builder = Client::builder()
+        .info(info)
+        .elicitation(TerminalElicitation {
+            session: Arc::clone(session),
+            interactive,
+        })
+        .sampling(TerminalSampling {
+            session: Arc::clone(session),
+            interactive,
+            sampler: sampler.map_or(Sampler::Human, Sampler::Command),
+        })
+        .roots(StaticRoots(roots))
+        // tern's own loop bounds each leg (--timeout); the library's
+        // whole-call deadline would count the time a person answers.
+        .limits(Limits::default());
+    build(builder)
+}
+
+/// Ctrl-C: the signal (line prompts, waiting) or the key inside a widget.
+async fn interrupt() {
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => {
+            if r.is_err() {
+                // No signal handling here: only the widget's key.
+                std::future::pending::<()>().await;
+            }
+        }
+        () = crate::prompt::interrupted() => {}
+    }
+}
+
+/// The tool named `name`, with "did you mean" when it does not exist;
+/// `None` when the server cannot list its tools.
+async fn find_tool(c: &Connected, name: &str) -> Result<Option<Tool>, Failure> {
+    let d = &c.driver;
+    let tools = match d.wait_raw("tools/list", d.client.list_tools()).await? {
+        Ok(t) => t,
+        // A server that cannot list its tools: the call says the rest.
+        Err(e) if e.rpc_error().is_some() => return Ok(None),
+        Err(e) => return Err(failure(&e, &d.session)),
+    };
+    if let Some(t) = tools.iter().find(|t| t.name == name) {
+        return Ok(Some(t.clone()));
+    }
+    let hint = crate::suggest::did_you_mean(name, tools.iter().map(|t| t.name.as_str()));
+    Err(usage(format!(
+        "{} has no tool `{name}`{hint}; `tern tools` lists its {} tools",
+        d.who(),
+        tools.len()
+    )))
+}
+
+/// The arguments checked against the tool's schema (and typed by it).
+async fn checked_arguments(
+    c: &Connected,
+    tool: &str,
+    mut args: JsonObject,
+) -> Result<JsonObject, Failure> {
+    if let Some(t) = find_tool(c, tool).await? {
+        crate::schema::check(&mut args, &t.input_schema).map_err(|problems| {
+            usage(format!(
+                "the arguments do not fit {tool}'s input schema:\n  {}\n(`tern tools` shows its arguments)",
+                problems.join("\n  ")
+            ))
+        })?;
+    }
+    Ok(args)
+}
+
+async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
+    let d = &c.driver;
+    let json = c.json;
     match op {
         Op::Discover => {
-            let d = client.discover().await?;
+            let r = d.wait("server/discover", d.client.discover()).await?;
             if json {
-                emit_json(&d);
+                emit_json(&r);
             } else {
-                emit(&output::discover(&d));
+                emit(&output::discover(&r));
             }
         }
         Op::Tools => {
-            let tools = client.list_tools().await?;
+            let tools = d.wait("tools/list", d.client.list_tools()).await?;
             if json {
                 emit_json(&json!({ "tools": tools }));
             } else {
@@ -528,7 +882,7 @@ async fn execute(
             }
         }
         Op::Prompts => {
-            let prompts = client.list_prompts().await?;
+            let prompts = d.wait("prompts/list", d.client.list_prompts()).await?;
             if json {
                 emit_json(&json!({ "prompts": prompts }));
             } else {
@@ -536,14 +890,15 @@ async fn execute(
             }
         }
         Op::Resources => {
-            let resources = client.list_resources().await?;
-            let templates = match client.list_resource_templates().await {
-                Err(e)
-                    if e.rpc_error()
-                        .is_some_and(|r| r.code == code::METHOD_NOT_FOUND) =>
-                {
-                    Vec::new()
-                }
+            let resources = d.wait("resources/list", d.client.list_resources()).await?;
+            let templates = match d
+                .wait(
+                    "resources/templates/list",
+                    d.client.list_resource_templates(),
+                )
+                .await
+            {
+                Err(f) if f.code == EXIT_SERVER => Vec::new(),
                 other => other?,
             };
             if json {
@@ -552,44 +907,149 @@ async fn execute(
                 emit(&output::resources(&resources, &templates));
             }
         }
-        Op::Call { tool, .. } => {
-            let args = Value::Object(call_args.unwrap_or_default());
-            let r = client.call_tool_with(&tool, Some(args), options).await?;
-            // A bar the server never finished ends before the result.
-            session.progress.interrupt();
-            if json {
-                emit_json(&r);
-            } else if r.is_error() {
-                eprint!("{}", output::call(&r));
-            } else {
-                emit(&output::call(&r));
-            }
-            if r.is_error() {
-                eprintln!("tern: {tool} reported an error");
-                return Ok(EXIT_REFUSED);
-            }
+        Op::Call { tool, pairs, args } => {
+            let args = tool_arguments(&pairs, args.as_deref())?;
+            let args = checked_arguments(c, &tool, args).await?;
+            let done = d.run(&First::Tool(tool.clone(), args)).await?;
+            return Ok(print_completed(&done, json, Some(&tool)));
         }
-        Op::Prompt { name, .. } => {
-            let args = prompt_args.filter(|a| !a.is_empty());
-            let r = client.get_prompt(&name, args, options).await?;
-            session.progress.interrupt();
-            if json {
-                emit_json(&r);
-            } else {
-                emit(&output::prompt(&r));
-            }
+        Op::Prompt { name, pairs } => {
+            let args = prompt_arguments(&pairs)?;
+            check_prompt(c, &name, &args).await?;
+            let done = d
+                .run(&First::Prompt(name, Some(args).filter(|a| !a.is_empty())))
+                .await?;
+            return Ok(print_completed(&done, json, None));
         }
-        Op::Read { uri } => {
-            let r = client.read_resource(&uri, options).await?;
-            session.progress.interrupt();
-            if json {
-                emit_json(&r);
-            } else {
-                emit(&output::read(&r));
+        Op::Read { uri } => match d.run(&First::Read(uri.clone())).await {
+            Ok(done) => return Ok(print_completed(&done, json, None)),
+            Err(mut f) => {
+                if f.code == EXIT_SERVER
+                    && let Ok(list) = d.wait("resources/list", d.client.list_resources()).await
+                    && !list.iter().any(|r| r.uri == uri)
+                {
+                    let hint =
+                        crate::suggest::did_you_mean(&uri, list.iter().map(|r| r.uri.as_str()));
+                    let _ = write!(f.message, "\n(`{uri}` is not among its resources{hint})");
+                }
+                return Err(f);
             }
+        },
+        Op::Questions { tool, pairs, args } => {
+            let args = tool_arguments(&pairs, args.as_deref())?;
+            let args = checked_arguments(c, &tool, args).await?;
+            return questions(c, &tool, args).await;
         }
     }
     Ok(EXIT_OK)
+}
+
+/// A prompt that exists, with its required arguments.
+async fn check_prompt(c: &Connected, name: &str, args: &JsonObject) -> Result<(), Failure> {
+    let d = &c.driver;
+    let prompts = match d.wait_raw("prompts/list", d.client.list_prompts()).await? {
+        Ok(p) => p,
+        Err(e) if e.rpc_error().is_some() => return Ok(()),
+        Err(e) => return Err(failure(&e, &d.session)),
+    };
+    let Some(p) = prompts.iter().find(|p| p.name == name) else {
+        let hint = crate::suggest::did_you_mean(name, prompts.iter().map(|p| p.name.as_str()));
+        return Err(usage(format!(
+            "{} has no prompt `{name}`{hint}; `tern prompts` lists its {} prompts",
+            d.who(),
+            prompts.len()
+        )));
+    };
+    let missing: Vec<&str> = p
+        .arguments
+        .iter()
+        .flatten()
+        .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(usage(format!(
+            "the prompt {name} needs {}: add {}",
+            missing.join(", "),
+            missing
+                .iter()
+                .map(|m| format!("{m}=VALUE"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )))
+    }
+}
+
+/// Prints a result; its exit code.
+fn print_completed(done: &Completed, json: bool, tool: Option<&str>) -> u8 {
+    match done {
+        Completed::Tool(r) => {
+            if json {
+                emit_json(r);
+            } else if r.is_error() {
+                eprint!("{}", output::call(r));
+            } else {
+                emit(&output::call(r));
+            }
+            if r.is_error() {
+                eprintln!("tern: {} reported an error", tool.unwrap_or("the tool"));
+                return EXIT_REFUSED;
+            }
+        }
+        Completed::Prompt(r) => {
+            if json {
+                emit_json(r);
+            } else {
+                emit(&output::prompt(r));
+            }
+        }
+        Completed::Resource(r) => {
+            if json {
+                emit_json(r);
+            } else {
+                emit(&output::read(r));
+            }
+        }
+        #[allow(unreachable_patterns, reason = "Completed may grow variants")]
+        _ => {
+            eprintln!("tern: the server's result is of a kind this tern does not know");
+            return EXIT_SERVER;
+        }
+    }
+    EXIT_OK
+}
+
+/// `tern questions`: the first round's questions (to standard error, for
+/// people) and an answers file for them (to standard output, for
+/// `--answers FILE`); `--json` prints the questions themselves.
+async fn questions(c: &Connected, tool: &str, args: JsonObject) -> Result<u8, Failure> {
+    let d = &c.driver;
+    match d.first(&First::Tool(tool.to_owned(), args)).await? {
+        Round::Complete(done) => {
+            eprintln!(
+                "tern: {tool} asked no questions: its first round completed the call (it ran):"
+            );
+            Ok(print_completed(&done, c.json, Some(tool)))
+        }
+        Round::InputRequired(pending) => {
+            if c.json {
+                emit_json(&pending.input_requests);
+            } else {
+                eprint!(
+                    "{}",
+                    crate::questions::describe(tool, &pending.input_requests)
+                );
+                emit_json(&crate::questions::template(&pending.input_requests));
+            }
+            Ok(EXIT_OK)
+        }
+        _ => Err(Failure {
+            code: EXIT_SERVER,
+            message: "the server's reply is an outcome this tern does not know".into(),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -631,29 +1091,37 @@ mod tests {
     }
 
     #[test]
-    fn preset_answers_are_checked() {
-        let input = |answer: &[&str]| InputArgs {
-            answer: answer.iter().map(|a| (*a).to_owned()).collect(),
-            answers: None,
-            no_input: false,
-            sampler: None,
-            root: Vec::new(),
-        };
-        let ok = preset_answers(&input(&[
-            r#"region={"action":"accept","content":{"region":"eu-west-1"}}"#,
-        ]))
-        .unwrap();
-        assert_eq!(ok.raw("region").unwrap()["action"], "accept");
+    fn a_url_needs_a_scheme_and_a_host() {
+        let e = check_url("localhost:8080").unwrap_err();
+        assert_eq!(e.code, EXIT_USAGE);
+        assert!(
+            e.message.contains("http://localhost:8080/mcp"),
+            "{}",
+            e.message
+        );
+        assert!(check_url("ftp://x/mcp").is_err());
+        assert!(check_url("http:///mcp").is_err());
+        assert!(check_url("https://example.com/mcp").is_ok());
+    }
+
+    #[test]
+    fn the_authority_of_a_url() {
+        assert_eq!(authority("http://127.0.0.1:9/mcp"), "127.0.0.1:9");
+        assert_eq!(authority("http://h:1"), "h:1");
+    }
+
+    #[test]
+    fn env_and_header_words_split_once() {
         assert_eq!(
-            preset_answers(&input(&["region=eu-west-1"]))
-                .unwrap_err()
-                .code,
-            EXIT_USAGE
+            pairs_of(&["A=b=c".into()], '=', "-e").unwrap(),
+            [("A".to_owned(), "b=c".to_owned())]
         );
         assert_eq!(
-            preset_answers(&input(&[r#"region={"what":1}"#]))
-                .unwrap_err()
-                .code,
+            pairs_of(&["Authorization: Bearer x".into()], ':', "--header").unwrap(),
+            [("Authorization".to_owned(), "Bearer x".to_owned())]
+        );
+        assert_eq!(
+            pairs_of(&["nope".into()], '=', "-e").unwrap_err().code,
             EXIT_USAGE
         );
     }

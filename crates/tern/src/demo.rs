@@ -94,7 +94,7 @@ struct Party {
 
 #[derive(Deserialize, JsonSchema)]
 struct Time {
-    /// When (RFC 3339, e.g. 2026-12-24T19:30:00Z)
+    /// When
     #[schemars(extend("format" = "date-time"))]
     at: String,
 }
@@ -364,12 +364,12 @@ async fn greeting(ctx: Ctx, Uri(uri): Uri) -> Result<String, ToolError> {
 pub fn builder() -> ServerBuilder {
     let info = Implementation {
         title: Some("tern demo".into()),
-        description: Some("The MRTR scenarios of tern's README".into()),
+        description: Some("Every kind of question a 2026-07-28 server can ask: forms (one or two per round, dependent rounds), a sign-in page, a completion and the roots, with progress".into()),
         ..Implementation::new("tern-demo", env!("CARGO_PKG_VERSION"))
     };
     Server::builder("tern-demo", env!("CARGO_PKG_VERSION"))
         .info(info)
-        .instructions("A demo of MCP 2026-07-28 multi round-trip requests: each tool asks the user something before it acts.")
+        .instructions("A demo of MCP 2026-07-28 multi round-trip requests: each tool, the prompt and the resource asks the client something (a form, a sign-in page, a completion or the roots) before it answers.")
         .tool(ToolDef::new("provision_database", "Creates a database after asking which region it should live in", provision_database).elicits::<Region>())
         .tool(ToolDef::new("book_table", "Books a restaurant table; asks party size and time in one round", book_table).elicits::<Party>().elicits::<Time>())
         .tool(

@@ -20,6 +20,109 @@ pub(crate) trait Console {
     /// Shows `prompt` and reads one line, without its line ending; `None` at
     /// the end of input.
     fn ask(&mut self, prompt: &str) -> Option<String>;
+    /// Widgets (arrow-key selection, line editing), when this console has
+    /// them; the line-based questions otherwise.
+    fn widgets(&mut self) -> Option<&mut dyn Widgets> {
+        None
+    }
+}
+
+/// A check of a typed answer: `Err` says why it is refused.
+pub(crate) type Check = std::sync::Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+/// What a widget returns.
+pub(crate) enum Reply<T> {
+    /// The answer.
+    Value(T),
+    /// Esc, or the end of input: dismiss the form.
+    Cancel,
+}
+
+/// Rich questions (`inquire` on a terminal, [`crate::prompt`]).
+pub(crate) trait Widgets {
+    /// One of `options`; `default` is where the cursor starts.
+    fn select(
+        &mut self,
+        label: &str,
+        help: Option<&str>,
+        options: &[String],
+        default: Option<usize>,
+    ) -> Reply<usize>;
+    /// Several of `options`, checked by `check` (their indices).
+    fn multi(
+        &mut self,
+        label: &str,
+        help: Option<&str>,
+        options: &[String],
+        defaults: &[usize],
+        bounds: (Option<u64>, Option<u64>),
+    ) -> Reply<Vec<usize>>;
+    /// Yes or no.
+    fn confirm(&mut self, label: &str, help: Option<&str>, default: Option<bool>) -> Reply<bool>;
+    /// A line, edited in place, accepted once `check` passes.
+    fn text(
+        &mut self,
+        label: &str,
+        help: Option<&str>,
+        default: Option<&str>,
+        check: Check,
+    ) -> Reply<String>;
+}
+
+/// What the person chose at a round's summary.
+#[derive(Debug)]
+pub(crate) enum Summary {
+    /// Send the answers.
+    Send,
+    /// Change answer `n` (from 0).
+    Change(usize),
+    /// Refuse the questions (decline or cancel), with this result.
+    Refuse(ElicitResult),
+}
+
+/// The summary of a round's answers: Enter (or "Send") sends, a number
+/// changes that answer, `:decline` / `:cancel` refuse.
+pub(crate) fn review(console: &mut dyn Console, lines: &[String]) -> Summary {
+    if let Some(w) = console.widgets() {
+        let mut options = vec!["Send these answers".to_owned()];
+        for l in lines {
+            options.push(format!("Change {l}"));
+        }
+        options.push("Decline (refuse the questions)".to_owned());
+        let label = format!("Your answers: {}", lines.join("; "));
+        return match w.select(&label, None, &options, Some(0)) {
+            Reply::Value(0) => Summary::Send,
+            Reply::Value(i) if i <= lines.len() => Summary::Change(i - 1),
+            Reply::Value(_) => Summary::Refuse(ElicitResult::decline()),
+            Reply::Cancel => Summary::Refuse(ElicitResult::cancel()),
+        };
+    }
+    let mut text = String::from("Your answers:\n");
+    for (i, l) in lines.iter().enumerate() {
+        let _ = writeln!(text, "  {}) {l}", i + 1);
+    }
+    console.say(&text);
+    loop {
+        let prompt = if lines.len() == 1 {
+            "Send? [Enter sends, 1 changes it]: ".to_owned()
+        } else {
+            format!("Send? [Enter sends, 1-{} changes one]: ", lines.len())
+        };
+        match read(console, &prompt) {
+            Input::Decline => return Summary::Refuse(ElicitResult::decline()),
+            Input::Cancel => return Summary::Refuse(ElicitResult::cancel()),
+            Input::Line(l) if l.is_empty() || l.eq_ignore_ascii_case("y") => {
+                return Summary::Send;
+            }
+            Input::Line(l) => match l.parse::<usize>() {
+                Ok(n) if (1..=lines.len()).contains(&n) => return Summary::Change(n - 1),
+                _ => console.say(&format!(
+                    "  ! press Enter to send, or type a number from 1 to {}\n",
+                    lines.len()
+                )),
+            },
+        }
+    }
 }
 
 /// The typed words that answer the whole form instead of a field.
@@ -57,14 +160,27 @@ enum Field {
     Cancel,
 }
 
-/// Asks the whole form; `asker` names the server asking (and what for).
+/// Asks the whole form; `asker` names the server asking (and what for);
+/// `hint` shows how to answer (once per run).
 pub(crate) fn fill(
     console: &mut dyn Console,
     asker: &str,
     params: &ElicitRequestFormParams,
+    hint: bool,
 ) -> ElicitResult {
+    let rich = console.widgets().is_some();
+    let how = match (hint, rich) {
+        (false, _) => String::new(),
+        (true, false) => format!(
+            "(Enter keeps a [default]; type {DECLINE} to refuse or {CANCEL} to dismiss, at any prompt.)\n"
+        ),
+        (true, true) => {
+            "(Arrow keys choose, Enter answers, Esc dismisses the question, Ctrl-C stops tern.)\n"
+                .to_owned()
+        }
+    };
     console.say(&format!(
-        "\n-- {asker} --\n{}\n(Enter keeps a [default]; type {DECLINE} to refuse or {CANCEL} to dismiss, at any prompt.)\n",
+        "\n-- {asker} --\n{}\n{how}",
         params.message.trim_end()
     ));
     let schema = &params.requested_schema;
@@ -109,15 +225,39 @@ fn header(
         .unwrap_or(key)
         .trim_end_matches('.')
         .to_owned();
-    let mut text = format!("\n{label}{}\n", if must { " (required)" } else { "" });
+    // One header per field: its description, when it says more than the
+    // label; the label itself is the prompt, marked when required.
     if let Some(d) = description
         .map(str::trim)
         .filter(|d| !d.is_empty() && d.trim_end_matches('.') != label)
+        && console.widgets().is_none()
     {
-        let _ = writeln!(text, "  {}", d.trim());
+        console.say(&format!("  {d}\n"));
     }
-    console.say(&text);
-    label
+    if must {
+        format!("{label} (required)")
+    } else {
+        label
+    }
+}
+
+/// A field's description, shown as a widget's help line.
+fn help_of(field: &PrimitiveSchema) -> Option<String> {
+    use PrimitiveSchema as P;
+    let d = match field {
+        P::String(s) => &s.description,
+        P::Number(n) => &n.description,
+        P::Boolean(b) => &b.description,
+        P::UntitledSingleSelect(e) => &e.description,
+        P::TitledSingleSelect(e) => &e.description,
+        P::LegacyTitled(e) => &e.description,
+        P::UntitledMultiSelect(e) => &e.description,
+        P::TitledMultiSelect(e) => &e.description,
+    };
+    d.as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned)
 }
 
 fn ask_field(console: &mut dyn Console, key: &str, field: &PrimitiveSchema, must: bool) -> Field {
@@ -133,6 +273,9 @@ fn ask_field(console: &mut dyn Console, key: &str, field: &PrimitiveSchema, must
         P::TitledMultiSelect(e) => (&e.title, &e.description),
     };
     let label = header(console, key, title.as_deref(), description.as_deref(), must);
+    if let Some(w) = console.widgets() {
+        return rich_field(w, &label, field, must, title.as_deref());
+    }
     let untitled = |values: &[String]| -> Vec<TitledOption> {
         values
             .iter()
@@ -256,9 +399,209 @@ fn ask_text(console: &mut dyn Console, label: String, s: &StringSchema, must: bo
         let Some(value) = or_default(line, s.default.clone(), must)? else {
             return Ok(Field::Skip);
         };
+        let value = if s.format == Some(StringFormat::DateTime) {
+            date_time(&value)?
+        } else {
+            value
+        };
         check_text(&value, s)?;
         Ok(Field::Value(ElicitValue::String(value)))
     })
+}
+
+/// A forgiving date and time, always given back as RFC 3339: RFC 3339
+/// itself, or `YYYY-MM-DD HH:MM[:SS]` (a space or `T`, seconds optional),
+/// or a date alone (midnight); without an offset the time is UTC.
+pub(crate) fn date_time(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    if StringFormat::DateTime.accepts(t) {
+        return Ok(t.to_owned());
+    }
+    let refuse = || {
+        format!(
+            "{t:?} is not a date and time; e.g. 2026-12-24 19:30 (UTC), or 2026-12-24T19:30:00+01:00"
+        )
+    };
+    let t = t.strip_suffix(" UTC").unwrap_or(t);
+    let (date, time) = match t.split_once([' ', 'T', 't']) {
+        Some((d, rest)) => (d, rest.trim()),
+        None => (t, "00:00"),
+    };
+    if !StringFormat::Date.accepts(date) {
+        return Err(refuse());
+    }
+    let split = time.find(['Z', 'z', '+', '-']).unwrap_or(time.len());
+    let (clock, offset) = time.split_at(split);
+    let clock = match clock.matches(':').count() {
+        1 => format!("{clock}:00"),
+        2 => clock.to_owned(),
+        _ => return Err(refuse()),
+    };
+    let offset = if offset.is_empty() { "Z" } else { offset };
+    let full = format!("{date}T{clock}{offset}");
+    if StringFormat::DateTime.accepts(&full) {
+        Ok(full)
+    } else {
+        Err(refuse())
+    }
+}
+
+/// One field with widgets: arrow keys for choices, an edited line checked as
+/// it is typed for text and numbers.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one arm per field kind, as in ask_field"
+)]
+fn rich_field(
+    w: &mut dyn Widgets,
+    label: &str,
+    field: &PrimitiveSchema,
+    must: bool,
+    title: Option<&str>,
+) -> Field {
+    use PrimitiveSchema as P;
+    // The description, unless the label already is it.
+    let help = help_of(field).filter(|d| {
+        let d = d.trim_end_matches('.');
+        title.is_some_and(|t| t != d) && !label.starts_with(d)
+    });
+    let help = help.as_deref();
+    // Numbered, so a typed number (the filter) still picks an option.
+    let titled = |options: &[TitledOption]| -> Vec<String> {
+        options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                if o.title == o.value || o.title.contains(&o.value) {
+                    format!("{}) {}", i + 1, o.title)
+                } else {
+                    format!("{}) {} ({})", i + 1, o.title, o.value)
+                }
+            })
+            .collect()
+    };
+    let one = |w: &mut dyn Widgets, options: Vec<TitledOption>, default: Option<&str>| {
+        let mut shown = titled(&options);
+        let skip = !must && default.is_none();
+        if skip {
+            shown.push("(leave empty)".into());
+        }
+        let start = default.and_then(|d| options.iter().position(|o| o.value == d));
+        match w.select(label, help, &shown, start) {
+            Reply::Value(i) => options.get(i).map_or(Field::Skip, |o| {
+                Field::Value(ElicitValue::String(o.value.clone()))
+            }),
+            Reply::Cancel => Field::Cancel,
+        }
+    };
+    let many = |w: &mut dyn Widgets,
+                options: Vec<TitledOption>,
+                default: Option<&[String]>,
+                (min, max): (Option<u64>, Option<u64>)| {
+        let defaults: Vec<usize> = default
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|d| options.iter().position(|o| &o.value == d))
+            .collect();
+        let min = min.or(must.then_some(1));
+        match w.multi(label, help, &titled(&options), &defaults, (min, max)) {
+            Reply::Value(chosen) if chosen.is_empty() && !must && default.is_none() => Field::Skip,
+            Reply::Value(chosen) => Field::Value(ElicitValue::Strings(
+                chosen
+                    .into_iter()
+                    .filter_map(|i| options.get(i).map(|o| o.value.clone()))
+                    .collect(),
+            )),
+            Reply::Cancel => Field::Cancel,
+        }
+    };
+    let untitled = |values: &[String]| -> Vec<TitledOption> {
+        values
+            .iter()
+            .map(|o| TitledOption::new(o.clone(), o.clone()))
+            .collect()
+    };
+    match field {
+        P::String(s) => {
+            let schema = s.clone();
+            let check: Check = std::sync::Arc::new(move |v: &str| {
+                if v.is_empty() {
+                    return if must && schema.default.is_none() {
+                        Err("an answer is required".into())
+                    } else {
+                        Ok(())
+                    };
+                }
+                let v = if schema.format == Some(StringFormat::DateTime) {
+                    date_time(v)?
+                } else {
+                    v.to_owned()
+                };
+                check_text(&v, &schema)
+            });
+            let hint = s.format.map(format_hint);
+            let help = match (help, hint) {
+                (Some(h), Some(f)) => Some(format!("{h} ({f})")),
+                (h, f) => h.map(str::to_owned).or(f.map(str::to_owned)),
+            };
+            match w.text(label, help.as_deref(), s.default.as_deref(), check) {
+                Reply::Value(v) if v.is_empty() => Field::Skip,
+                Reply::Value(v) if s.format == Some(StringFormat::DateTime) => {
+                    date_time(&v).map_or(Field::Skip, |v| Field::Value(ElicitValue::String(v)))
+                }
+                Reply::Value(v) => Field::Value(ElicitValue::String(v)),
+                Reply::Cancel => Field::Cancel,
+            }
+        }
+        P::Number(n) => {
+            let schema = n.clone();
+            let check: Check = std::sync::Arc::new(move |v: &str| {
+                if v.is_empty() {
+                    return if must && schema.default.is_none() {
+                        Err("an answer is required".into())
+                    } else {
+                        Ok(())
+                    };
+                }
+                parse_number(v, &schema).map(|_| ())
+            });
+            let default = n.default.map(|d| d.to_string());
+            match w.text(label, help, default.as_deref(), check) {
+                Reply::Value(v) if v.is_empty() => Field::Skip,
+                Reply::Value(v) => parse_number(&v, n)
+                    .map_or(Field::Skip, |x| Field::Value(ElicitValue::Number(x))),
+                Reply::Cancel => Field::Cancel,
+            }
+        }
+        P::Boolean(b) => match w.confirm(label, help, b.default) {
+            Reply::Value(v) => Field::Value(ElicitValue::Bool(v)),
+            Reply::Cancel => Field::Cancel,
+        },
+        P::UntitledSingleSelect(e) => one(w, untitled(&e.options), e.default.as_deref()),
+        P::TitledSingleSelect(e) => one(w, e.one_of.clone(), e.default.as_deref()),
+        P::LegacyTitled(e) => {
+            let names = e.enum_names.clone().unwrap_or_default();
+            let options = e
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| TitledOption::new(o.clone(), names.get(i).unwrap_or(o).clone()))
+                .collect();
+            one(w, options, e.default.as_deref())
+        }
+        P::UntitledMultiSelect(e) => many(
+            w,
+            untitled(&e.items.options),
+            e.default.as_deref(),
+            (e.min_items, e.max_items),
+        ),
+        P::TitledMultiSelect(e) => many(
+            w,
+            e.items.any_of.clone(),
+            e.default.as_deref(),
+            (e.min_items, e.max_items),
+        ),
+    }
 }
 
 fn format_hint(f: StringFormat) -> &'static str {
@@ -266,7 +609,7 @@ fn format_hint(f: StringFormat) -> &'static str {
         StringFormat::Email => "e-mail address",
         StringFormat::Uri => "URI, e.g. https://example.com/",
         StringFormat::Date => "date, YYYY-MM-DD",
-        StringFormat::DateTime => "date and time, e.g. 2026-12-24T19:30:00Z",
+        StringFormat::DateTime => "date and time, e.g. 2026-12-24 19:30 (UTC) or RFC 3339",
     }
 }
 
@@ -383,8 +726,9 @@ fn ask_one(
     must: bool,
 ) -> Field {
     let default = default.filter(|d| options.iter().any(|o| o.value == *d));
+    console.say(&format!("{label}\n"));
     list_options(console, options, default.as_slice());
-    let mut prompt = format!("{label} [1-{}", options.len());
+    let mut prompt = format!("Choose [1-{}", options.len());
     if let Some(i) = default.and_then(|d| options.iter().position(|o| o.value == d)) {
         let _ = write!(prompt, ", default {}", i + 1);
     }
@@ -417,6 +761,7 @@ fn ask_many(
         .iter()
         .map(String::as_str)
         .collect();
+    console.say(&format!("{label}\n"));
     list_options(console, options, &defaults);
     let hint = format!("numbers from 1 to {}, separated by commas", options.len());
     let bounds = match (min, max) {
@@ -425,7 +770,7 @@ fn ask_many(
         (None, Some(b)) => format!("; at most {b}"),
         (None, None) => String::new(),
     };
-    let mut prompt = format!("{label} ({hint}{bounds})");
+    let mut prompt = format!("Choose ({hint}{bounds})");
     if !defaults.is_empty() {
         let numbers: Vec<String> = defaults
             .iter()
@@ -511,7 +856,7 @@ mod tests {
 
     fn run(schema: serde_json::Value, lines: &[&str]) -> (ElicitResult, String) {
         let mut s = Script::new(lines);
-        let r = fill(&mut s, "srv", &form(schema));
+        let r = fill(&mut s, "srv", &form(schema), true);
         (r, s.shown)
     }
 
@@ -527,7 +872,11 @@ mod tests {
         assert_eq!(r.content_object()["region"], "us-east-1");
         assert!(shown.contains("1) Ireland (eu-west-1)\n"), "{shown}");
         assert!(shown.contains("2) Virginia (us-east-1)\n"), "{shown}");
-        assert!(shown.contains("Region (required)"));
+        assert!(
+            shown.contains("Region (required)\n  1) Ireland (eu-west-1)\n"),
+            "{shown}"
+        );
+        assert!(shown.contains("Choose [1-2]: "), "{shown}");
         assert!(shown.contains(":decline") && shown.contains(":cancel"));
         assert!(shown.contains("choose one option"));
     }
@@ -603,7 +952,72 @@ mod tests {
             serde_json::Value::Object(r.content_object()),
             json!({"mail": "a@b.example", "at": "2026-12-24T19:30:00Z", "day": "2028-02-29", "site": "https://x.example/"})
         );
-        assert_eq!(shown.matches("  ! not a valid").count(), 4);
+        assert_eq!(shown.matches("  ! not a valid").count(), 3, "{shown}");
+        assert!(
+            shown.contains("\"tomorrow\" is not a date and time; e.g. 2026-12-24 19:30 (UTC)"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn date_times_are_read_forgivingly_and_sent_as_rfc_3339() {
+        for (typed, sent) in [
+            ("2026-12-24T19:30:00Z", "2026-12-24T19:30:00Z"),
+            ("2026-12-24 19:30", "2026-12-24T19:30:00Z"),
+            ("2026-12-24 19:30:15", "2026-12-24T19:30:15Z"),
+            ("2026-12-24 19:30 UTC", "2026-12-24T19:30:00Z"),
+            ("2026-12-24T19:30+01:00", "2026-12-24T19:30:00+01:00"),
+            ("2026-12-24", "2026-12-24T00:00:00Z"),
+        ] {
+            assert_eq!(date_time(typed).unwrap(), sent, "{typed}");
+        }
+        for bad in [
+            "tomorrow",
+            "2026-02-30 10:00",
+            "2026-12-24 25:00",
+            "2026-12-24 1:2:3:4",
+        ] {
+            assert!(date_time(bad).is_err(), "{bad}");
+        }
+        let (r, _) = run(
+            json!({"type": "object", "properties": {"at": {"type": "string", "format": "date-time", "title": "When"}}}),
+            &["2026-12-24 19:30"],
+        );
+        assert_eq!(r.content_object()["at"], "2026-12-24T19:30:00Z");
+    }
+
+    #[test]
+    fn the_hint_is_shown_once_per_run_and_labels_once_per_field() {
+        let schema = json!({"type": "object", "properties": {"at": {"type": "string", "format": "date-time", "title": "When"}}, "required": ["at"]});
+        let mut s = Script::new(&["2026-12-24 19:30"]);
+        fill(&mut s, "srv", &form(schema.clone()), false);
+        assert!(!s.shown.contains(":decline"), "{}", s.shown);
+        assert_eq!(s.shown.matches("When").count(), 1, "{}", s.shown);
+        let (_, shown) = run(schema, &["2026-12-24 19:30"]);
+        assert_eq!(shown.matches(":decline").count(), 1, "{shown}");
+    }
+
+    #[test]
+    fn the_summary_sends_changes_or_refuses() {
+        let lines = vec!["region: region = eu-west-1".to_owned()];
+        let mut s = Script::new(&[""]);
+        assert!(matches!(review(&mut s, &lines), Summary::Send));
+        assert!(
+            s.shown.contains("1) region: region = eu-west-1"),
+            "{}",
+            s.shown
+        );
+        let mut s = Script::new(&["7", "1"]);
+        assert!(matches!(review(&mut s, &lines), Summary::Change(0)));
+        assert!(s.shown.contains("type a number from 1 to 1"), "{}", s.shown);
+        let mut s = Script::new(&[":decline"]);
+        assert!(
+            matches!(review(&mut s, &lines), Summary::Refuse(r) if r == ElicitResult::decline())
+        );
+        let mut s = Script::new(&[]);
+        assert!(
+            matches!(review(&mut s, &lines), Summary::Refuse(r) if r == ElicitResult::cancel())
+        );
     }
 
     #[test]
@@ -648,15 +1062,13 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("  ! choose at least 1\n"), "{shown}");
-        // The header comes once per field, however often its prompt repeats.
-        for header in [
-            "\nCount (required)\n",
-            "\nSure (required)\n",
-            "\nTags (required)\n",
-        ] {
-            assert_eq!(shown.matches(header).count(), 1, "{header:?} in {shown}");
-        }
-        assert_eq!(shown.matches("Count (number): ").count(), 2, "{shown}");
+        // The label is the prompt, repeated only when the answer was refused.
+        assert_eq!(
+            shown.matches("Count (required) (number): ").count(),
+            2,
+            "{shown}"
+        );
+        assert_eq!(shown.matches("Sure (required)").count(), 2, "{shown}");
     }
 
     #[test]

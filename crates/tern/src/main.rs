@@ -9,12 +9,17 @@
 //! tern call TOOL [key=value ...] [--args JSON] SERVER [INPUT] [--json]
 //! tern prompt NAME [key=value ...]              SERVER [INPUT] [--json]
 //! tern read URI                                 SERVER [INPUT] [--json]
+//! tern questions TOOL [key=value ...]           SERVER [--json]
+//! tern servers [--config FILE]
+//! tern completions SHELL
 //! tern serve demo (--stdio | --http ADDR)
 //! tern keys generate
 //!
-//! SERVER: --url URL | --demo | -- COMMAND ARGS...   (`--` and the command last)
-//! INPUT:  [--answer KEY=JSON]... [--answers FILE] [--no-input]
-//!         [--sampler COMMAND] [--root PATH]...
+//! SERVER: (--url URL [--header NAME:VALUE]... | --demo | --server NAME
+//!          | -- COMMAND ARGS...) [-e KEY=VALUE]... [--config FILE]
+//!         [--timeout SECONDS] [-v]          (`--` and the command last)
+//! INPUT:  [--answer KEY=VALUE | KEY.FIELD=VALUE | KEY=JSON]...
+//!         [--answers FILE] [--no-input] [--sampler COMMAND] [--root PATH]...
 //! ```
 //!
 //! `key=value`: the value is JSON when it parses as JSON, else the string as
@@ -35,22 +40,30 @@
 //! transport error (cannot start or reach the server); 5 the server needs
 //! input this run cannot give (`-32021` missing client capability, e.g. under
 //! `--no-input`, or a question with no preset answer when tern may not
-//! prompt). `tern serve` and `tern keys` exit 0, 1 (runtime failure) or 2.
+//! prompt, or a preset answer asked for again); 130 interrupted (Ctrl-C).
+//! `tern serve` and `tern keys` exit 0, 1 (runtime failure) or 2.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use tern_server::KeyRing;
 use tern_server::transport::http::Http;
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
 
 use tern::demo;
 
+mod answers;
 mod cmd;
+mod config;
 mod form;
 mod output;
+mod prompt;
+mod questions;
+mod rounds;
+mod schema;
+mod suggest;
 mod terminal;
 
 use cmd::{EXIT_CODES_HELP, InputArgs, Op, ServerArgs, TOP_HELP};
@@ -135,6 +148,39 @@ enum Command {
         #[command(flatten)]
         input: InputArgs,
     },
+    /// Show the questions a tool asks in its first round, and write an
+    /// answers file for them (for `--answers FILE`).
+    ///
+    /// The questions go to standard error, the answers file to standard
+    /// output: `tern questions --demo provision_database name=orders >
+    /// answers.json`. The first round is a real call: a tool that asks
+    /// nothing runs. Later rounds depend on the answers and are not shown.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Questions {
+        /// The tool.
+        tool: String,
+        #[arg(value_name = "KEY=VALUE", help = PAIRS_HELP)]
+        pairs: Vec<String>,
+        /// The arguments as one JSON object (key=value pairs extend it).
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List the servers of the config file (values of env and headers
+    /// redacted).
+    Servers {
+        /// The config file (default: tern/servers.json in your config
+        /// folder, or `TERN_CONFIG`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Print a shell completion script (e.g. `tern completions bash >
+    /// ~/.local/share/bash-completion/completions/tern`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Serve a built-in server.
     Serve {
         #[command(subcommand)]
@@ -174,15 +220,44 @@ enum KeysAction {
     Generate,
 }
 
+/// Parses the command line; on a mistake prints clap's message without its
+/// "use '-- --flag'" tip (`--` starts a server command here) and exits 2.
+fn parse() -> Result<Cli, ExitCode> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return Err(ExitCode::SUCCESS);
+            }
+            let text = e.render().to_string();
+            let kept: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("tip: to pass"))
+                .collect();
+            eprintln!("{}", kept.join("\n"));
+            Err(ExitCode::from(cmd::EXIT_USAGE))
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     // Logs go to standard error: standard output carries protocol only.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // A stdio server kept running past its input is killed, and
+                // that is said in tern's own error when it matters.
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new("warn,tern_client::transport::stdio=error")
+                }),
         )
         .init();
     let (op, server, input) = match cli.command {
@@ -204,6 +279,18 @@ fn main() -> ExitCode {
             input,
         } => (Op::Prompt { name, pairs }, server, Some(input)),
         Command::Read { uri, server, input } => (Op::Read { uri }, server, Some(input)),
+        Command::Questions {
+            tool,
+            pairs,
+            args,
+            server,
+        } => (Op::Questions { tool, pairs, args }, server, None),
+        Command::Servers { config } => return servers(config.as_deref()),
+        Command::Completions { shell } => {
+            let mut out = std::io::stdout();
+            clap_complete::generate(shell, &mut Cli::command(), "tern", &mut out);
+            return ExitCode::SUCCESS;
+        }
         Command::Keys { action } => return keys(&action),
         Command::Serve { server } => return serve(server),
     };
@@ -217,13 +304,40 @@ fn main() -> ExitCode {
             return ExitCode::from(cmd::EXIT_TRANSPORT);
         }
     };
-    match runtime.block_on(cmd::run(op, &server, input.as_ref())) {
+    let outcome = runtime.block_on(cmd::run(op, &server, input.as_ref()));
+    // A prompt abandoned (Ctrl-C, a dead server) may still block its thread
+    // on the terminal: do not wait for it.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             eprintln!("tern: {}", failure.message);
             ExitCode::from(failure.code)
         }
     }
+}
+
+fn servers(config: Option<&std::path::Path>) -> ExitCode {
+    match cmd::config_servers(config) {
+        Ok((path, servers)) => {
+            #[allow(clippy::print_stdout, reason = "the listing is the command's output")]
+            {
+                print!("{}", tern_config_listing(&path, &servers));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(f) => {
+            eprintln!("tern: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn tern_config_listing(
+    path: &std::path::Path,
+    servers: &indexmap::IndexMap<String, config::Entry>,
+) -> String {
+    config::listing(path, servers)
 }
 
 fn keys(action: &KeysAction) -> ExitCode {

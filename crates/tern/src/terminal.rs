@@ -6,12 +6,14 @@
 //! question at a time even when a server asks several at once.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tern_client::transport::BoxFuture;
 use tern_client::{Elicitation, HandlerError, Question, Sampling};
 use tern_protocol::content::Role;
@@ -33,26 +35,37 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The real terminal: standard error out, standard input in.
-struct StdConsole;
+/// What the run is doing, for what Ctrl-C cancels.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Phase {
+    /// Nothing in flight, no question open.
+    #[default]
+    Idle,
+    /// A request is in flight.
+    InFlight(String),
+    /// The person is asked (nothing in flight under MRTR).
+    Question(String),
+}
 
-impl Console for StdConsole {
-    fn say(&mut self, text: &str) {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(text.as_bytes());
+pub(crate) use crate::form::Summary;
+
+/// Puts the terminal back as tern found it: raw mode off, the cursor shown.
+pub(crate) fn restore() {
+    if std::io::stderr().is_terminal() {
+        let _ = crossterm::terminal::disable_raw_mode();
+        let mut err = std::io::stderr();
+        let _ = err.write_all(b"\x1b[?25h");
         let _ = err.flush();
     }
+}
 
-    fn ask(&mut self, prompt: &str) -> Option<String> {
-        self.say(prompt);
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => {
-                self.say("\n");
-                None
-            }
-            Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
-        }
+/// Clears an abandoned prompt, from its line down (the widget's thread is
+/// left blocked on the terminal; tern exits without it).
+pub(crate) fn clear_prompt() {
+    if std::io::stderr().is_terminal() {
+        let mut err = std::io::stderr();
+        let _ = err.write_all(b"\r\x1b[J");
+        let _ = err.flush();
     }
 }
 
@@ -65,17 +78,26 @@ pub(crate) struct Session {
     refused: AtomicBool,
     /// Every key the server asked during this run.
     asked: Mutex<Vec<String>>,
+    /// What the run is doing (for what Ctrl-C cancels).
+    phase: Mutex<Phase>,
+    /// The run-wide hint was shown.
+    hinted: AtomicBool,
+    /// The person answered a question this round.
+    answered: AtomicBool,
     /// Names the server when its results do not (yet) say who it is.
     pub(crate) fallback_name: String,
+    /// The server's URL, for an HTTP server.
+    pub(crate) url: Option<String>,
     /// The progress line, closed before a prompt.
     pub(crate) progress: Progress,
 }
 
 impl Session {
     /// A session for the server described by `fallback_name`.
-    pub(crate) fn new(fallback_name: String) -> Arc<Self> {
+    pub(crate) fn new(fallback_name: String, url: Option<String>) -> Arc<Self> {
         Arc::new(Self {
             fallback_name,
+            url,
             progress: Progress::new(std::io::stderr().is_terminal()),
             ..Self::default()
         })
@@ -94,6 +116,49 @@ impl Session {
     /// Records the keys of a round.
     pub(crate) fn asked(&self, keys: &[String]) {
         lock(&self.asked).extend(keys.iter().cloned());
+    }
+
+    /// Every key asked during this run, in order, once each.
+    pub(crate) fn asked_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = Vec::new();
+        for k in lock(&self.asked).iter() {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+        keys
+    }
+
+    /// Records what the run is doing.
+    pub(crate) fn set_phase(&self, phase: Phase) {
+        *lock(&self.phase) = phase;
+    }
+
+    /// What the run is doing.
+    pub(crate) fn phase(&self) -> Phase {
+        lock(&self.phase).clone()
+    }
+
+    /// The person answered something since the last call (and resets it).
+    pub(crate) fn answered_by_person(&self) -> bool {
+        self.answered.swap(false, Ordering::SeqCst)
+    }
+
+    /// "Sending your answers.", once per round.
+    pub(crate) fn say_sending() {
+        eprintln!("Sending your answers.");
+    }
+
+    /// The run-wide hint is due (true once).
+    fn hint_due(&self) -> bool {
+        !self.hinted.swap(true, Ordering::SeqCst)
+    }
+
+    /// The summary of a round's answers: send, change one, or refuse.
+    pub(crate) async fn review(self: &Arc<Self>, lines: Vec<String>) -> Summary {
+        self.with_terminal(move |_, console| form::review(console, &lines))
+            .await
+            .unwrap_or(Summary::Send)
     }
 
     /// Any of `keys` was asked during this run.
@@ -128,7 +193,8 @@ impl Session {
         tokio::task::spawn_blocking(move || {
             let _turn = lock(&me.turn);
             me.progress.interrupt();
-            f(&me, &mut StdConsole)
+            let mut console = crate::prompt::console();
+            f(&me, &mut *console)
         })
         .await
         .map_err(|e| HandlerError(format!("the terminal prompt failed: {e}")))
@@ -146,7 +212,7 @@ pub(crate) struct TerminalElicitation {
 
 fn not_here(key: &str) -> HandlerError {
     HandlerError(format!(
-        "`{key}` needs an answer and tern will not prompt here (standard input is not a terminal, or --no-input); preset it with --answer {key}=JSON or --answers FILE"
+        "`{key}` needs an answer and tern will not prompt here (standard input is not a terminal, or --no-input); preset it with --answer {key}=VALUE, --answer {key}.FIELD=VALUE or --answers FILE (tern questions shows the fields)"
     ))
 }
 
@@ -162,6 +228,7 @@ impl TerminalElicitation {
             return Err(not_here(&key));
         }
         let result = self.session.with_terminal(ask).await?;
+        self.session.answered.store(true, Ordering::SeqCst);
         if result.action != ElicitAction::Accept {
             self.session.refuse();
         }
@@ -177,10 +244,8 @@ impl Elicitation for TerminalElicitation {
     ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
         let key = question.key.clone();
         Box::pin(self.prompt(key, move |s, console| {
-            let result = form::fill(console, &s.asker(&question, "asks"), &params);
-            if result.action == ElicitAction::Accept {
-                console.say("Sending your answer.\n");
-            }
+            let result = form::fill(console, &s.asker(&question, "asks"), &params, s.hint_due());
+            s.answered.store(true, Ordering::SeqCst);
             result
         }))
     }
@@ -483,12 +548,13 @@ pub(crate) fn roots(paths: &[std::path::PathBuf]) -> Result<Vec<Root>, String> {
         .collect()
 }
 
-/// The progress line on standard error: a bar redrawn in place on a
-/// terminal, plain lines otherwise.
+/// The progress display on standard error (`indicatif`): on a terminal a
+/// spinner while tern waits for the server and a bar redrawn in place for
+/// progress; plain `progress:` lines otherwise.
 #[derive(Debug, Default)]
 pub(crate) struct Progress {
     tty: bool,
-    open: Mutex<bool>,
+    bar: Mutex<Option<(ProgressBar, bool)>>,
 }
 
 const BAR: usize = 20;
@@ -497,54 +563,104 @@ impl Progress {
     fn new(tty: bool) -> Self {
         Self {
             tty,
-            open: Mutex::new(false),
+            bar: Mutex::new(None),
         }
+    }
+
+    /// Shows a spinner saying tern waits for `what` (on a terminal only).
+    pub(crate) fn waiting(&self, what: &str) {
+        if !self.tty {
+            return;
+        }
+        let mut bar = lock(&self.bar);
+        if bar.is_some() {
+            return;
+        }
+        let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        spinner.set_message(what.to_owned());
+        spinner.enable_steady_tick(Duration::from_millis(120));
+        *bar = Some((spinner, false));
     }
 
     /// Shows one notification.
     pub(crate) fn show(&self, p: &ProgressNotificationParams) {
-        let message = p.message.as_deref().unwrap_or_default();
-        let line = match p.total.filter(|t| *t > 0.0) {
-            Some(total) => {
-                let ratio = (p.progress / total).clamp(0.0, 1.0);
-                #[allow(
-                    clippy::cast_possible_truncation,
-                    clippy::cast_sign_loss,
-                    clippy::cast_precision_loss,
-                    reason = "ratio is clamped to 0..=1 and BAR is small"
-                )]
-                let (filled, percent) = (
-                    (ratio * BAR as f64).round() as usize,
-                    (ratio * 100.0).round() as u32,
-                );
-                format!(
-                    "[{}{}] {percent:>3}% {message}",
-                    "#".repeat(filled),
-                    ".".repeat(BAR - filled)
-                )
-            }
-            None => format!("[{}] {message}", p.progress),
-        };
-        let mut open = lock(&self.open);
-        if self.tty {
-            eprint!("\r{line}\x1b[K");
-            let done = p.total.is_some_and(|t| p.progress >= t);
-            if done {
-                eprintln!();
-            }
-            *open = !done;
-        } else {
+        let message = p.message.as_deref().unwrap_or_default().to_owned();
+        let total = p.total.filter(|t| *t > 0.0);
+        if !self.tty {
+            let line = match total {
+                Some(total) => {
+                    let ratio = (p.progress / total).clamp(0.0, 1.0);
+                    #[allow(
+                        clippy::cast_possible_truncation,
+                        clippy::cast_sign_loss,
+                        clippy::cast_precision_loss,
+                        reason = "ratio is clamped to 0..=1 and BAR is small"
+                    )]
+                    let (filled, percent) = (
+                        (ratio * BAR as f64).round() as usize,
+                        (ratio * 100.0).round() as u32,
+                    );
+                    format!(
+                        "[{}{}] {percent:>3}% {message}",
+                        "#".repeat(filled),
+                        ".".repeat(BAR - filled)
+                    )
+                }
+                None => format!("[{}] {message}", p.progress),
+            };
             eprintln!("progress: {line}");
+            return;
         }
-        let _ = std::io::stderr().flush();
+        let mut slot = lock(&self.bar);
+        let Some(total) = total else {
+            // No total: the spinner tells the message.
+            if let Some((bar, _)) = slot.as_ref() {
+                bar.set_message(format!("{message} [{}]", p.progress));
+            }
+            return;
+        };
+        let is_bar = slot.as_ref().is_some_and(|(_, b)| *b);
+        if !is_bar {
+            if let Some((spinner, _)) = slot.take() {
+                spinner.finish_and_clear();
+            }
+            let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("[{bar:20}] {percent:>3}% {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("##."),
+            );
+            *slot = Some((bar, true));
+        }
+        if let Some((bar, _)) = slot.as_ref() {
+            let ratio = (p.progress / total).clamp(0.0, 1.0);
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "ratio is clamped to 0..=1"
+            )]
+            bar.set_position((ratio * 1000.0).round() as u64);
+            bar.set_message(message);
+            if p.progress >= total {
+                bar.finish();
+                *slot = None;
+            }
+        }
     }
 
-    /// Ends an open bar's line (before a prompt or the result).
+    /// Ends the display: a spinner is cleared, an unfinished bar left as it
+    /// stands (before a prompt, the result, or an error).
     pub(crate) fn interrupt(&self) {
-        let mut open = lock(&self.open);
-        if *open {
-            eprintln!();
-            *open = false;
+        if let Some((bar, is_bar)) = lock(&self.bar).take() {
+            if is_bar {
+                bar.abandon();
+            } else {
+                bar.finish_and_clear();
+            }
         }
     }
 }

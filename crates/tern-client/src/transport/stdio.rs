@@ -1,13 +1,18 @@
 //! A server run as a child process, one JSON message per line (spec §6.1).
 //!
-//! The child's standard error goes to `tracing`. Closing asks the child to
+//! The child's standard error goes to `tracing` (and to a callback of
+//! [`SpawnOptions::on_stderr`]); its last lines are kept. When the child
+//! closes its output (it exited, or crashed), every waiting request and every
+//! later one fails at once with its exit status and those last lines
+//! ([`ChildProcess::watch`] tells it to whoever waits elsewhere, a person at
+//! a prompt say). Closing asks the child to
 //! exit by closing its standard input (spec §6.1), waits, then kills it with
 //! the platform's own call (tokio's `Child::kill`). Dropping a request's
 //! exchange before its response sends `notifications/cancelled`. A line from
 //! the server longer than [`Limits::max_response_bytes`] ends the connection:
 //! every waiting request gets the limit's error, none waits for ever.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,18 +35,174 @@ struct Routes {
     pending: HashMap<RequestId, Reply>,
     /// Progress tokens to the request that carries them.
     progress: HashMap<String, RequestId>,
+    /// The child closed its output: how (every later request fails with it).
+    closed: Option<ChildExit>,
+}
+
+/// The error a request gets once the child closed its output.
+fn closed_error(exit: &ChildExit, max_line: usize) -> ClientError {
+    if exit.line_too_long {
+        ClientError::limit(
+            Limit::ResponseBytes,
+            format!("a line from the server is longer than {max_line} bytes"),
+        )
+    } else {
+        ClientError::transport(exit)
+    }
 }
 
 /// How long [`Transport::close`] waits for the child after closing its input,
 /// before it kills it.
 const GRACE: Duration = Duration::from_secs(3);
 
+/// How long, once the child closed its output, the reader waits for its exit
+/// status and the rest of its standard error before it reports the death.
+const DEATH_GRACE: Duration = Duration::from_secs(2);
+
+/// How many of the child's last lines of standard error are kept.
+pub const STDERR_TAIL: usize = 20;
+
+/// A callback given each line the child writes to its standard error.
+pub type StderrFn = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How to start a child ([`ChildProcess::spawn_with_options`]).
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct SpawnOptions {
+    /// The byte limits (a line from the child may be at most
+    /// `max_response_bytes` long).
+    pub limits: Limits,
+    /// Variables added to the child's environment.
+    pub env: Vec<(String, String)>,
+    /// Given each line of the child's standard error, as it comes.
+    pub on_stderr: Option<StderrFn>,
+    /// Start the child in a process group of its own (Unix), so that a
+    /// terminal's Ctrl-C reaches the client only: the client can then cancel
+    /// the request in flight with `notifications/cancelled` and close the
+    /// child's input, instead of the child dying of the same signal.
+    pub own_process_group: bool,
+}
+
+impl SpawnOptions {
+    /// The byte limits.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Adds `key=value` to the child's environment.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Gives each line of the child's standard error to `f`.
+    #[must_use]
+    pub fn on_stderr(mut self, f: StderrFn) -> Self {
+        self.on_stderr = Some(f);
+        self
+    }
+
+    /// Starts the child in a process group of its own (see
+    /// [`Self::own_process_group`]).
+    #[must_use]
+    pub fn own_process_group(mut self) -> Self {
+        self.own_process_group = true;
+        self
+    }
+}
+
+impl std::fmt::Debug for SpawnOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpawnOptions")
+            .field("limits", &self.limits)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("own_process_group", &self.own_process_group)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the child ended its output: its exit status (when it exited within
+/// a moment of closing it) and its last lines of standard error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChildExit {
+    /// The exit status as the platform prints it (`exit status: 3`,
+    /// `signal: 9 (SIGKILL)`), or `None` if it had not exited yet.
+    pub status: Option<String>,
+    /// Its last lines of standard error (at most [`STDERR_TAIL`]).
+    pub stderr: Vec<String>,
+    /// The output closed because a line was over the limit (the child may
+    /// still run).
+    pub line_too_long: bool,
+}
+
+impl std::fmt::Display for ChildExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.status {
+            Some(status) => write!(f, "the server process exited ({status})")?,
+            None => write!(f, "the server process closed its output")?,
+        }
+        if self.stderr.is_empty() {
+            write!(f, "; it wrote nothing on standard error")
+        } else {
+            write!(f, "; the last lines of its standard error:")?;
+            for line in &self.stderr {
+                write!(f, "\n  | {line}")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Tells when a [`ChildProcess`] closed its output, and how
+/// ([`ChildProcess::watch`]).
+#[derive(Debug, Clone)]
+pub struct ChildWatch {
+    rx: tokio::sync::watch::Receiver<Option<ChildExit>>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl ChildWatch {
+    /// Waits until the child closed its output; how it ended.
+    pub async fn exited(&mut self) -> ChildExit {
+        let exit = match self.rx.wait_for(Option::is_some).await {
+            Ok(exit) => exit.clone(),
+            // The reader is gone without a word: the transport was dropped.
+            Err(_) => None,
+        };
+        exit.unwrap_or_else(|| self.now())
+    }
+
+    /// How the child ended, if it did.
+    pub fn exit(&self) -> Option<ChildExit> {
+        self.rx.borrow().clone()
+    }
+
+    /// The child's last lines of standard error so far.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        lock(&self.tail).iter().cloned().collect()
+    }
+
+    fn now(&self) -> ChildExit {
+        ChildExit {
+            status: None,
+            stderr: self.stderr_tail(),
+            line_too_long: false,
+        }
+    }
+}
+
 /// A server running as a child process.
 pub struct ChildProcess {
     writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
     routes: Arc<Mutex<Routes>>,
-    child: tokio::sync::Mutex<Child>,
+    child: Arc<tokio::sync::Mutex<Child>>,
     program: String,
+    watch: ChildWatch,
+    max_line: usize,
 }
 
 impl std::fmt::Debug for ChildProcess {
@@ -103,8 +264,24 @@ impl ChildProcess {
     /// Starts `program` with `args`; a line from it may be at most
     /// `limits.max_response_bytes` long.
     pub fn spawn_with(program: &str, args: &[String], limits: Limits) -> Result<Self, ClientError> {
-        let mut child = Command::new(program)
+        Self::spawn_with_options(program, args, SpawnOptions::default().limits(limits))
+    }
+
+    /// Starts `program` with `args` as `options` say.
+    pub fn spawn_with_options(
+        program: &str,
+        args: &[String],
+        options: SpawnOptions,
+    ) -> Result<Self, ClientError> {
+        let limits = options.limits;
+        let mut command = Command::new(program);
+        #[cfg(unix)]
+        if options.own_process_group {
+            command.process_group(0);
+        }
+        let mut child = command
             .args(args)
+            .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -130,15 +307,22 @@ impl ChildProcess {
             }
             // Dropping stdin closes it: the server's cue to exit.
         });
-        let name = program.to_owned();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(target: "tern_client::server_stderr", server = %name, "{line}");
-            }
-        });
+        let tail: Arc<Mutex<VecDeque<String>>> = Arc::default();
+        let stderr_finished = read_stderr(
+            stderr,
+            program.to_owned(),
+            options.on_stderr,
+            Arc::clone(&tail),
+        );
+        let child = Arc::new(tokio::sync::Mutex::new(child));
+        let (exit_tx, exit_rx) = tokio::sync::watch::channel(None);
+        let watch = ChildWatch {
+            rx: exit_rx,
+            tail: Arc::clone(&tail),
+        };
         let routes: Arc<Mutex<Routes>> = Arc::default();
         let reader_routes = Arc::clone(&routes);
+        let reader_child = Arc::clone(&child);
         let max_line = limits.max_response_bytes;
         tokio::spawn(async move {
             let mut reader = BufReader::new(stdout);
@@ -154,31 +338,51 @@ impl ChildProcess {
                     }
                 }
             };
-            // The server is gone, or this client stopped reading it: every
-            // waiting request learns it (the long line may have been any
-            // one's response).
-            let pending: Vec<Reply> = lock(&reader_routes)
-                .pending
-                .drain()
-                .map(|(_, tx)| tx)
-                .collect();
+            // The server is gone, or this client stopped reading it: how it
+            // ended (its exit status and last words, when they come within a
+            // moment), then every waiting request and every later one learns
+            // it (the long line may have been any one's response).
+            let line_too_long = why == Some(Limit::ResponseBytes);
+            let status = if line_too_long {
+                None
+            } else {
+                let _ = tokio::time::timeout(DEATH_GRACE, stderr_finished).await;
+                let mut child = reader_child.lock().await;
+                tokio::time::timeout(DEATH_GRACE, child.wait())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .map(|s| s.to_string())
+            };
+            let exit = ChildExit {
+                status,
+                stderr: lock(&tail).iter().cloned().collect(),
+                line_too_long,
+            };
+            let pending: Vec<Reply> = {
+                let mut r = lock(&reader_routes);
+                r.closed = Some(exit.clone());
+                r.progress.clear();
+                r.pending.drain().map(|(_, tx)| tx).collect()
+            };
             for tx in pending {
-                let error = match why {
-                    Some(limit) => ClientError::limit(
-                        limit,
-                        format!("a line from the server is longer than {max_line} bytes"),
-                    ),
-                    None => ClientError::transport("the server process closed its output"),
-                };
-                let _ = tx.send(Err(error)).await;
+                let _ = tx.send(Err(closed_error(&exit, max_line))).await;
             }
+            let _ = exit_tx.send(Some(exit));
         });
         Ok(Self {
             writer: Mutex::new(Some(tx)),
             routes,
-            child: tokio::sync::Mutex::new(child),
+            child,
             program: program.to_owned(),
+            watch,
+            max_line,
         })
+    }
+
+    /// A handle that tells when the child closed its output, and how.
+    pub fn watch(&self) -> ChildWatch {
+        self.watch.clone()
     }
 
     fn write(&self, line: String) -> Result<(), ClientError> {
@@ -189,6 +393,33 @@ impl ChildProcess {
             None => Err(ClientError::transport("the transport is closed")),
         }
     }
+}
+
+/// Reads the child's standard error: to `tracing`, to `on_stderr`, and its
+/// last lines into `tail`; the receiver resolves at its end.
+fn read_stderr(
+    stderr: tokio::process::ChildStderr,
+    name: String,
+    on_stderr: Option<StderrFn>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) -> tokio::sync::oneshot::Receiver<()> {
+    let (done, finished) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::info!(target: "tern_client::server_stderr", server = %name, "{line}");
+            if let Some(f) = &on_stderr {
+                f(&line);
+            }
+            let mut t = lock(&tail);
+            if t.len() == STDERR_TAIL {
+                t.pop_front();
+            }
+            t.push_back(line);
+        }
+        let _ = done.send(());
+    });
+    finished
 }
 
 /// Routes one line from the server to the request it belongs to.
@@ -281,12 +512,27 @@ impl Transport for ChildProcess {
             let (tx, rx) = mpsc::channel(64);
             {
                 let mut r = lock(&self.routes);
+                if let Some(exit) = &r.closed {
+                    return Err(closed_error(exit, self.max_line));
+                }
                 r.pending.insert(out.id.clone(), tx);
                 if let Some(token) = &out.progress_token {
                     r.progress.insert(token.clone(), out.id.clone());
                 }
             }
-            self.write(out.body)?;
+            if let Err(e) = self.write(out.body) {
+                // The writer stopped: the child is gone or going. Say how,
+                // once the reader knows (bounded: it reports within a moment
+                // of the output closing).
+                lock(&self.routes).pending.remove(&out.id);
+                let mut watch = self.watch();
+                return Err(
+                    match tokio::time::timeout(DEATH_GRACE * 2, watch.exited()).await {
+                        Ok(exit) => closed_error(&exit, self.max_line),
+                        Err(_) => e,
+                    },
+                );
+            }
             let routes = Arc::clone(&self.routes);
             let writer = lock(&self.writer).clone();
             let id = out.id;

@@ -45,6 +45,7 @@ macro_rules! each_way {
 }
 
 mod child;
+mod death;
 mod driver;
 mod handlers;
 mod hardening;

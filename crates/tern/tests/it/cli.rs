@@ -57,7 +57,7 @@ fn no_input_on_a_tool_that_needs_elicitation_exits_5_with_a_clear_error() {
     let err = stderr(&o);
     assert!(err.contains("-32021"), "{err}");
     assert!(err.contains("elicitation"), "{err}");
-    assert!(err.contains("--answer KEY=JSON"), "{err}");
+    assert!(err.contains("--answer KEY=VALUE"), "{err}");
 }
 
 #[test]
@@ -79,7 +79,7 @@ fn a_question_without_a_preset_answer_names_its_key() {
         REGION,
     ]);
     assert_eq!(code(&o), 5);
-    assert!(stderr(&o).contains("--answer plan=JSON"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--answer plan=VALUE"), "{}", stderr(&o));
 }
 
 #[test]
@@ -296,11 +296,16 @@ fn usage_errors_exit_2() {
         "call",
         "--demo",
         "provision_database",
+        "name=orders",
         "--answer",
-        "region=eu-west-1",
+        "region",
     ]);
     assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("--answer"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--answer expects KEY=VALUE"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(code(&tern(&["frobnicate"])), 2);
 }
 
@@ -323,8 +328,9 @@ fn transport_errors_exit_4() {
 }
 
 #[test]
-fn a_tool_error_exits_1_and_a_server_error_exits_3() {
-    // Arguments failing the input schema are a tool error (isError).
+fn arguments_are_checked_against_the_schema_and_unknown_names_get_a_suggestion() {
+    // Arguments failing the input schema stop before the call, in the
+    // form's words (before: the server's isError after a round trip).
     let o = tern(&[
         "call",
         "--demo",
@@ -333,17 +339,45 @@ fn a_tool_error_exits_1_and_a_server_error_exits_3() {
         "amount=0",
         "--no-input",
     ]);
-    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("less than the minimum of 1"),
+        stderr(&o).contains("`amount`: at least 1, please"),
         "{}",
         stderr(&o)
     );
-    assert!(stderr(&o).contains("transfer_funds reported an error"));
-    // An unknown tool is a JSON-RPC error.
-    let o = tern(&["call", "--demo", "no_such_tool"]);
-    assert_eq!(code(&o), 3, "{}", stderr(&o));
-    assert!(stderr(&o).contains("Unknown tool"), "{}", stderr(&o));
+    let o = tern(&["call", "--demo", "transfer_funds", "amount=5", "--no-input"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the required argument `to` (string) is missing: add to=VALUE"),
+        "{}",
+        stderr(&o)
+    );
+    // A wrong tool name: "did you mean" (before: a bare JSON-RPC error).
+    let o = tern(&["call", "--demo", "provision_databse", "name=orders"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no tool `provision_databse` (did you mean `provision_database`?)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tern(&["prompt", "--demo", "incident_reprot"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("(did you mean `incident_report`?)"),
+        "{}",
+        stderr(&o)
+    );
+    // `name=123` for a string argument is the string typed.
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "name=123",
+        "--answer",
+        "region=us-east-1",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Created database 123 in us-east-1.\n");
 }
 
 #[test]
@@ -405,4 +439,348 @@ fn a_url_names_an_http_server() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stdout(&o), "Created database orders in eu-west-1.\n");
     drop(served);
+}
+
+#[test]
+fn a_key_value_preset_answers_a_one_field_form() {
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "name=orders",
+        "--answer",
+        "region=us-east-1",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Created database orders in us-east-1.\n");
+    // KEY.FIELD=VALUE, typed by the schema (a boolean).
+    let o = tern(&[
+        "call",
+        "--demo",
+        "transfer_funds",
+        "to=bob",
+        "amount=250",
+        "--answer",
+        "confirm.confirm=yes",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("Transferred 2.50 to bob"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn a_preset_not_in_the_list_stops_at_once_naming_the_field_and_the_allowed_values() {
+    // Before: re-sent round after round until "more than 10 rounds".
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "name=orders",
+        "--answer",
+        "region=mars",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("nothing was sent"), "{err}");
+    assert!(
+        err.contains(
+            "`region.region`: `mars` is not an option; allowed: eu-west-1, us-east-1, ap-south-1"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("rounds"), "{err}");
+    // A misspelt field in a whole JSON answer: the client library's check,
+    // then what the form has.
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "name=orders",
+        "--answer",
+        r#"region={"action":"accept","content":{"regoin":"eu-west-1"}}"#,
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("required field `region` is missing"), "{err}");
+    assert!(
+        err.contains("region (required): one of: eu-west-1, us-east-1, ap-south-1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_preset_key_never_asked_is_warned_about() {
+    let o = tern(&[
+        "call",
+        "--demo",
+        "provision_database",
+        "name=orders",
+        "--answer",
+        "region=eu-west-1",
+        "--answer",
+        "regoin=eu-west-1",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "warning: the preset answer for `regoin` was not used: no question was asked under that key (did you mean `region`?) (asked: region)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_question_asked_again_after_its_preset_stops_instead_of_looping() {
+    let fake = crate::fake::Fake::start(crate::fake::asks_again);
+    let url = format!("http://{}/mcp", fake.addr);
+    let o = tern(&["call", "--url", &url, "ask", "--answer", "region=eu"]);
+    assert_eq!(code(&o), 5, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("asked `region` again after tern sent its preset answer"),
+        "{err}"
+    );
+    assert!(!err.contains("more than 10 rounds"), "{err}");
+}
+
+#[test]
+fn questions_prints_an_answers_file_that_answers_them() {
+    let o = tern(&["questions", "--demo", "book_table", "restaurant=Chez"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("book_table asks 2 questions in its first round"),
+        "{err}"
+    );
+    assert!(err.contains("size (required): one of:"), "{err}");
+    assert!(
+        err.contains("at (required): string (date-time, RFC 3339)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Later rounds depend on these answers"),
+        "{err}"
+    );
+    let file: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(file["time"]["action"], "accept");
+    let dir = std::env::temp_dir().join(format!("tern-questions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("answers.json");
+    std::fs::write(&path, stdout(&o)).unwrap();
+    let o = tern(&[
+        "call",
+        "--demo",
+        "book_table",
+        "restaurant=Chez",
+        "--answers",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("Booked a table for"),
+        "{}",
+        stdout(&o)
+    );
+    // --json: the questions themselves.
+    let o = tern(&[
+        "questions",
+        "--demo",
+        "provision_database",
+        "name=x",
+        "--json",
+    ]);
+    let q: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(q["region"]["method"], "elicitation/create");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_server_that_fails_to_start_shows_its_exit_status_and_stderr() {
+    // Before: only "the server process closed its output".
+    let o = tern(&[
+        "tools",
+        "--",
+        "sh",
+        "-c",
+        "echo 'config.toml: no such file' >&2; exit 3",
+    ]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("the server process exited (exit status: 3)"),
+        "{err}"
+    );
+    assert!(err.contains("| config.toml: no such file"), "{err}");
+    // -v shows it as it comes; -e reaches the child's environment.
+    let o = tern(&[
+        "tools",
+        "-v",
+        "-e",
+        "GREETING=hello",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$GREETING from the server\" >&2; exit 1",
+    ]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("server: hello from the server"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_server_that_dies_in_flight_fails_the_request_at_once() {
+    let o = tern(&[
+        "call",
+        "x",
+        "--",
+        "sh",
+        "-c",
+        "read line; echo 'crashed on the request' >&2; exit 7",
+    ]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(stderr(&o).contains("exit status: 7"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("| crashed on the request"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_times_out() {
+    // A TCP black hole: accepts, reads, never answers (before: a hang).
+    let fake = crate::fake::Fake::start(crate::fake::black_hole);
+    let url = format!("http://{}/mcp", fake.addr);
+    let o = tern(&["tools", "--url", &url, "--timeout", "0.5"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("did not answer tools/list within 0.5 s (--timeout SECONDS to wait longer)"),
+        "{}",
+        stderr(&o)
+    );
+    // A child that never answers.
+    let o = tern(&["tools", "--timeout", "0.5", "--", "sleep", "30"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did not answer tools/list"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn url_mistakes_name_the_fix() {
+    // No scheme: a usage error (before: exit 4).
+    let o = tern(&["tools", "--url", "127.0.0.1:8080/mcp"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--url needs a scheme: http://127.0.0.1:8080/mcp"),
+        "{}",
+        stderr(&o)
+    );
+    // Nothing listening (before: "client error (Connect)").
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap().to_string();
+    drop(free);
+    let o = tern(&["tools", "--url", &format!("http://{addr}/mcp")]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "nothing is listening at {addr} (connection refused)"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    // Without /mcp (before: "HTTP 404 Not Found:").
+    let fake = crate::fake::Fake::start(crate::fake::asks_again);
+    let o = tern(&["tools", "--url", &format!("http://{}", fake.addr)]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("try http://{}/mcp", fake.addr)),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_mistyped_flag_gets_no_double_dash_tip() {
+    let o = tern(&["tools", "--demo", "--verbsoe"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--verbsoe"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("-- --verbsoe"), "{}", stderr(&o));
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = tern(&["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}: {}", stderr(&o));
+        assert!(stdout(&o).contains("questions"), "{shell}");
+    }
+    assert_eq!(code(&tern(&["completions", "tcsh"])), 2);
+}
+
+#[test]
+fn servers_come_from_a_host_config_file_by_name() {
+    let dir = std::env::temp_dir().join(format!("tern-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("claude_desktop_config.json");
+    let config = json!({"mcpServers": {
+        "demo": {"command": env!("CARGO_BIN_EXE_tern"), "args": ["serve", "demo", "--stdio"],
+                 "env": {"API_TOKEN": "s3cret"}},
+        "remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer s3cret"}}
+    }});
+    std::fs::write(&path, config.to_string()).unwrap();
+    let p = path.to_str().unwrap();
+    let o = tern(&["servers", "--config", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("demo: ") && out.contains("serve demo --stdio  [API_TOKEN=***]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("remote: http://127.0.0.1:9/mcp  [Authorization: ***]"),
+        "{out}"
+    );
+    assert!(!out.contains("s3cret"), "{out}");
+    let o = tern(&[
+        "call",
+        "--config",
+        p,
+        "--server",
+        "demo",
+        "provision_database",
+        "name=orders",
+        "--answer",
+        "region=eu-west-1",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Created database orders in eu-west-1.\n");
+    // VS Code's `servers`, and a name that is not there.
+    std::fs::write(
+        &path,
+        json!({"servers": {"demo": config["mcpServers"]["demo"]}}).to_string(),
+    )
+    .unwrap();
+    let o = tern(&["tools", "--config", p, "--server", "dmeo"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("no server `dmeo` (did you mean `demo`?)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        code(&tern(&["tools", "--config", p, "--server", "demo"])),
+        0
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

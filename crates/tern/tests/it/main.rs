@@ -16,5 +16,6 @@
 mod await_demo;
 mod cli;
 mod demo;
+mod fake;
 mod process;
 mod terminal;

@@ -1,6 +1,9 @@
 //! The interactive command in a real terminal: `tern call --demo ...` runs in
-//! a tmux session, the test reads the screen, types an answer and reads the
-//! result. tmux must be installed (CI: `apt-get install -y tmux`).
+//! a tmux session, the test reads the screen, presses keys and reads the
+//! result: arrow-key selection, the summary, Esc, Ctrl-C at a question and
+//! in flight, a server that dies while a question is on screen, and the
+//! line prompts (`TERN_PROMPTS=lines`). tmux must be installed (CI:
+//! `apt-get install -y tmux`).
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -83,6 +86,26 @@ impl Tmux {
         }
     }
 
+    /// Presses `keys` (tmux key names: `Down`, `Enter`, `Escape`, `C-c`).
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            assert!(self.tmux(&["send-keys", "-t", "t", k]).status.success());
+        }
+    }
+
+    /// Polls until `done` says yes (at most [`PATIENCE`]).
+    fn until(&self, what: &str, mut done: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "{what} did not happen within {PATIENCE:?}; the screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Types `text` and Enter.
     fn type_line(&self, text: &str) {
         assert!(
@@ -112,14 +135,21 @@ fn shell(args: &str) -> String {
     )
 }
 
+/// A scratch folder of this test process.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tern-term-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 #[test]
-fn the_readme_command_asks_a_select_in_the_terminal_and_prints_the_result() {
+fn the_readme_command_chooses_with_the_arrow_keys_and_sends_after_the_summary() {
     let t = Tmux::start(
         "select",
         &shell("call --demo provision_database name=orders"),
     );
-    let screen = t.wait_for("Region [1-3]: ");
-    // Who asks, the question, how to decline or cancel, the titled options.
+    let screen = t.wait_for("> 1) Ireland (eu-west-1)");
+    // Who asks, the question, one hint, the titled options.
     assert!(
         screen.contains("-- tern demo (tern-demo 0.1.0) asks, for provision_database --"),
         "{screen}"
@@ -128,27 +158,96 @@ fn the_readme_command_asks_a_select_in_the_terminal_and_prints_the_result() {
         screen.contains("Which region should orders live in?"),
         "{screen}"
     );
+    assert!(screen.contains("Arrow keys choose"), "{screen}");
+    assert!(screen.contains("  2) Virginia (us-east-1)"), "{screen}");
+    t.keys(&["Down"]);
+    let screen = t.wait_for("> 2) Virginia (us-east-1)");
+    assert!(!screen.contains("^[[B"), "arrow keys are keys: {screen}");
+    t.keys(&["Enter"]);
+    let screen = t.wait_for("> Send these answers");
     assert!(
-        screen.contains(":decline") && screen.contains(":cancel"),
+        screen.contains("Your answers: region: region = us-east-1"),
         "{screen}"
     );
-    assert!(screen.contains("  2) Virginia (us-east-1)"), "{screen}");
-    t.type_line("2");
+    t.keys(&["Enter"]);
     let screen = t.wait_for("EXIT=");
     assert!(
         screen.contains("Created database orders in us-east-1."),
+        "{screen}"
+    );
+    assert_eq!(
+        screen.matches("Sending your answers.").count(),
+        1,
         "{screen}"
     );
     assert!(screen.contains("EXIT=0"), "{screen}");
 }
 
 #[test]
-fn a_wrong_choice_is_asked_again_and_cancel_exits_1() {
+fn the_summary_changes_one_answer_before_sending() {
     let t = Tmux::start(
-        "cancel",
+        "change",
         &shell("call --demo provision_database name=orders"),
     );
-    t.wait_for("Region [1-3]: ");
+    t.wait_for("> 1) Ireland (eu-west-1)");
+    t.keys(&["Enter"]);
+    t.wait_for("> Send these answers");
+    t.keys(&["Down"]);
+    t.wait_for("> Change region: region = eu-west-1");
+    t.keys(&["Enter"]);
+    // The question again, then the summary with the new answer.
+    t.until("the question asked again", || {
+        t.screen()
+            .matches("Which region should orders live in?")
+            .count()
+            == 2
+    });
+    // A typed number filters to its option.
+    t.keys(&["3"]);
+    t.until("the filter keeping option 3 only", || {
+        let screen = t.screen();
+        let last = &screen[screen.rfind("Which region").unwrap_or(0)..];
+        last.contains("> 3) Mumbai (ap-south-1)") && !last.contains("2) Virginia")
+    });
+    t.keys(&["Enter"]);
+    t.wait_for("Your answers: region: region = ap-south-1");
+    t.keys(&["Enter"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains("Created database orders in ap-south-1."),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+#[test]
+fn escape_dismisses_the_question_and_exits_1() {
+    let t = Tmux::start(
+        "escape",
+        &shell("call --demo provision_database name=orders"),
+    );
+    t.wait_for("> 1) Ireland (eu-west-1)");
+    t.keys(&["Escape"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(screen.contains("Provisioning cancelled."), "{screen}");
+    assert!(screen.contains("EXIT=1"), "{screen}");
+}
+
+#[test]
+fn line_prompts_ask_again_after_a_wrong_choice_and_cancel_exits_1() {
+    let t = Tmux::start(
+        "lines",
+        &format!(
+            "TERN_PROMPTS=lines {}",
+            shell("call --demo provision_database name=orders")
+        ),
+    );
+    let screen = t.wait_for("Choose [1-3]: ");
+    assert!(screen.contains("  2) Virginia (us-east-1)"), "{screen}");
+    assert!(
+        screen.contains(":decline") && screen.contains(":cancel"),
+        "{screen}"
+    );
     t.type_line("7");
     t.wait_for("choose a number from 1 to 3");
     t.type_line(":cancel");
@@ -160,10 +259,14 @@ fn a_wrong_choice_is_asked_again_and_cancel_exits_1() {
 #[test]
 fn two_rounds_then_a_progress_bar() {
     let t = Tmux::start("deploy", &shell("call --demo deploy service=api"));
-    t.wait_for("Region [1-3]: ");
-    t.type_line("1");
+    t.wait_for("> 1) Ireland (eu-west-1)");
+    t.keys(&["Enter"]);
+    t.wait_for("> Send these answers");
+    t.keys(&["Enter"]);
     t.wait_for("Go ahead");
     t.type_line("y");
+    t.wait_for("plan: proceed = true");
+    t.keys(&["Enter"]);
     let screen = t.wait_for("EXIT=");
     assert!(screen.contains("round 2"), "{screen}");
     assert!(
@@ -172,4 +275,129 @@ fn two_rounds_then_a_progress_bar() {
     );
     assert!(screen.contains("Deployed api to eu-west-1."), "{screen}");
     assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+#[test]
+fn ctrl_c_at_a_question_abandons_the_call_and_restores_the_terminal() {
+    let t = Tmux::start(
+        "ctrlc-question",
+        &shell("call --demo provision_database name=orders"),
+    );
+    t.wait_for("> 1) Ireland (eu-west-1)");
+    t.keys(&["C-c"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains(
+            "tern: interrupted at the question region: abandoned the call, nothing was sent"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=130"), "{screen}");
+    // The terminal is cooked again (raw mode off): what is typed now is
+    // echoed by the terminal itself.
+    t.type_line("typed-after-exit");
+    t.wait_for("typed-after-exit");
+}
+
+#[test]
+fn ctrl_c_in_flight_sends_notifications_cancelled() {
+    let dir = scratch("ctrlc-flight");
+    let log = dir.join("server-input.log");
+    // A server that reads and records every line and never answers.
+    let t = Tmux::start(
+        "ctrlc-flight",
+        &shell(&format!("tools -- sh -c 'cat > {}'", log.to_str().unwrap())),
+    );
+    t.wait_for("waiting for");
+    t.until("the request reaching the server", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("tools/list"))
+    });
+    t.keys(&["C-c"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains("interrupted: cancelled tools/list in flight (told the server with notifications/cancelled)"),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=130"), "{screen}");
+    t.until("notifications/cancelled reaching the server", || {
+        std::fs::read_to_string(&log)
+            .is_ok_and(|l| l.contains("\"method\":\"notifications/cancelled\""))
+    });
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_server_that_dies_while_a_question_is_on_screen_is_reported_at_once() {
+    let dir = scratch("dies");
+    let pid = dir.join("pid");
+    let t = Tmux::start(
+        "dies",
+        &shell(&format!(
+            "call provision_database name=orders -- sh -c 'echo $$ > {}; echo the demo is starting >&2; exec \"{}\" serve demo --stdio'",
+            pid.to_str().unwrap(),
+            env!("CARGO_BIN_EXE_tern")
+        )),
+    );
+    t.wait_for("> 1) Ireland (eu-west-1)");
+    let id = std::fs::read_to_string(&pid).unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", id.trim()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    // Nothing typed: tern notices the death on its own.
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains(
+            "went away while tern was asking you; nothing was sent. the server process exited (signal: 9 (SIGKILL))"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("| the demo is starting"), "{screen}");
+    assert!(
+        !screen.contains("> 1) Ireland (eu-west-1)"),
+        "the prompt is cleared: {screen}"
+    );
+    assert!(screen.contains("EXIT=4"), "{screen}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ctrl_c_at_a_line_prompt_is_the_signal_and_abandons_the_call() {
+    let t = Tmux::start(
+        "ctrlc-lines",
+        &format!(
+            "TERN_PROMPTS=lines {}",
+            shell("call --demo provision_database name=orders")
+        ),
+    );
+    t.wait_for("Choose [1-3]: ");
+    t.keys(&["C-c"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains(
+            "tern: interrupted at the question region: abandoned the call, nothing was sent"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=130"), "{screen}");
+}
+
+#[test]
+fn ctrl_c_in_flight_over_http_closes_the_stream() {
+    let fake = crate::fake::Fake::start(crate::fake::black_hole);
+    let t = Tmux::start(
+        "ctrlc-http",
+        &shell(&format!("tools --url http://{}/mcp", fake.addr)),
+    );
+    t.wait_for("waiting for");
+    t.keys(&["C-c"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains("interrupted: cancelled tools/list in flight (closed its HTTP stream)"),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=130"), "{screen}");
 }

@@ -1,0 +1,203 @@
+//! The two consoles behind [`Console`]:
+//!
+//! - on a terminal, `inquire` widgets: arrow-key selection and
+//!   multi-selection, a yes/no confirmation, a line editor with defaults and
+//!   validation messages shown as the person types; colour unless `NO_COLOR`
+//!   is set. Esc dismisses a question; Ctrl-C (a key in raw mode) stops tern
+//!   as the signal would ([`interrupted`]);
+//! - otherwise, or with `TERN_PROMPTS=lines`, numbered lines on standard
+//!   error read from standard input (pipes, scripts, tests).
+//!
+//! `inquire` was chosen over `dialoguer` and `cliclack` because its widgets
+//! map one to one onto the form's field kinds (select, multi-select,
+//! confirm, text with a validator), it reports a non-terminal instead of
+//! failing late, and it draws on standard error, leaving standard output
+//! to the result.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::LazyLock;
+
+use inquire::ui::RenderConfig;
+use inquire::validator::Validation;
+use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
+
+use crate::form::{Check, Console, Reply, Widgets};
+
+/// Ctrl-C pressed inside a widget.
+static INTERRUPTED: LazyLock<tokio::sync::Notify> = LazyLock::new(tokio::sync::Notify::new);
+
+/// Ctrl-C was pressed inside a widget during this run.
+static WAS_INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether Ctrl-C was pressed inside a widget during this run.
+pub(crate) fn was_interrupted() -> bool {
+    WAS_INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Resolves when the person pressed Ctrl-C inside a widget.
+pub(crate) async fn interrupted() {
+    INTERRUPTED.notified().await;
+}
+
+/// The console for this run: widgets on a terminal, lines otherwise.
+pub(crate) fn console() -> Box<dyn Console> {
+    let lines = std::env::var("TERN_PROMPTS").is_ok_and(|v| v == "lines");
+    if !lines && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+            inquire::set_global_render_config(RenderConfig::empty());
+        }
+        Box::new(Rich)
+    } else {
+        Box::new(Lines)
+    }
+}
+
+/// Lines: standard error out, standard input in.
+pub(crate) struct Lines;
+
+impl Console for Lines {
+    fn say(&mut self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+
+    fn ask(&mut self, prompt: &str) -> Option<String> {
+        self.say(prompt);
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                self.say("\n");
+                None
+            }
+            Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
+        }
+    }
+}
+
+/// `inquire` widgets.
+struct Rich;
+
+impl Console for Rich {
+    fn say(&mut self, text: &str) {
+        Lines.say(text);
+    }
+
+    fn ask(&mut self, prompt: &str) -> Option<String> {
+        match Text::new(prompt.trim_end().trim_end_matches(':')).prompt() {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let _: Reply<()> = refused(&e);
+                None
+            }
+        }
+    }
+
+    fn widgets(&mut self) -> Option<&mut dyn Widgets> {
+        Some(self)
+    }
+}
+
+/// Esc and Ctrl-C: both dismiss the question; Ctrl-C also stops tern.
+fn refused<T>(e: &InquireError) -> Reply<T> {
+    if matches!(e, InquireError::OperationInterrupted) {
+        WAS_INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        INTERRUPTED.notify_one();
+    }
+    Reply::Cancel
+}
+
+impl Widgets for Rich {
+    fn select(
+        &mut self,
+        label: &str,
+        help: Option<&str>,
+        options: &[String],
+        default: Option<usize>,
+    ) -> Reply<usize> {
+        let mut s = Select::new(label, options.to_vec()).with_starting_cursor(default.unwrap_or(0));
+        let help = help.map_or_else(
+            || "↑↓ to move, Enter to choose, type to filter".to_owned(),
+            |h| format!("{h} (↑↓, Enter)"),
+        );
+        s = s.with_help_message(&help);
+        match s.raw_prompt() {
+            Ok(o) => Reply::Value(o.index),
+            Err(e) => refused(&e),
+        }
+    }
+
+    fn multi(
+        &mut self,
+        label: &str,
+        help: Option<&str>,
+        options: &[String],
+        defaults: &[usize],
+        (min, max): (Option<u64>, Option<u64>),
+    ) -> Reply<Vec<usize>> {
+        let help = help.map_or_else(
+            || "↑↓ to move, Space to pick, Enter to answer".to_owned(),
+            |h| format!("{h} (↑↓, Space, Enter)"),
+        );
+        let m = MultiSelect::new(label, options.to_vec())
+            .with_default(defaults)
+            .with_help_message(&help)
+            .with_validator(
+                move |chosen: &[inquire::list_option::ListOption<&String>]| {
+                    let n = chosen.len() as u64;
+                    Ok(match (min, max) {
+                        (Some(min), _) if n < min => {
+                            Validation::Invalid(format!("choose at least {min}").into())
+                        }
+                        (_, Some(max)) if n > max => {
+                            Validation::Invalid(format!("choose at most {max}").into())
+                        }
+                        _ => Validation::Valid,
+                    })
+                },
+            );
+        match m.raw_prompt() {
+            Ok(chosen) => Reply::Value(chosen.into_iter().map(|o| o.index).collect()),
+            Err(e) => refused(&e),
+        }
+    }
+
+    fn confirm(&mut self, label: &str, help: Option<&str>, default: Option<bool>) -> Reply<bool> {
+        let mut c = Confirm::new(label);
+        if let Some(d) = default {
+            c = c.with_default(d);
+        }
+        if let Some(h) = help {
+            c = c.with_help_message(h);
+        }
+        match c.prompt() {
+            Ok(v) => Reply::Value(v),
+            Err(e) => refused(&e),
+        }
+    }
+
+    fn text(
+        &mut self,
+        label: &str,
+        help: Option<&str>,
+        default: Option<&str>,
+        check: Check,
+    ) -> Reply<String> {
+        let mut t = Text::new(label).with_validator(move |v: &str| {
+            Ok(match check(v.trim()) {
+                Ok(()) => Validation::Valid,
+                Err(why) => Validation::Invalid(why.into()),
+            })
+        });
+        if let Some(d) = default {
+            t = t.with_default(d);
+        }
+        if let Some(h) = help {
+            t = t.with_help_message(h);
+        }
+        match t.prompt() {
+            Ok(v) => Reply::Value(v.trim().to_owned()),
+            Err(e) => refused(&e),
+        }
+    }
+}

@@ -1,0 +1,484 @@
+//! The command's own MRTR loop, on the client library's manual rounds
+//! (`call_tool_once` / `answer` / `resume`), so that tern controls what a
+//! person sees between legs:
+//!
+//! - each leg waits at most `--timeout` for the server, a progress
+//!   notification counting as a sign of life; the time a person spends
+//!   answering is not counted (nothing is in flight then, C1);
+//! - preset answers ([`PresetSpec`]) are built and checked against their
+//!   question before anything is sent: one that does not fit stops the run
+//!   at once; a key asked again with the same question after its preset was
+//!   sent stops the run too (the server did not take it) instead of sending
+//!   it until the round limit;
+//! - the questions of one round are answered, the person's form answers
+//!   summarised with a chance to change one, and "Sending your answers"
+//!   said once per round;
+//! - a stdio server that dies while a person answers is noticed at once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tern_client::transport::stdio::ChildWatch;
+use tern_client::{CallOptions, Client, ClientError, Completed, PendingRound, Round};
+use tern_protocol::elicitation::ElicitAction;
+use tern_protocol::{InputRequest, InputResponse, InputResponses, JsonObject};
+use tokio::time::Instant;
+
+use crate::answers::PresetSpec;
+use crate::cmd::{EXIT_NEEDS_INPUT, EXIT_SERVER, EXIT_TRANSPORT, EXIT_USAGE, Failure, failure};
+use crate::terminal::{Phase, Session, Summary};
+
+/// The most rounds one call may take (the client library's default, C12).
+const MAX_ROUNDS: u32 = tern_client::client::DEFAULT_MAX_ROUNDS;
+
+/// The first leg of a call.
+#[derive(Debug, Clone)]
+pub(crate) enum First {
+    /// `tools/call`.
+    Tool(String, JsonObject),
+    /// `prompts/get`.
+    Prompt(String, Option<JsonObject>),
+    /// `resources/read`.
+    Read(String),
+}
+
+impl First {
+    /// `tools/call NAME` and the like.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Self::Tool(n, _) => format!("tools/call {n}"),
+            Self::Prompt(n, _) => format!("prompts/get {n}"),
+            Self::Read(u) => format!("resources/read {u}"),
+        }
+    }
+}
+
+/// When the server last showed a sign of life.
+#[derive(Debug)]
+pub(crate) struct Activity(Mutex<Instant>);
+
+impl Default for Activity {
+    fn default() -> Self {
+        Self(Mutex::new(Instant::now()))
+    }
+}
+
+impl Activity {
+    /// The server did something now.
+    pub(crate) fn touch(&self) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+    }
+
+    fn last(&self) -> Instant {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// One run's MRTR loop.
+pub(crate) struct Driver {
+    /// The client.
+    pub(crate) client: Client,
+    /// The terminal.
+    pub(crate) session: Arc<Session>,
+    /// The preset answers.
+    pub(crate) presets: PresetSpec,
+    /// The person may be asked.
+    pub(crate) interactive: bool,
+    /// How long one leg may wait without a sign of life.
+    pub(crate) timeout: Duration,
+    /// The call's options (progress, declared capabilities; no presets: they
+    /// are answered here).
+    pub(crate) options: CallOptions,
+    /// The server's signs of life.
+    pub(crate) activity: Arc<Activity>,
+    /// A stdio child's death, told at once.
+    pub(crate) watch: Option<ChildWatch>,
+    /// The preset keys that answered a question.
+    pub(crate) used: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("interactive", &self.interactive)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Driver {
+    /// Who the server is, for messages.
+    pub(crate) fn who(&self) -> String {
+        self.client.server_info().map_or_else(
+            || self.session.fallback_name.clone(),
+            |i| i.title.unwrap_or(i.name),
+        )
+    }
+
+    /// Waits for one request (`what`), at most `--timeout` without a sign of
+    /// life; a spinner shows on a terminal meanwhile.
+    pub(crate) async fn wait<T>(
+        &self,
+        what: &str,
+        request: impl Future<Output = Result<T, ClientError>>,
+    ) -> Result<T, Failure> {
+        self.wait_raw(what, request)
+            .await?
+            .map_err(|e| failure(&e, &self.session))
+    }
+
+    /// [`Self::wait`], the client's own error given back as it is.
+    pub(crate) async fn wait_raw<T>(
+        &self,
+        what: &str,
+        request: impl Future<Output = Result<T, ClientError>>,
+    ) -> Result<Result<T, ClientError>, Failure> {
+        self.session.set_phase(Phase::InFlight(what.to_owned()));
+        self.session
+            .progress
+            .waiting(&format!("waiting for {}: {what}", self.who()));
+        self.activity.touch();
+        tokio::pin!(request);
+        let outcome = loop {
+            let deadline = self.activity.last() + self.timeout;
+            tokio::select! {
+                r = &mut request => break r,
+                () = tokio::time::sleep_until(deadline) => {
+                    if self.activity.last() + self.timeout <= Instant::now() {
+                        self.session.progress.interrupt();
+                        self.session.set_phase(Phase::Idle);
+                        return Err(Failure {
+                            code: EXIT_SERVER,
+                            message: format!(
+                                "{} did not answer {what} within {} (--timeout SECONDS to wait longer); the request was cancelled",
+                                self.who(),
+                                seconds(self.timeout)
+                            ),
+                        });
+                    }
+                }
+            }
+        };
+        self.session.progress.interrupt();
+        self.session.set_phase(Phase::Idle);
+        Ok(outcome)
+    }
+
+    /// The first leg.
+    pub(crate) async fn first(&self, first: &First) -> Result<Round<Completed>, Failure> {
+        let what = first.describe();
+        let options = &self.options;
+        match first {
+            First::Tool(name, args) => {
+                let r = self
+                    .wait(
+                        &what,
+                        self.client.call_tool_once(
+                            name,
+                            Some(Value::Object(args.clone())),
+                            options,
+                        ),
+                    )
+                    .await?;
+                map_round(r, Completed::Tool)
+            }
+            First::Prompt(name, args) => {
+                let r = self
+                    .wait(
+                        &what,
+                        self.client.get_prompt_once(name, args.clone(), options),
+                    )
+                    .await?;
+                map_round(r, Completed::Prompt)
+            }
+            First::Read(uri) => {
+                let r = self
+                    .wait(&what, self.client.read_resource_once(uri, options))
+                    .await?;
+                map_round(r, Completed::Resource)
+            }
+        }
+    }
+
+    /// The whole call: rounds until it completes.
+    pub(crate) async fn run(&self, first: &First) -> Result<Completed, Failure> {
+        let what = first.describe();
+        let mut round = self.first(first).await?;
+        // The question each preset answered, by key.
+        let mut sent: HashMap<String, InputRequest> = HashMap::new();
+        let mut shed = 0u32;
+        loop {
+            let pending = match round {
+                Round::Complete(done) => return Ok(done),
+                Round::InputRequired(pending) => pending,
+                _ => {
+                    return Err(Failure {
+                        code: EXIT_SERVER,
+                        message: "the server's reply is an outcome this tern does not know".into(),
+                    });
+                }
+            };
+            if pending.round >= MAX_ROUNDS {
+                return Err(Failure {
+                    code: EXIT_SERVER,
+                    message: format!(
+                        "{} asked for more than {MAX_ROUNDS} rounds of {what}; tern stopped",
+                        self.who()
+                    ),
+                });
+            }
+            let keys: Vec<String> = pending.input_requests.keys().cloned().collect();
+            self.session.asked(&keys);
+            self.announce(pending.round, &keys);
+            let responses = if keys.is_empty() {
+                // A state-only round (load shedding, §2.4): retry after a
+                // growing pause.
+                tokio::time::sleep(backoff(shed)).await;
+                shed += 1;
+                InputResponses::new()
+            } else {
+                shed = 0;
+                self.answer(&pending, &mut sent).await?
+            };
+            let leg = format!("{what} (round {})", pending.round + 1);
+            round = self
+                .wait(
+                    &leg,
+                    self.client.resume(&pending, &responses, &self.options),
+                )
+                .await?;
+        }
+    }
+
+    /// "round N: SERVER asks ...", on a terminal.
+    fn announce(&self, round: u32, keys: &[String]) {
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return;
+        }
+        let who = self.who();
+        if keys.is_empty() {
+            eprintln!("tern: round {round}: {who} asks to retry (it is busy)");
+        } else {
+            eprintln!(
+                "tern: round {round}: {who} asks before it can finish: {}",
+                keys.join(", ")
+            );
+        }
+    }
+
+    /// The answers to one round: presets first (checked), the rest from
+    /// the person (or an error naming the key when tern may not ask).
+    async fn answer(
+        &self,
+        pending: &PendingRound,
+        sent: &mut HashMap<String, InputRequest>,
+    ) -> Result<InputResponses, Failure> {
+        let mut responses = InputResponses::new();
+        let mut rest = pending.clone();
+        rest.input_requests.clear();
+        for (key, question) in &pending.input_requests {
+            if sent.get(key).is_some_and(|q| q == question) {
+                return Err(Failure {
+                    code: EXIT_NEEDS_INPUT,
+                    message: format!(
+                        "{} asked `{key}` again after tern sent its preset answer: it did not take that answer. Check it against the question (tern questions shows the fields and allowed values), or answer it in a terminal without the preset",
+                        self.who()
+                    ),
+                });
+            }
+            match self.presets.answer(key, question) {
+                // A preset answers the question it first answered only; the
+                // same key asking something else goes to the person.
+                Some(Ok(answer)) if !sent.contains_key(key) => {
+                    responses.insert(key.clone(), answer);
+                    sent.insert(key.clone(), question.clone());
+                    self.used
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(key.clone());
+                }
+                Some(Err(why)) if !sent.contains_key(key) => {
+                    return Err(Failure {
+                        code: EXIT_USAGE,
+                        message: format!(
+                            "the preset answer for `{key}` does not fit the question {} asked; nothing was sent: {why}",
+                            self.who()
+                        ),
+                    });
+                }
+                _ => {
+                    rest.input_requests.insert(key.clone(), question.clone());
+                }
+            }
+        }
+        if rest.input_requests.is_empty() {
+            return Ok(responses);
+        }
+        let asked: Vec<String> = rest.input_requests.keys().cloned().collect();
+        self.session.set_phase(Phase::Question(asked.join(", ")));
+        let mut theirs = self.ask(&rest).await?;
+        if self.interactive {
+            theirs = self.review(&rest, theirs).await?;
+        }
+        if crate::prompt::was_interrupted() {
+            // Ctrl-C inside a widget: nothing is sent; the command's
+            // interrupt handler ends the run.
+            std::future::pending::<()>().await;
+        }
+        if self.interactive && self.session.answered_by_person() {
+            Session::say_sending();
+        }
+        self.session.set_phase(Phase::Idle);
+        for (key, answer) in theirs {
+            responses.insert(key, answer);
+        }
+        Ok(responses)
+    }
+
+    /// `rest`'s questions to the handlers (the person), while watching a
+    /// stdio child: one that dies meanwhile ends the run at once.
+    async fn ask(&self, rest: &PendingRound) -> Result<Vec<(String, InputResponse)>, Failure> {
+        let options = self.options.clone();
+        let answering = self.client.answer(rest, &options);
+        let answers = match self.watch.clone() {
+            Some(mut watch) => {
+                tokio::select! {
+                    r = answering => r,
+                    exit = watch.exited() => {
+                        crate::terminal::restore();
+                        crate::terminal::clear_prompt();
+                        return Err(Failure {
+                            code: EXIT_TRANSPORT,
+                            message: format!("{} went away while tern was asking you; nothing was sent. {exit}", self.session.fallback_name),
+                        });
+                    }
+                }
+            }
+            None => answering.await,
+        }
+        .map_err(|e| failure(&e, &self.session))?;
+        answers
+            .decode_all()
+            .map(|all| all.into_iter().collect())
+            .map_err(|e| Failure {
+                code: EXIT_SERVER,
+                message: format!("an answer could not be read back: {e}"),
+            })
+    }
+
+    /// The summary of the person's form answers, with a chance to change one
+    /// before anything is sent.
+    async fn review(
+        &self,
+        rest: &PendingRound,
+        mut answers: Vec<(String, InputResponse)>,
+    ) -> Result<Vec<(String, InputResponse)>, Failure> {
+        loop {
+            let accepted: Vec<(usize, String, JsonObject)> = answers
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (key, a))| match a {
+                    InputResponse::Elicitation(r) if r.action == ElicitAction::Accept => {
+                        Some((i, key.clone(), r.content_object()))
+                    }
+                    _ => None,
+                })
+                .filter(|(_, _, c)| !c.is_empty())
+                .collect();
+            if accepted.is_empty() {
+                return Ok(answers);
+            }
+            let lines: Vec<String> = accepted
+                .iter()
+                .map(|(_, key, content)| {
+                    let fields: Vec<String> = content
+                        .iter()
+                        .map(|(f, v)| match v {
+                            Value::String(s) => format!("{f} = {s}"),
+                            other => format!("{f} = {other}"),
+                        })
+                        .collect();
+                    format!("{key}: {}", fields.join(", "))
+                })
+                .collect();
+            match self.session.review(lines).await {
+                Summary::Send => return Ok(answers),
+                Summary::Refuse(result) => {
+                    self.session.refuse();
+                    for (i, _, _) in &accepted {
+                        answers[*i].1 = InputResponse::Elicitation(result.clone());
+                    }
+                    return Ok(answers);
+                }
+                Summary::Change(n) => {
+                    let Some((i, key, _)) = accepted.get(n) else {
+                        continue;
+                    };
+                    let mut one = rest.clone();
+                    one.input_requests.retain(|k, _| k == key);
+                    if let Some((_, answer)) = self.ask(&one).await?.into_iter().next() {
+                        answers[*i].1 = answer;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Warns about preset keys no question used.
+    pub(crate) fn warn_unused(&self) {
+        let used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let asked = self.session.asked_keys();
+        for key in self.presets.keys() {
+            if used.contains(&key) || asked.contains(&key) {
+                continue;
+            }
+            let hint = crate::suggest::did_you_mean(&key, asked.iter().map(String::as_str));
+            let asked_list = if asked.is_empty() {
+                "no questions were asked".to_owned()
+            } else {
+                format!("asked: {}", asked.join(", "))
+            };
+            eprintln!(
+                "tern: warning: the preset answer for `{key}` was not used: no question was asked under that key{hint} ({asked_list})"
+            );
+        }
+    }
+}
+
+fn map_round<T>(r: Round<T>, f: impl FnOnce(T) -> Completed) -> Result<Round<Completed>, Failure> {
+    match r {
+        Round::Complete(done) => Ok(Round::Complete(f(done))),
+        Round::InputRequired(p) => Ok(Round::InputRequired(p)),
+        _ => Err(Failure {
+            code: EXIT_SERVER,
+            message: "the server's reply is an outcome this tern does not know".into(),
+        }),
+    }
+}
+
+/// Backoff before retrying a state-only round: 50 ms doubling to 2 s.
+fn backoff(shed: u32) -> Duration {
+    Duration::from_millis(50u64.saturating_mul(1 << shed.min(6))).min(Duration::from_secs(2))
+}
+
+/// `30 s`, `1.5 s`.
+pub(crate) fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
