@@ -168,6 +168,11 @@ impl Server {
         self.inner.shutdown.cancel();
     }
 
+    /// How 2025 clients are served; `None` when the server is modern only.
+    pub fn legacy_options(&self) -> Option<crate::legacy::LegacyOptions> {
+        self.inner.config.legacy
+    }
+
     /// The method is served: known, not removed, and behind a capability this
     /// server advertises (otherwise `-32601`).
     pub fn serves(&self, method: &str) -> bool {
