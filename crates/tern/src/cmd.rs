@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::Args;
 use serde::Serialize;
 use serde_json::{Value, json};
-use tern_client::transport::http::HttpTransport;
+use tern_client::legacy::DualEra;
 use tern_client::transport::stdio::ChildProcess;
 use tern_client::{CallOptions, Client, ClientError, StaticRoots};
 use tern_protocol::error::code;
@@ -285,8 +285,9 @@ fn connect(target: &Target) -> Result<(Build, String), Failure> {
         message: format!("{e:#}"),
     };
     match target {
+        // Servers of either era (spec §8.3): the first request probes.
         Target::Url(url) => {
-            let t = HttpTransport::new(url).map_err(transport_failure)?;
+            let t = DualEra::http(url).map_err(transport_failure)?;
             Ok((Box::new(move |b| b.build(t)), url.clone()))
         }
         Target::Demo => {
@@ -303,7 +304,7 @@ fn connect(target: &Target) -> Result<(Build, String), Failure> {
             Ok((Box::new(move |b| b.build(t)), "the demo server".into()))
         }
         Target::Command(words) => {
-            let t = ChildProcess::spawn(&words[0], &words[1..]).map_err(transport_failure)?;
+            let t = DualEra::stdio(&words[0], &words[1..]).map_err(transport_failure)?;
             Ok((
                 Box::new(move |b| b.build(t)),
                 format!("`{}`", words.join(" ")),

@@ -33,8 +33,9 @@ struct Routes {
     /// Requests in flight that may be asked questions by a 2025 server
     /// (`tools/call`, `prompts/get`, `resources/read`), oldest first.
     askers: Vec<RequestId>,
-    /// The child's input, for answers to a 2025 server's requests.
-    writer: Option<mpsc::UnboundedSender<String>>,
+    /// The child's input, for answers to a 2025 server's requests (weak:
+    /// closing the transport must still close the child's input).
+    writer: Option<mpsc::WeakUnboundedSender<String>>,
 }
 
 /// How long [`Transport::close`] waits for the child after closing its input,
@@ -143,7 +144,7 @@ impl ChildProcess {
             }
         });
         let routes: Arc<Mutex<Routes>> = Arc::default();
-        lock(&routes).writer = Some(tx.clone());
+        lock(&routes).writer = Some(tx.downgrade());
         let reader_routes = Arc::clone(&routes);
         let max_line = limits.max_response_bytes;
         tokio::spawn(async move {
@@ -283,7 +284,12 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
     let (writer, asker) = {
         let r = lock(routes);
         let asker = r.askers.first().and_then(|id| r.pending.get(id).cloned());
-        (r.writer.clone(), asker)
+        (
+            r.writer
+                .as_ref()
+                .and_then(mpsc::WeakUnboundedSender::upgrade),
+            asker,
+        )
     };
     let Some(writer) = writer else { return };
     let id = request.id.clone();

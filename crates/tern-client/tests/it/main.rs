@@ -49,6 +49,7 @@ mod driver;
 mod handlers;
 mod hardening;
 mod harness;
+mod legacy;
 mod nginx;
 mod rules;
 mod server;
