@@ -6,11 +6,11 @@
 //! is rewritten into the modern request it means (the session's version,
 //! capabilities, client info and log level go into `_meta`) and served by the
 //! same dispatcher under the engine's *await, live* strategy
-//! ([`live`]): every question a handler asks becomes a real server-to-client
+//! (`live`): every question a handler asks becomes a real server-to-client
 //! request (`elicitation/create`, `sampling/createMessage`, `roots/list`) on
 //! the session — over HTTP on the originating POST's SSE stream — and the
 //! reply wakes the still-running handler, for any number of rounds. Results
-//! are downgraded to the 2025 schema ([`downgrade`]): no `resultType`,
+//! are downgraded to the 2025 schema (`downgrade`): no `resultType`,
 //! `ttlMs`, `cacheScope` or `serverInfo` `_meta`.
 //!
 //! | rule | default |
