@@ -32,6 +32,7 @@ pub mod client;
 pub mod error;
 pub mod handler;
 pub(crate) mod headers;
+pub mod legacy;
 pub mod limits;
 pub mod preset;
 pub mod transport;

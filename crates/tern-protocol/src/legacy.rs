@@ -3,6 +3,11 @@
 //! server-to-client requests (with ids) that MRTR replaced.
 //!
 //! Legacy results carry no `resultType`.
+//!
+//! Also here: the version list and negotiation ([`negotiate`]), and the
+//! methods, params and error code 2026-07-28 removed (`logging/setLevel`,
+//! `resources/subscribe` / `unsubscribe`, `notifications/elicitation/complete`,
+//! `notifications/roots/list_changed`, `-32042`).
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -13,6 +18,74 @@ use crate::json::JsonObject;
 use crate::jsonrpc::{RequestId, serialize_request};
 use crate::roots::ListRootsRequestParams;
 use crate::sampling::CreateMessageRequestParams;
+
+/// The 2025 versions a dual-era peer speaks, newest first.
+pub const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+/// The newest legacy version.
+pub const LATEST: &str = "2025-11-25";
+/// Versions older than [`VERSIONS`] that still name the session era (a
+/// request with one of these headers is legacy, even if tern will not
+/// negotiate it).
+const SESSION_ERA: &[&str] = &["2024-11-05"];
+
+/// The version a 2025 server answers `initialize` with (2025-11-25
+/// lifecycle): the requested one if it is supported, otherwise the newest it
+/// supports — so a client asking for 2026-07-28 gets [`LATEST`].
+pub fn negotiate(requested: &str) -> &'static str {
+    VERSIONS
+        .iter()
+        .find(|v| **v == requested)
+        .copied()
+        .unwrap_or(LATEST)
+}
+
+/// `version` names the session era (2024-11-05 to 2025-11-25): an
+/// `MCP-Protocol-Version` header with it is not a modern request.
+pub fn is_session_era(version: &str) -> bool {
+    VERSIONS.contains(&version) || SESSION_ERA.contains(&version)
+}
+
+/// `logging/setLevel`.
+pub const SET_LEVEL: &str = "logging/setLevel";
+/// `resources/subscribe`.
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+/// `resources/unsubscribe`.
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// `notifications/elicitation/complete` (URL mode).
+pub const NOTIFICATION_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+/// `notifications/roots/list_changed`.
+pub const NOTIFICATION_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+/// `-32042`: URL elicitation required (2025-11-25): the request cannot go
+/// on until the user visits the URLs in `data.elicitations`.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// Params of `logging/setLevel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetLevelRequestParams {
+    /// The lowest level the client wants to receive.
+    pub level: crate::logging::LoggingLevel,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+/// Params of `resources/subscribe` and `resources/unsubscribe`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscribeRequestParams {
+    /// The resource.
+    pub uri: String,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+/// Params of `notifications/elicitation/complete`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationCompleteParams {
+    /// The `elicitationId` of the URL elicitation that finished.
+    pub elicitation_id: String,
+}
 
 /// Params of `initialize`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,6 +207,43 @@ impl LegacyServerRequest {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn versions_negotiate_per_the_2025_rules() {
+        assert_eq!(negotiate("2025-11-25"), "2025-11-25");
+        assert_eq!(negotiate("2025-06-18"), "2025-06-18");
+        assert_eq!(negotiate("2025-03-26"), "2025-03-26");
+        assert_eq!(
+            negotiate("2026-07-28"),
+            LATEST,
+            "a modern version gets the newest legacy one"
+        );
+        assert_eq!(negotiate("2024-11-05"), LATEST);
+        assert_eq!(negotiate(""), LATEST);
+        assert!(is_session_era("2024-11-05") && is_session_era("2025-11-25"));
+        assert!(!is_session_era("2026-07-28") && !is_session_era("garbage"));
+    }
+
+    #[test]
+    fn removed_params_round_trip() {
+        let level: SetLevelRequestParams =
+            serde_json::from_value(json!({"level": "warning"})).unwrap();
+        assert_eq!(
+            serde_json::to_value(&level).unwrap(),
+            json!({"level": "warning"})
+        );
+        assert!(serde_json::from_value::<SetLevelRequestParams>(json!({"level": "loud"})).is_err());
+        let sub: SubscribeRequestParams =
+            serde_json::from_value(json!({"uri": "file:///a"})).unwrap();
+        assert_eq!(sub.uri, "file:///a");
+        let done = ElicitationCompleteParams {
+            elicitation_id: "e-1".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&done).unwrap(),
+            json!({"elicitationId": "e-1"})
+        );
+    }
 
     use super::*;
     use crate::elicitation::ElicitRequestUrlParams;

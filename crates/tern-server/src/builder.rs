@@ -45,6 +45,8 @@ pub(crate) struct Config {
     pub(crate) list_cache: CacheHints,
     pub(crate) read_cache: CacheHints,
     pub(crate) progress_interval: Duration,
+    /// 2025 clients are served (`None`: modern only).
+    pub(crate) legacy: Option<crate::legacy::LegacyOptions>,
 }
 
 /// Builds a [`Server`].
@@ -113,6 +115,7 @@ impl ServerBuilder {
                 list_cache: CacheHints::new(Duration::from_secs(60), CacheScope::Public),
                 read_cache: CacheHints::new(Duration::ZERO, CacheScope::Private),
                 progress_interval: Duration::from_millis(10),
+                legacy: Some(crate::legacy::LegacyOptions::default()),
             },
         }
     }
@@ -290,6 +293,22 @@ impl ServerBuilder {
     #[must_use]
     pub fn task_config(mut self, config: TaskConfig) -> Self {
         self.task_config = config;
+        self
+    }
+
+    /// How 2025-11-25 clients are served (on by default, with
+    /// [`crate::legacy::LegacyOptions::default`]; see [`crate::legacy`]).
+    #[must_use]
+    pub fn legacy(mut self, options: crate::legacy::LegacyOptions) -> Self {
+        self.config.legacy = Some(options);
+        self
+    }
+
+    /// Serves 2026-07-28 requests only: `initialize` is `-32601` (HTTP 404),
+    /// as for a server without legacy support.
+    #[must_use]
+    pub fn modern_only(mut self) -> Self {
+        self.config.legacy = None;
         self
     }
 

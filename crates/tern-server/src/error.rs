@@ -197,4 +197,9 @@ pub mod codes {
     /// `-31004`: the call needed more rounds of questions than the server
     /// allows (`data.maxRounds`).
     pub const CALL_LIMIT: i64 = -31004;
+    /// `-31005`: on a 2025-11-25 session, a handler asked a question the
+    /// session cannot receive (its `initialize` did not declare the
+    /// capability; 2025 has no `-32021`). `data.requiredCapabilities` says
+    /// what was missing. The call does not go on as if the user agreed.
+    pub const QUESTION_UNDELIVERABLE: i64 = -31005;
 }

@@ -75,6 +75,7 @@ pub mod error;
 pub mod form;
 pub mod handler;
 pub(crate) mod json;
+pub mod legacy;
 pub(crate) mod paging;
 pub mod principal;
 pub mod prompt;

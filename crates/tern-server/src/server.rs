@@ -179,6 +179,11 @@ impl Server {
         let _ = running.wait_for(|n| *n == 0).await;
     }
 
+    /// How 2025 clients are served; `None` when the server is modern only.
+    pub fn legacy_options(&self) -> Option<crate::legacy::LegacyOptions> {
+        self.inner.config.legacy
+    }
+
     /// The method is served: known, not removed, and behind a capability this
     /// server advertises (otherwise `-32601`).
     pub fn serves(&self, method: &str) -> bool {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 use serde_json::{Value, json};
-use tern_client::transport::http::HttpTransport;
+use tern_client::legacy::DualEra;
 use tern_client::transport::stdio::{ChildProcess, ChildWatch, SpawnOptions};
 use tern_client::{CallOptions, Client, ClientError, Completed, Limits, Round, StaticRoots};
 use tern_protocol::error::code;
@@ -449,7 +449,9 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
         code: EXIT_TRANSPORT,
         message: format!("{e:#}"),
     };
-    let spawn = |program: &str, args: &[String], env: &[(String, String)]| {
+    // The demo speaks 2026-07-28; any other server may be of either era
+    // (spec §8.3): its first request probes.
+    let spawn = |program: &str, args: &[String], env: &[(String, String)], dual: bool| {
         // Ctrl-C is tern's to handle: it cancels what is in flight.
         let mut options = SpawnOptions::default().own_process_group();
         for (k, v) in env {
@@ -462,10 +464,19 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
                 eprintln!("server: {line}");
             }));
         }
-        let t = ChildProcess::spawn_with_options(program, args, options).map_err(|e| Failure {
+        let failed = |e: ClientError| Failure {
             code: EXIT_TRANSPORT,
             message: format!("{e:#}{}", spawn_hint(program)),
-        })?;
+        };
+        if dual {
+            let t = DualEra::stdio_with_options(program, args, options).map_err(failed)?;
+            let watch = t.watch();
+            return Ok::<_, Failure>(Started {
+                build: Box::new(move |b| b.build(t)),
+                watch,
+            });
+        }
+        let t = ChildProcess::spawn_with_options(program, args, options).map_err(failed)?;
         let watch = t.watch();
         Ok::<_, Failure>(Started {
             build: Box::new(move |b| b.build(t)),
@@ -474,7 +485,7 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
     };
     match target {
         Target::Url { url, headers } => {
-            let mut t = HttpTransport::new(url).map_err(transport_failure)?;
+            let mut t = DualEra::http(url).map_err(transport_failure)?;
             for (k, v) in headers {
                 t = t.with_header(k, v);
             }
@@ -493,9 +504,9 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
                 message: format!("the tern executable's path is not UTF-8: {}", exe.display()),
             })?;
             let args = ["serve", "demo", "--stdio"].map(String::from);
-            spawn(exe, &args, env)
+            spawn(exe, &args, env, false)
         }
-        Target::Command { words, env } => spawn(&words[0], &words[1..], env),
+        Target::Command { words, env } => spawn(&words[0], &words[1..], env, true),
     }
 }
 

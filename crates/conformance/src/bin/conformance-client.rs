@@ -9,6 +9,7 @@
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
+use tern_client::legacy::DualEra;
 use tern_client::transport::BoxFuture;
 use tern_client::transport::http::HttpTransport;
 use tern_client::{
@@ -274,19 +275,54 @@ async fn schema_preservation(client: &Client) -> Result<(), ClientError> {
     Ok(())
 }
 
+/// Lists the tools and calls each one with sample arguments (the 2025
+/// scenarios whose mock asks questions from inside its tools).
+async fn call_every_tool(client: &Client) -> Result<(), ClientError> {
+    for tool in client.list_tools().await? {
+        let result = client
+            .call_tool(&tool.name, Some(sample_arguments(&tool.input_schema)))
+            .await?;
+        eprintln!(
+            "{}: {:?}",
+            tool.name,
+            result.content.first().and_then(|c| c.as_text())
+        );
+    }
+    Ok(())
+}
+
+/// The transport for the wire the harness asks for (conformance.md §6.1):
+/// `MCP_CONFORMANCE_PROTOCOL_VERSION` of a 2025 version means a 2025
+/// session (no probe: the harness said so), anything else the modern wire.
+fn transport(
+    url: &str,
+) -> Result<Box<dyn FnOnce(tern_client::ClientBuilder) -> Client>, ClientError> {
+    let wire = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
+    if tern_protocol::legacy::is_session_era(&wire) {
+        let t = DualEra::http(url)?.assume_legacy();
+        Ok(Box::new(move |b| b.build(t)))
+    } else {
+        let t = HttpTransport::new(url)?;
+        Ok(Box::new(move |b| b.build(t)))
+    }
+}
+
 async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
-    let transport = HttpTransport::new(url).map_err(|e| e.to_string())?;
-    let client = Client::builder()
-        .info(Implementation::new(
-            "tern-conformance-client",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .elicitation(AcceptAll)
-        .sampling(FixedModel)
-        .roots(StaticRoots(vec![Root::new("file:///tmp/tern-conformance")]))
-        .build(transport);
+    let build = transport(url).map_err(|e| e.to_string())?;
+    let client = build(
+        Client::builder()
+            .info(Implementation::new(
+                "tern-conformance-client",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .elicitation(AcceptAll)
+            .sampling(FixedModel)
+            .roots(StaticRoots(vec![Root::new("file:///tmp/tern-conformance")])),
+    );
     let outcome = match scenario {
         "tools_call" => tools_call(&client).await,
+        "initialize" => client.list_tools().await.map(|_| ()),
+        "elicitation-sep1034-client-defaults" | "sse-retry" => call_every_tool(&client).await,
         "request-metadata" => {
             async {
                 client.discover().await?;

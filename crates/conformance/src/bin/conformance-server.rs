@@ -524,6 +524,7 @@ fn build(changes_for_hooks: &mut Option<Changes>) -> Result<Server, tern_server:
         json!({"type": "object", "properties": {"region": {"type": "string", "description": "The region", "x-mcp-header": "Region"}}, "required": ["region"]}),
     );
     region_schema.insert("additionalProperties".into(), false.into());
+    let builder = legacy_fixtures::register(builder);
     builder
         .instructions("The tern conformance server: every fixture of the MCP conformance suite's server contract.")
         .tool(ToolDef::new("test_simple_text", "Returns a simple text response", simple_text))
@@ -636,5 +637,177 @@ fn main() -> std::process::ExitCode {
             eprintln!("conformance-server: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// The fixtures only the 2025-11-25 scenarios call (`--requirements
+/// 2025-11-25`): served to legacy sessions by the same handlers, whose
+/// questions become live `elicitation/create` / `sampling/createMessage`
+/// requests there (and MRTR rounds on the modern wire).
+mod legacy_fixtures {
+    use std::borrow::Cow;
+    use std::time::Duration;
+
+    use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+    use serde::Deserialize;
+    use tern_protocol::JsonObject;
+    use tern_protocol::logging::LoggingLevel;
+    use tern_server::{Answer, Args, Ctx, Elicit, Sample, ServerBuilder, ToolDef, ToolError};
+
+    /// A form answer kept as it came, with a fixed schema.
+    macro_rules! form {
+        ($name:ident, $schema:tt) => {
+            #[derive(Deserialize)]
+            #[serde(transparent)]
+            struct $name(JsonObject);
+
+            impl std::fmt::Display for $name {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    write!(f, "{}", serde_json::Value::Object(self.0.clone()))
+                }
+            }
+
+            impl JsonSchema for $name {
+                fn schema_name() -> Cow<'static, str> {
+                    stringify!($name).into()
+                }
+                fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                    json_schema!($schema)
+                }
+            }
+        };
+    }
+
+    form!(UserInfo, {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"}
+        },
+        "required": ["username", "email"]
+    });
+
+    form!(Defaults, {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": true}
+        }
+    });
+
+    form!(Enums, {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"}
+            ]},
+            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": [
+                {"const": "value1", "title": "First Choice"},
+                {"const": "value2", "title": "Second Choice"},
+                {"const": "value3", "title": "Third Choice"}
+            ]}}
+        }
+    });
+
+    fn describe<T: std::fmt::Display>(answer: &Answer<T>) -> String {
+        match answer {
+            Answer::Accept(content) => format!("action=accept, content={content}"),
+            Answer::Decline => "action=decline".into(),
+            Answer::Cancel => "action=cancel".into(),
+        }
+    }
+
+    async fn with_logging(ctx: Ctx) -> &'static str {
+        ctx.log(LoggingLevel::Info, None, "Tool execution started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        ctx.log(LoggingLevel::Info, None, "Tool processing data");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        ctx.log(LoggingLevel::Info, None, "Tool execution completed");
+        "Tool with logging executed successfully"
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Prompt {
+        /// The prompt to send to the LLM.
+        prompt: String,
+    }
+
+    #[allow(deprecated, reason = "the 2025 scenario is about sampling")]
+    async fn sampling(ctx: Ctx, Args(p): Args<Prompt>) -> Result<String, ToolError> {
+        let reply = ctx.ask(Sample::text(p.prompt, 100)).await?;
+        Ok(format!(
+            "LLM response: {}",
+            reply.text().unwrap_or_default()
+        ))
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Message {
+        /// The message to show the user.
+        message: String,
+    }
+
+    async fn elicitation(ctx: Ctx, Args(m): Args<Message>) -> Result<String, ToolError> {
+        let answer = ctx.ask(Elicit::<UserInfo>::form(m.message)).await?;
+        Ok(format!("User response: {}", describe(&answer)))
+    }
+
+    async fn defaults(ctx: Ctx) -> Result<String, ToolError> {
+        let answer = ctx
+            .ask(Elicit::<Defaults>::form("Please review your details"))
+            .await?;
+        Ok(format!("Elicitation completed: {}", describe(&answer)))
+    }
+
+    async fn enums(ctx: Ctx) -> Result<String, ToolError> {
+        let answer = ctx.ask(Elicit::<Enums>::form("Please choose")).await?;
+        Ok(format!("Elicitation completed: {}", describe(&answer)))
+    }
+
+    pub(super) fn register(builder: ServerBuilder) -> ServerBuilder {
+        builder
+            .tool(ToolDef::new(
+                "test_tool_with_logging",
+                "Logs three messages while it runs",
+                with_logging,
+            ))
+            .tool(ToolDef::new(
+                "test_sampling",
+                "Asks the client's model",
+                sampling,
+            ))
+            .tool(
+                ToolDef::new(
+                    "test_elicitation",
+                    "Asks the user for a username and email",
+                    elicitation,
+                )
+                .elicits::<UserInfo>(),
+            )
+            .tool(
+                ToolDef::new(
+                    "test_elicitation_sep1034_defaults",
+                    "A form with defaults",
+                    defaults,
+                )
+                .elicits::<Defaults>(),
+            )
+            .tool(
+                ToolDef::new(
+                    "test_elicitation_sep1330_enums",
+                    "A form with the five enum kinds",
+                    enums,
+                )
+                .elicits::<Enums>(),
+            )
     }
 }

@@ -25,6 +25,7 @@ use crate::preset::Presets;
 use crate::transport::Transport;
 
 mod list;
+mod live;
 mod manual;
 mod mrtr;
 mod request;

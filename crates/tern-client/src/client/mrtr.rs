@@ -187,7 +187,7 @@ impl Client {
         Ok(answers.into_iter().collect())
     }
 
-    async fn answer_one(
+    pub(super) async fn answer_one(
         &self,
         question: Question,
         request: &InputRequest,

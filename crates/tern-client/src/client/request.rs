@@ -109,6 +109,10 @@ impl Client {
                     exchange.disarm();
                     return Err(ClientError::rpc(e));
                 }
+                // A 2025 server's question, answered by the same handlers.
+                Some(Ok(Incoming::Request(live))) => {
+                    self.answer_live(&request, live, options).await;
+                }
             }
         }
     }

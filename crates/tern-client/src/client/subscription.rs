@@ -31,6 +31,11 @@ impl Subscription {
             )) => None,
             Some(Ok(Incoming::Notification(n))) => Some(Ok(n)),
             Some(Ok(Incoming::Error(e))) => Some(Err(ClientError::rpc(e))),
+            // A subscription is asked nothing; the dropped question answers
+            // the server with an error.
+            Some(Ok(Incoming::Request(_))) => Some(Err(ClientError::protocol(
+                "the server asked a question on a subscription",
+            ))),
             Some(Err(e)) => Some(Err(e)),
         };
         self.ended = next.is_none();

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::error::ClientError;
 
 pub mod http;
-mod sse;
+pub(crate) mod sse;
 pub mod stdio;
 
 /// A boxed, sendable future.
@@ -84,6 +84,10 @@ pub enum Incoming {
     Result(Box<RawValue>),
     /// The error.
     Error(ErrorObject),
+    /// A question a 2025-11-25 server asked with a request of its own while
+    /// this request runs (the legacy leg, [`crate::legacy`]); the client
+    /// answers it with its installed handlers.
+    Request(Box<crate::legacy::LiveRequest>),
 }
 
 /// The stream of one request's replies. Dropping it cancels the request:

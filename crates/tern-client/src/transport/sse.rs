@@ -57,6 +57,11 @@ pub(crate) struct Decoder {
     after_cr: bool,
     /// Still at the start of the stream, where a BOM is skipped.
     at_start: bool,
+    /// The last `id` field seen (the last event ID buffer), for resuming
+    /// with `Last-Event-ID`.
+    pub(crate) last_event_id: Option<String>,
+    /// The last valid `retry` field, in milliseconds.
+    pub(crate) retry: Option<u64>,
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -71,6 +76,8 @@ impl Decoder {
             max_event_bytes,
             after_cr: false,
             at_start: true,
+            last_event_id: None,
+            retry: None,
         }
     }
 
@@ -142,6 +149,11 @@ impl Decoder {
         };
         // `event`, `id` and `retry` are for reconnection, which a response
         // stream of one request does not do; unknown fields are ignored.
+        if field == b"id" && !value.contains(&0) {
+            self.last_event_id = std::str::from_utf8(value).ok().map(str::to_owned);
+        } else if field == b"retry" && !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
+            self.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+        }
         if field == b"data" {
             if self.has_data {
                 self.data.push(b'\n');

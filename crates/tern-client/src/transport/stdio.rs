@@ -37,6 +37,12 @@ struct Routes {
     progress: HashMap<String, RequestId>,
     /// The child closed its output: how (every later request fails with it).
     closed: Option<ChildExit>,
+    /// Requests in flight that may be asked questions by a 2025 server
+    /// (`tools/call`, `prompts/get`, `resources/read`), oldest first.
+    askers: Vec<RequestId>,
+    /// The child's input, for answers to a 2025 server's requests (weak:
+    /// closing the transport must still close the child's input).
+    writer: Option<mpsc::WeakUnboundedSender<String>>,
 }
 
 /// The error a request gets once the child closed its output.
@@ -321,6 +327,7 @@ impl ChildProcess {
             tail: Arc::clone(&tail),
         };
         let routes: Arc<Mutex<Routes>> = Arc::default();
+        lock(&routes).writer = Some(tx.downgrade());
         let reader_routes = Arc::clone(&routes);
         let reader_child = Arc::clone(&child);
         let max_line = limits.max_response_bytes;
@@ -383,6 +390,11 @@ impl ChildProcess {
     /// A handle that tells when the child closed its output, and how.
     pub fn watch(&self) -> ChildWatch {
         self.watch.clone()
+    }
+
+    /// Writes one line to the child (a notification of the legacy leg).
+    pub(crate) fn write_line(&self, line: String) -> Result<(), ClientError> {
+        self.write(line)
     }
 
     fn write(&self, line: String) -> Result<(), ClientError> {
@@ -461,7 +473,9 @@ async fn dispatch(routes: &Mutex<Routes>, line: &[u8]) {
             (target, Ok(Incoming::Notification(notification)))
         }
         Ok(Message::Request(r)) => {
-            tracing::warn!(method = %r.method, "the server sent a request; 2026-07-28 servers never do (S16)");
+            // Only a 2025 server sends requests (a 2026-07-28 one never
+            // does, S16): the legacy leg answers them.
+            server_request(routes, &r).await;
             return;
         }
         Err(e) => {
@@ -482,6 +496,7 @@ async fn dispatch(routes: &Mutex<Routes>, line: &[u8]) {
         let mut r = lock(routes);
         if final_reply {
             r.progress.retain(|_, owner| *owner != id);
+            r.askers.retain(|a| *a != id);
             r.pending.remove(&id)
         } else {
             r.pending.get(&id).cloned()
@@ -489,6 +504,42 @@ async fn dispatch(routes: &Mutex<Routes>, line: &[u8]) {
     };
     if let Some(tx) = tx {
         let _ = tx.send(reply).await;
+    }
+}
+
+/// A 2025 server's request: `ping` is answered here; a question goes to
+/// the oldest call in flight that may be asked one, whose answer is written
+/// back when it comes; anything else gets an error.
+async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc::Request) {
+    use crate::legacy::{ServerAsk, answer_text, response_text, server_ask};
+    let (writer, asker) = {
+        let r = lock(routes);
+        let asker = r.askers.first().and_then(|id| r.pending.get(id).cloned());
+        (
+            r.writer
+                .as_ref()
+                .and_then(mpsc::WeakUnboundedSender::upgrade),
+            asker,
+        )
+    };
+    let Some(writer) = writer else { return };
+    let id = request.id.clone();
+    match server_ask(request) {
+        ServerAsk::Ping => {
+            let _ = writer.send(response_text(&id, Ok(serde_json::json!({}))));
+        }
+        ServerAsk::Unknown(error) => {
+            let _ = writer.send(response_text(&id, Err(error)));
+        }
+        ServerAsk::Live(live, rx) => {
+            if let Some(asker) = asker {
+                let _ = asker.send(Ok(Incoming::Request(live))).await;
+            }
+            // Without a call to take it, the dropped question answers an error.
+            tokio::spawn(async move {
+                let _ = writer.send(answer_text(id, rx).await);
+            });
+        }
     }
 }
 
@@ -519,6 +570,14 @@ impl Transport for ChildProcess {
                 if let Some(token) = &out.progress_token {
                     r.progress.insert(token.clone(), out.id.clone());
                 }
+                if matches!(
+                    out.method.as_str(),
+                    tern_protocol::method::TOOLS_CALL
+                        | tern_protocol::method::PROMPTS_GET
+                        | tern_protocol::method::RESOURCES_READ
+                ) {
+                    r.askers.push(out.id.clone());
+                }
             }
             if let Err(e) = self.write(out.body) {
                 // The writer stopped: the child is gone or going. Say how,
@@ -541,6 +600,7 @@ impl Transport for ChildProcess {
                 let mut r = lock(&routes);
                 r.pending.remove(&id);
                 r.progress.retain(|_, owner| *owner != id);
+                r.askers.retain(|a| *a != id);
                 let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
                 if let Some(writer) = writer {
                     let _ = writer.send(note.to_string());

@@ -39,6 +39,11 @@
 //! `Ctx::cancelled` fires and nothing more is written; an unguarded handler's
 //! future is dropped, a guarded leg finishes in a server-owned task and its
 //! outcome is stored for the retry ([`crate::engine`]).
+//!
+//! Two eras: unless the server is [`crate::ServerBuilder::modern_only`], 2025
+//! clients get sessions on the same endpoint, routed before any of the checks
+//! above from the body's parse on (`Mcp-Session-Id`, GET, DELETE; see
+//! [`crate::legacy`] for the routing table).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -215,6 +220,7 @@ pub struct Http {
     origins: Allow,
     hosts: Allow,
     auth: Option<Arc<dyn Authenticate>>,
+    legacy: Option<Arc<crate::legacy::http::Sessions>>,
 }
 
 impl std::fmt::Debug for Http {
@@ -232,12 +238,15 @@ impl Http {
     /// origins and hosts only, anonymous callers.
     pub fn new(server: Server) -> Self {
         Self {
-            server,
             body_limit: DEFAULT_BODY_LIMIT,
             keep_alive: DEFAULT_KEEP_ALIVE,
             origins: Allow::Loopback(Vec::new()),
             hosts: Allow::Loopback(Vec::new()),
             auth: None,
+            legacy: server
+                .legacy_options()
+                .map(|o| Arc::new(crate::legacy::http::Sessions::new(o))),
+            server,
         }
     }
 
@@ -610,7 +619,13 @@ impl Http {
         reason = "one pass over the checks of the table in the module docs"
     )]
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
-        if request.method() != Method::POST {
+        // GET and DELETE name a legacy session (2025-11-25 transport).
+        let legacy_method = self.legacy.is_some()
+            && matches!(*request.method(), Method::GET | Method::DELETE)
+            && request
+                .headers()
+                .contains_key(crate::legacy::http::SESSION_ID);
+        if request.method() != Method::POST && !legacy_method {
             let mut response = plain(StatusCode::METHOD_NOT_ALLOWED);
             response
                 .headers_mut()
@@ -666,6 +681,15 @@ impl Http {
         } else {
             Principal::anonymous()
         };
+        if let (true, Some(sessions)) = (legacy_method, &self.legacy) {
+            return sessions.other_method(
+                &self.server,
+                &parts.method,
+                headers,
+                &principal,
+                self.keep_alive,
+            );
+        }
         if !(header_lists(headers, ACCEPT, "application/json")
             && header_lists(headers, ACCEPT, "text/event-stream"))
         {
@@ -694,22 +718,40 @@ impl Http {
             }
             Err(_) => return plain(StatusCode::BAD_REQUEST),
         };
-        let request = match Message::from_slice(&bytes) {
-            Ok(Message::Request(r)) => r,
-            Ok(Message::Notification(n)) => {
+        let message = match Message::from_slice(&bytes) {
+            Ok(message) => message,
+            Err(e) => return error_response(StatusCode::BAD_REQUEST, None, e.to_error_object()),
+        };
+        // Legacy sessions are routed before the modern header checks.
+        let message = match &self.legacy {
+            Some(sessions) => {
+                let mut call = CallContext::new(principal.clone());
+                call.peer.clone_from(&peer);
+                match sessions
+                    .route(&self.server, headers, call, message, self.keep_alive)
+                    .await
+                {
+                    crate::legacy::http::Route::Done(response) => return response,
+                    crate::legacy::http::Route::Modern(message) => message,
+                }
+            }
+            None => message,
+        };
+        let request = match message {
+            Message::Request(r) => r,
+            Message::Notification(n) => {
                 // Cancellation over HTTP is closing the stream (§4.2); nothing
                 // else is defined from the client: accepted and ignored.
                 tracing::debug!(method = %n.method, "notification accepted");
                 return plain(StatusCode::ACCEPTED);
             }
-            Ok(Message::Response(_) | Message::Error(_)) => {
+            Message::Response(_) | Message::Error(_) => {
                 let error = ErrorObject::new(
                     code::INVALID_REQUEST,
                     "a 2026-07-28 client sends no responses",
                 );
                 return error_response(StatusCode::BAD_REQUEST, None, error);
             }
-            Err(e) => return error_response(StatusCode::BAD_REQUEST, None, e.to_error_object()),
         };
         let version = match Self::check_envelope_headers(headers, &request.method) {
             Ok(version) => version,

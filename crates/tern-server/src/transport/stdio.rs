@@ -8,6 +8,11 @@
 //! ([`crate::engine`]); a
 //! line over the size limit is refused without being read whole into memory;
 //! end of input drains the requests in flight, then returns.
+//!
+//! Two eras (spec §8.2): an `initialize` without modern `_meta` makes the
+//! process a 2025-11-25 session ([`crate::legacy`]); its requests are served
+//! by the same handlers, their questions sent as server-to-client requests on
+//! standard output. Requests with modern `_meta` stay stateless.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -25,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::CallContext;
 use crate::ctx::Notifier;
+use crate::legacy;
 use crate::principal::Principal;
 use crate::server::Server;
 
@@ -151,6 +157,7 @@ async fn serve_request(
     cancel: CancellationToken,
     in_flight: &InFlight,
     seq: u64,
+    session: Option<Arc<legacy::Session>>,
 ) {
     let (notifier, mut notifications) = Notifier::channel(256);
     // One peer per stdio process: anonymous replay records share its bound.
@@ -158,7 +165,11 @@ async fn serve_request(
         .with_notifier(notifier)
         .with_cancel(cancel.clone())
         .with_peer("stdio");
-    let handling = server.handle(request, call);
+    let sink = legacy::Sink::lines(out.clone());
+    let handling: Pin<Box<dyn Future<Output = crate::call::Reply> + Send + '_>> = match &session {
+        Some(session) => Box::pin(session.serve(server, request, call, &sink)),
+        None => Box::pin(server.handle(request, call)),
+    };
     tokio::pin!(handling);
     loop {
         tokio::select! {
@@ -219,6 +230,7 @@ where
         tasks: JoinSet::new(),
         seq: 0,
         options,
+        legacy: None,
     };
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut buf = Vec::new();
@@ -248,6 +260,9 @@ where
         }
     }
     conn.drain().await;
+    if let Some(session) = conn.legacy.take() {
+        session.close();
+    }
     drop(conn);
     writer_task.await.map_err(io::Error::other)?
 }
@@ -291,6 +306,8 @@ struct Connection {
     tasks: JoinSet<()>,
     seq: u64,
     options: StdioOptions,
+    /// The 2025 session this process became with `initialize`.
+    legacy: Option<Arc<legacy::Session>>,
 }
 
 impl Connection {
@@ -305,16 +322,64 @@ impl Connection {
                     .await;
             }
             Ok(Message::Request(request)) => self.on_request(request).await,
-            Ok(Message::Notification(n)) => on_notification(&self.in_flight, &n),
-            Ok(Message::Response(_) | Message::Error(_)) => {
-                tracing::debug!(
-                    "a response from the client was ignored: this server sends no requests"
-                );
+            Ok(Message::Notification(n)) => {
+                on_notification(&self.in_flight, &n);
+                if let Some(session) = &self.legacy {
+                    session.on_notification(&n);
+                }
+            }
+            Ok(Message::Response(r)) => {
+                if let Some(session) = &self.legacy {
+                    session.on_response(&r);
+                } else {
+                    tracing::debug!("a response from the client was ignored: no session");
+                }
+            }
+            Ok(Message::Error(e)) => {
+                if let Some(session) = &self.legacy {
+                    session.on_error(&e);
+                } else {
+                    tracing::debug!("an error from the client was ignored: no session");
+                }
             }
         }
     }
 
+    /// The legacy session `request` belongs to (spec §8.2 routing): none
+    /// for a request with modern `_meta`; `initialize` opens it.
+    async fn route(&mut self, request: &Request) -> Result<Option<Arc<legacy::Session>>, ()> {
+        if legacy::has_modern_meta(request.params.as_deref()) {
+            return Ok(None);
+        }
+        if let Some(session) = &self.legacy {
+            return Ok(Some(Arc::clone(session)));
+        }
+        let Some(options) = self.server.legacy_options() else {
+            return Ok(None);
+        };
+        if request.method != tern_protocol::method::INITIALIZE {
+            return Ok(None);
+        }
+        match legacy::Session::open(&self.server, request, options) {
+            Ok((session, reply)) => {
+                tokio::spawn(
+                    Arc::clone(&session).forward_changes(
+                        self.server.clone(),
+                        legacy::Sink::lines(self.out.clone()),
+                    ),
+                );
+                self.legacy = Some(session);
+                self.send(&reply).await;
+            }
+            Err(reply) => self.send(&*reply).await,
+        }
+        Err(())
+    }
+
     async fn on_request(&mut self, request: Request) {
+        let Ok(session) = self.route(&request).await else {
+            return;
+        };
         let cancel = CancellationToken::new();
         self.seq += 1;
         let seq = self.seq;
@@ -353,7 +418,7 @@ impl Connection {
             };
             if permit.is_some() {
                 let serving = CatchUnwind(Box::pin(serve_request(
-                    &server, &request, &out, cancel, &in_flight, seq,
+                    &server, &request, &out, cancel, &in_flight, seq, session,
                 )));
                 if serving.await.is_err() {
                     tracing::error!(id = %request.id, "a handler panicked");

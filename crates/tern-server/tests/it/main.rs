@@ -19,6 +19,7 @@ mod call;
 mod exactly_once;
 mod fixture;
 mod http;
+mod legacy;
 mod protocol;
 mod rules;
 mod schema;

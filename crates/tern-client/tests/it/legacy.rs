@@ -1,0 +1,181 @@
+//! The client against 2025-11-25 servers (spec §8.3): era detection and the
+//! fallback over stdio (a real 2025 server process, written from the 2025
+//! spec in Python) and over HTTP (tern's own server with its modern wire
+//! refused the way a 2025 SDK refuses it), and no fallback against a modern
+//! server, even one answering `-32022`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::body::Body;
+use http::{Request, Response, StatusCode};
+use serde_json::json;
+use tern_client::Client;
+use tern_client::legacy::{DualEra, Era};
+use tern_client::transport::Transport;
+use tern_server::transport::http::Http;
+
+use crate::handlers::Elicit;
+
+fn script() -> String {
+    format!(
+        "{}/tests/it/peers/legacy_stdio_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn client(transport: impl Transport) -> Client {
+    Client::builder()
+        .elicitation(Elicit::fill(&[
+            ("region", "eu-west-1"),
+            ("name", "Ada"),
+            ("color", "blue"),
+        ]))
+        .build(transport)
+}
+
+async fn provision(args: &[&str]) -> (String, Option<Era>) {
+    let mut words = vec![script()];
+    words.extend(args.iter().map(|a| (*a).to_owned()));
+    let transport = Arc::new(DualEra::stdio("python3", &words).unwrap());
+    let c = client(Shared(Arc::clone(&transport)));
+    let tools = c.list_tools().await.unwrap();
+    assert_eq!(tools[0].name, "provision_database");
+    let result = c
+        .call_tool("provision_database", Some(json!({"name": "orders"})))
+        .await
+        .unwrap();
+    let text = result.content[0].as_text().unwrap().to_owned();
+    let era = transport.era();
+    c.close().await;
+    (text, era)
+}
+
+/// One transport shared by the test and the client, to read its era.
+#[derive(Debug)]
+struct Shared(Arc<DualEra>);
+
+impl Transport for Shared {
+    fn send(
+        &self,
+        out: tern_client::transport::Outgoing,
+    ) -> tern_client::transport::BoxFuture<
+        '_,
+        Result<tern_client::transport::Exchange, tern_client::ClientError>,
+    > {
+        self.0.send(out)
+    }
+
+    fn close(&self) -> tern_client::transport::BoxFuture<'_, ()> {
+        self.0.close()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_falls_back_to_initialize_and_answers_live_questions() {
+    let (text, era) = provision(&[]).await;
+    assert_eq!(text, "Created orders in eu-west-1");
+    // The server's counter-offer of an older 2025 version is accepted.
+    assert_eq!(era, Some(Era::Legacy("2025-06-18".into())));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_exits_on_the_probe_is_started_again() {
+    let (text, era) = provision(&["--exit-on-probe"]).await;
+    assert_eq!(text, "Created orders in eu-west-1");
+    assert_eq!(era, Some(Era::Legacy("2025-06-18".into())));
+}
+
+/// tern's server with its modern wire refused as a 2025 SDK refuses it (400,
+/// no modern error), counting `initialize`s.
+async fn legacy_endpoint(modern: bool, refusal: serde_json::Value) -> (String, Arc<AtomicUsize>) {
+    let mcp = Http::new(crate::server::build()).into_service();
+    let inits = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&inits);
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::any(move |request: Request<Body>| {
+            let mut mcp = mcp.clone();
+            let inits = Arc::clone(&counted);
+            let refusal = refusal.clone();
+            async move {
+                let is_modern = request
+                    .headers()
+                    .get("mcp-protocol-version")
+                    .is_some_and(|v| v == "2026-07-28");
+                if is_modern && !modern {
+                    let mut response = Response::new(Body::from(refusal.to_string()));
+                    *response.status_mut() = StatusCode::BAD_REQUEST;
+                    return Ok::<_, Infallible>(response);
+                }
+                let (parts, body) = request.into_parts();
+                let bytes = http_body_util::BodyExt::collect(body)
+                    .await
+                    .unwrap()
+                    .to_bytes();
+                if bytes.windows(12).any(|w| w == b"\"initialize\"") {
+                    inits.fetch_add(1, Ordering::SeqCst);
+                }
+                tower::Service::call(&mut mcp, Request::from_parts(parts, Body::from(bytes))).await
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://127.0.0.1:{port}/mcp"), inits)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_falls_back_to_a_session_and_answers_live_questions() {
+    let refusal = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Bad Request: Server not initialized"}});
+    let (url, inits) = legacy_endpoint(false, refusal).await;
+    let transport = Arc::new(DualEra::http(&url).unwrap());
+    let c = client(Shared(Arc::clone(&transport)));
+    assert_eq!(
+        c.call_tool("greet", None).await.unwrap().content[0].as_text(),
+        Some("Hello, Ada!")
+    );
+    // Two questions in one round, both answered live.
+    assert_eq!(
+        c.call_tool("batch", None).await.unwrap().content[0].as_text(),
+        Some("Ada likes blue")
+    );
+    assert_eq!(transport.era(), Some(Era::Legacy("2025-11-25".into())));
+    // discover is answered from the initialize result.
+    let discovered = c.discover().await.unwrap();
+    assert!(discovered.capabilities.tools.is_some());
+    assert_eq!(inits.load(Ordering::SeqCst), 1, "one session");
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_fallback_against_a_modern_server() {
+    let (url, inits) = legacy_endpoint(true, json!(null)).await;
+    let transport = Arc::new(DualEra::http(&url).unwrap());
+    let c = client(Shared(Arc::clone(&transport)));
+    assert_eq!(
+        c.call_tool("greet", None).await.unwrap().content[0].as_text(),
+        Some("Hello, Ada!")
+    );
+    assert_eq!(transport.era(), Some(Era::Modern));
+    assert_eq!(inits.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_error_on_the_probe_means_modern() {
+    let refusal = json!({"jsonrpc": "2.0", "id": "tern-probe", "error": {"code": -32022,
+        "message": "Unsupported protocol version", "data": {"supported": ["2027-01-01"], "requested": "2026-07-28"}}});
+    let (url, inits) = legacy_endpoint(false, refusal).await;
+    let transport = Arc::new(DualEra::http(&url).unwrap());
+    let c = client(Shared(Arc::clone(&transport)));
+    let e = c.list_tools().await.unwrap_err();
+    assert_eq!(e.rpc_error().map(|e| e.code), Some(-32022), "{e:#}");
+    assert_eq!(transport.era(), Some(Era::Modern));
+    assert_eq!(
+        inits.load(Ordering::SeqCst),
+        0,
+        "no initialize: no fallback on -32022"
+    );
+}

@@ -1,0 +1,68 @@
+"""A minimal 2025-11-25 MCP server over stdio, written from the 2025 spec
+without any SDK: initialize, tools/list, and a tool that asks with a live
+elicitation/create request and waits for the reply. Options:
+  --exit-on-probe   exit when the first message is not `initialize` (the
+                    client must start it again and initialize at once).
+  --silent-probe    ignore requests before `initialize` (the client's probe
+                    times out).
+"""
+import json
+import sys
+
+exit_on_probe = "--exit-on-probe" in sys.argv
+silent_probe = "--silent-probe" in sys.argv
+initialized = False
+first = True
+
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def recv():
+    line = sys.stdin.readline()
+    if not line:
+        sys.exit(0)
+    return json.loads(line)
+
+
+TOOLS = [{"name": "provision_database", "description": "Creates a database",
+          "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}]
+
+while True:
+    msg = recv()
+    method = msg.get("method")
+    if first and method != "initialize":
+        if exit_on_probe:
+            sys.exit(3)
+    first = False
+    if "id" not in msg or method is None:
+        continue
+    if method == "initialize":
+        initialized = True
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "legacy-stdio", "version": "1.0"}}})
+    elif not initialized:
+        if not silent_probe:
+            send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": "Invalid request parameters"}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": TOOLS}})
+    elif method == "tools/call":
+        name = msg["params"]["arguments"]["name"]
+        send({"jsonrpc": "2.0", "id": "q1", "method": "elicitation/create", "params": {
+            "message": "Which region should %s live in?" % name,
+            "requestedSchema": {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]}}})
+        while True:
+            reply = recv()
+            if reply.get("id") == "q1" and "method" not in reply:
+                break
+        result = reply.get("result", {})
+        if result.get("action") == "accept":
+            text = "Created %s in %s" % (name, result["content"]["region"])
+        else:
+            text = "Provisioning cancelled."
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "Method not found"}})

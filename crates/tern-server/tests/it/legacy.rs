@@ -1,0 +1,1138 @@
+//! Two eras, one handler: a scripted 2025-11-25 client drives the fixture's
+//! handlers over real stdio framing (an in-memory pipe) and over real HTTP
+//! (loopback TCP), and answers the server's live requests; plus the HTTP
+//! session rules and the routing table of `legacy::http`, row by row.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use tern_server::legacy::LegacyOptions;
+use tern_server::transport::http::{Bearer, Http};
+use tern_server::transport::stdio::{StdioOptions, serve};
+use tern_server::{Answer, Ctx, Elicit, Principal, Server, ToolDef, ToolError};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+
+use crate::fixture::{Counters, Name, TestClock, builder};
+
+/// What the scripted client answers to one server-to-client request: the
+/// `result` / `error` members, or `None` to leave it unanswered.
+type Answerer<'a> = &'a (dyn Fn(&Value) -> Option<Value> + Sync);
+
+/// Everything one call saw: the server's requests and notifications, in
+/// order, and the final response.
+#[derive(Debug, Default)]
+struct Seen {
+    requests: Vec<Value>,
+    notifications: Vec<Value>,
+    response: Value,
+}
+
+impl Seen {
+    fn text(&self) -> &str {
+        self.response["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a text result: {}", self.response))
+    }
+
+    fn methods(&self) -> Vec<&str> {
+        self.notifications
+            .iter()
+            .filter_map(|n| n["method"].as_str())
+            .collect()
+    }
+}
+
+fn initialize(version: &str, capabilities: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": capabilities,
+        "clientInfo": {"name": "legacy-test", "version": "1.0"}}})
+}
+
+fn all_capabilities() -> Value {
+    json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {"listChanged": true}})
+}
+
+fn call(id: i64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+}
+
+fn reply_to(request: &Value, body: Value) -> Value {
+    let mut out = json!({"jsonrpc": "2.0", "id": request["id"].clone()});
+    for (k, v) in body.as_object().expect("result or error") {
+        out[k] = v.clone();
+    }
+    out
+}
+
+/// Answers every question the fixture asks with fixed values.
+#[allow(clippy::unnecessary_wraps, reason = "an Answerer")]
+fn answer_all(request: &Value) -> Option<Value> {
+    let params = &request["params"];
+    Some(match request["method"].as_str()? {
+        "elicitation/create" if params["mode"] == "url" => json!({"result": {"action": "accept"}}),
+        "elicitation/create" => {
+            let props = &params["requestedSchema"]["properties"];
+            let content = if props.get("color").is_some() {
+                json!({"color": "blue"})
+            } else if props.get("ok").is_some() {
+                json!({"ok": true})
+            } else {
+                json!({"name": "Ada"})
+            };
+            json!({"result": {"action": "accept", "content": content}})
+        }
+        "sampling/createMessage" => json!({"result": {"role": "assistant",
+            "content": {"type": "text", "text": "Paris"}, "model": "test-model", "stopReason": "endTurn"}}),
+        "roots/list" => json!({"result": {"roots": [{"uri": "file:///work", "name": "work"}]}}),
+        "ping" => json!({"result": {}}),
+        _ => json!({"error": {"code": -32601, "message": "Method not found"}}),
+    })
+}
+
+// ---------------------------------------------------------------- stdio
+
+struct Stdio {
+    input: DuplexStream,
+    output: tokio::io::Lines<BufReader<DuplexStream>>,
+}
+
+impl Stdio {
+    fn start(server: Server) -> Self {
+        let (input, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, output) = tokio::io::duplex(1 << 16);
+        tokio::spawn(serve(
+            server,
+            server_in,
+            server_out,
+            StdioOptions::default(),
+        ));
+        Self {
+            input,
+            output: BufReader::new(output).lines(),
+        }
+    }
+
+    async fn open(server: Server, capabilities: Value) -> (Self, Value) {
+        let mut s = Self::start(server);
+        s.send(&initialize("2025-11-25", capabilities)).await;
+        let init = s.recv().await;
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        (s, init)
+    }
+
+    async fn send(&mut self, message: &Value) {
+        let mut line = serde_json::to_vec(message).unwrap();
+        line.push(b'\n');
+        self.input.write_all(&line).await.unwrap();
+    }
+
+    async fn recv(&mut self) -> Value {
+        let line = self.output.next_line().await.unwrap().expect("a line");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends `request` and plays the client until its response.
+    async fn call(&mut self, request: &Value, answer: Answerer<'_>) -> Seen {
+        self.send(request).await;
+        let mut seen = Seen::default();
+        for _ in 0..200 {
+            let message = self.recv().await;
+            if message.get("method").is_some() && message.get("id").is_some() {
+                if let Some(body) = answer(&message) {
+                    self.send(&reply_to(&message, body)).await;
+                }
+                seen.requests.push(message);
+            } else if message.get("method").is_some() {
+                seen.notifications.push(message);
+            } else if message["id"] == request["id"] {
+                seen.response = message;
+                return seen;
+            }
+        }
+        panic!("no response within 200 messages: {seen:?}");
+    }
+}
+
+// ---------------------------------------------------------------- HTTP
+
+struct Endpoint {
+    url: String,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+/// A response, with the body read whole (JSON) or as SSE messages.
+struct Response {
+    status: u16,
+    headers: http::HeaderMap,
+    body: String,
+}
+
+impl Response {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+async fn endpoint(server: Server, configure: impl FnOnce(Http) -> Http) -> Endpoint {
+    let app =
+        axum::Router::new().route_service("/mcp", configure(Http::new(server)).into_service());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Endpoint {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        client: Client::builder(TokioExecutor::new()).build_http(),
+    }
+}
+
+impl Endpoint {
+    fn request(
+        &self,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> http::Request<Full<Bytes>> {
+        let mut b = http::Request::builder()
+            .method(method)
+            .uri(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let bytes = body
+            .map(|b| serde_json::to_vec(b).unwrap())
+            .unwrap_or_default();
+        b.body(Full::new(Bytes::from(bytes))).unwrap()
+    }
+
+    /// One exchange, the body read to its end.
+    async fn send(&self, method: &str, headers: &[(&str, &str)], body: Option<&Value>) -> Response {
+        let response = self
+            .client
+            .request(self.request(method, headers, body))
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        Response {
+            status,
+            headers,
+            body: String::from_utf8(body.to_vec()).unwrap(),
+        }
+    }
+
+    async fn post(&self, headers: &[(&str, &str)], body: &Value) -> Response {
+        self.send("POST", headers, Some(body)).await
+    }
+
+    /// `initialize` + `notifications/initialized`: the session id.
+    async fn open(&self, capabilities: Value) -> Session<'_> {
+        let init = self
+            .post(&[], &initialize("2025-11-25", capabilities))
+            .await;
+        assert_eq!(init.status, 200, "{}", init.body);
+        let id = init.headers["mcp-session-id"].to_str().unwrap().to_owned();
+        let s = Session {
+            http: self,
+            id,
+            token: None,
+        };
+        let ack = s
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(ack.status, 202);
+        s
+    }
+}
+
+struct Session<'a> {
+    http: &'a Endpoint,
+    id: String,
+    token: Option<String>,
+}
+
+impl Session<'_> {
+    fn headers(&self) -> Vec<(&str, &str)> {
+        let mut h = vec![
+            ("mcp-session-id", self.id.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        if let Some(t) = &self.token {
+            h.push(("authorization", t.as_str()));
+        }
+        h
+    }
+
+    async fn post(&self, body: &Value) -> Response {
+        self.http.post(&self.headers(), body).await
+    }
+
+    /// POSTs `request` and plays the client until its response: SSE
+    /// events are read as they come, and answers are posted back (202).
+    async fn call(&self, request: &Value, answer: Answerer<'_>) -> Seen {
+        let response = self
+            .http
+            .client
+            .request(self.http.request("POST", &self.headers(), Some(request)))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let sse = response.headers()["content-type"] == "text/event-stream";
+        let mut body = response.into_body();
+        let mut seen = Seen::default();
+        if !sse {
+            let bytes = body.collect().await.unwrap().to_bytes();
+            seen.response = serde_json::from_slice(&bytes).unwrap();
+            return seen;
+        }
+        let mut buf = String::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.unwrap().into_data() else {
+                continue;
+            };
+            buf.push_str(std::str::from_utf8(&data).unwrap());
+            while let Some(end) = buf.find("\n\n") {
+                let event: String = buf.drain(..end + 2).collect();
+                let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                    continue;
+                };
+                let message: Value = serde_json::from_str(data).unwrap();
+                if message.get("method").is_some() && message.get("id").is_some() {
+                    if let Some(reply) = answer(&message) {
+                        let ack = self.post(&reply_to(&message, reply)).await;
+                        assert_eq!(ack.status, 202);
+                    }
+                    seen.requests.push(message);
+                } else if message.get("method").is_some() {
+                    seen.notifications.push(message);
+                } else {
+                    seen.response = message;
+                }
+            }
+        }
+        assert!(
+            seen.response.is_object(),
+            "the stream ended without a response: {seen:?}"
+        );
+        seen
+    }
+}
+
+fn fixture() -> Server {
+    builder(&Arc::new(Counters::default()), TestClock::new())
+        .build()
+        .unwrap()
+}
+
+/// The scenarios both transports run: every kind of question the fixture's
+/// handlers ask, answered live.
+#[derive(Clone, Copy, Debug)]
+enum Wire {
+    Stdio,
+    Http,
+}
+
+/// Runs `request` on a fresh session of `server` over `wire`.
+async fn on_session(
+    wire: Wire,
+    server: Server,
+    caps: Value,
+    requests: &[Value],
+    answer: Answerer<'_>,
+) -> Vec<Seen> {
+    let mut out = Vec::new();
+    match wire {
+        Wire::Stdio => {
+            let (mut s, _) = Stdio::open(server, caps).await;
+            for r in requests {
+                out.push(s.call(r, answer).await);
+            }
+        }
+        Wire::Http => {
+            let http = endpoint(server, |h| h).await;
+            let s = http.open(caps).await;
+            for r in requests {
+                out.push(s.call(r, answer).await);
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn initialize_negotiates_2025_versions_and_advertises_the_legacy_capabilities() {
+    for (asked, got) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2026-07-28", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let mut s = Stdio::start(fixture());
+        s.send(&initialize(asked, json!({}))).await;
+        let init = s.recv().await;
+        let result = &init["result"];
+        assert_eq!(result["protocolVersion"], got, "{asked}");
+        assert_eq!(result["serverInfo"]["name"], "fixture");
+        let caps = &result["capabilities"];
+        assert_eq!(caps["logging"], json!({}));
+        assert_eq!(caps["tools"]["listChanged"], true);
+        assert_eq!(caps["resources"]["subscribe"], true);
+        assert!(
+            caps.get("extensions").is_none() && caps.get("tasks").is_none(),
+            "no tasks on a legacy session: {caps}"
+        );
+        assert!(result.get("resultType").is_none());
+
+        let http = endpoint(fixture(), |h| h).await;
+        let init = http.post(&[], &initialize(asked, json!({}))).await;
+        assert_eq!(init.status, 200);
+        assert_eq!(init.json()["result"]["protocolVersion"], got);
+        let id = init.headers["mcp-session-id"].to_str().unwrap();
+        assert_eq!(id.len(), 32, "128 random bits, hex");
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+}
+
+#[tokio::test]
+async fn results_follow_the_2025_schema() {
+    for wire in [Wire::Stdio, Wire::Http] {
+        let seen = on_session(
+            wire,
+            fixture(),
+            all_capabilities(),
+            &[
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+                json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "res://item/7"}}),
+                json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "res://none"}}),
+                json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+                call(5, "no_args", json!({})),
+            ],
+            &answer_all,
+        )
+        .await;
+        let list = &seen[0].response["result"];
+        assert!(list["tools"].as_array().unwrap().len() > 10, "{wire:?}");
+        for r in [
+            list,
+            &seen[1].response["result"],
+            &seen[4].response["result"],
+        ] {
+            for field in ["resultType", "ttlMs", "cacheScope", "_meta"] {
+                assert!(r.get(field).is_none(), "{wire:?}: {field} in {r}");
+            }
+        }
+        assert_eq!(seen[1].response["result"]["contents"][0]["text"], "item 7");
+        assert_eq!(
+            seen[2].response["error"]["code"], -32002,
+            "2025's resource not found"
+        );
+        assert_eq!(seen[3].response["result"], json!({}));
+    }
+}
+
+#[tokio::test]
+async fn every_kind_of_question_is_a_live_request_on_the_session() {
+    for wire in [Wire::Stdio, Wire::Http] {
+        let seen = on_session(
+            wire,
+            fixture(),
+            all_capabilities(),
+            &[
+                call(1, "greet", json!({})),
+                call(2, "batch", json!({})),
+                call(3, "three_rounds", json!({})),
+                call(4, "sample", json!({})),
+                call(5, "roots", json!({})),
+                json!({"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": "ask_prompt", "arguments": {"who": "Bo"}}}),
+                json!({"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": {"uri": "res://ask"}}),
+                call(8, "ask_all", json!({})),
+            ],
+            &answer_all,
+        )
+        .await;
+        assert_eq!(seen[0].text(), "Hello, Ada!", "{wire:?}");
+        assert_eq!(seen[0].requests[0]["method"], "elicitation/create");
+        assert_eq!(
+            seen[0].requests[0]["params"]["message"],
+            "What is your name?"
+        );
+        assert!(
+            seen[0].requests[0]["params"].get("_meta").is_none()
+                || seen[0].requests[0]["params"]["_meta"].is_object()
+        );
+        // Two questions in one round: both were out before either answer
+        // could have re-run the handler.
+        assert_eq!(seen[1].text(), "Ada likes blue");
+        assert_eq!(seen[1].requests.len(), 2);
+        // Dependent rounds: the second question carries the first answer.
+        assert_eq!(seen[2].text(), "Ada/blue/true");
+        assert_eq!(seen[2].requests.len(), 3);
+        assert_eq!(
+            seen[2].requests[1]["params"]["message"],
+            "Step 2: Ada's colour?"
+        );
+        assert_eq!(seen[3].text(), "test-model: Paris");
+        assert_eq!(seen[3].requests[0]["method"], "sampling/createMessage");
+        assert_eq!(seen[4].text(), "file:///work");
+        assert_eq!(seen[4].requests[0]["method"], "roots/list");
+        assert_eq!(
+            seen[5].response["result"]["messages"][0]["content"]["text"],
+            "Bo likes blue"
+        );
+        assert_eq!(
+            seen[6].response["result"]["contents"][0]["text"],
+            "res://ask for Ada"
+        );
+        assert_eq!(seen[7].text(), "Ada,Ada,Ada");
+        assert_eq!(seen[7].requests.len(), 3);
+        // Server request ids are unique on the session.
+        let mut ids: Vec<String> = seen
+            .iter()
+            .flat_map(|s| s.requests.iter().map(|r| r["id"].to_string()))
+            .collect();
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "{wire:?}");
+        // Nothing is left outstanding: no cancellation was sent.
+        assert!(
+            seen.iter()
+                .all(|s| !s.methods().contains(&"notifications/cancelled"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn decline_and_cancel_reach_the_handler_as_such() {
+    let decline = |r: &Value| {
+        (r["method"] == "elicitation/create").then(|| json!({"result": {"action": "decline"}}))
+    };
+    let cancel = |r: &Value| {
+        (r["method"] == "elicitation/create").then(|| json!({"result": {"action": "cancel"}}))
+    };
+    for wire in [Wire::Stdio, Wire::Http] {
+        let d = on_session(
+            wire,
+            fixture(),
+            all_capabilities(),
+            &[call(1, "greet", json!({}))],
+            &decline,
+        )
+        .await;
+        assert_eq!(d[0].text(), "declined", "{wire:?}");
+        let c = on_session(
+            wire,
+            fixture(),
+            all_capabilities(),
+            &[call(1, "greet", json!({})), call(2, "login", json!({}))],
+            &cancel,
+        )
+        .await;
+        assert_eq!(c[0].text(), "cancelled");
+        assert_eq!(c[1].text(), "cancelled");
+        assert!(
+            !c[1]
+                .methods()
+                .contains(&"notifications/elicitation/complete"),
+            "not completed when not accepted"
+        );
+    }
+}
+
+#[tokio::test]
+async fn url_mode_gets_an_elicitation_id_and_its_completion() {
+    for wire in [Wire::Stdio, Wire::Http] {
+        let seen = on_session(
+            wire,
+            fixture(),
+            all_capabilities(),
+            &[call(1, "login", json!({}))],
+            &answer_all,
+        )
+        .await;
+        assert_eq!(seen[0].text(), "consented", "{wire:?}");
+        let params = &seen[0].requests[0]["params"];
+        assert_eq!(params["mode"], "url");
+        assert_eq!(params["url"], "https://example.com/login?flow=1");
+        let id = params["elicitationId"].as_str().expect("an elicitationId");
+        let done: Vec<&Value> = seen[0]
+            .notifications
+            .iter()
+            .filter(|n| n["method"] == "notifications/elicitation/complete")
+            .collect();
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0]["params"]["elicitationId"], id);
+    }
+}
+
+#[tokio::test]
+async fn a_question_the_session_cannot_receive_fails_the_call_with_a_documented_error() {
+    for wire in [Wire::Stdio, Wire::Http] {
+        let seen = on_session(
+            wire,
+            fixture(),
+            json!({}),
+            &[
+                call(1, "greet", json!({})),
+                call(2, "sample", json!({})),
+                call(3, "fallback", json!({})),
+            ],
+            &answer_all,
+        )
+        .await;
+        for s in &seen[..2] {
+            assert!(s.requests.is_empty(), "{wire:?}: nothing is sent");
+            let e = &s.response["error"];
+            assert_eq!(
+                e["code"],
+                tern_server::error::codes::QUESTION_UNDELIVERABLE,
+                "{wire:?}: {e}"
+            );
+            assert!(e["data"]["requiredCapabilities"].is_object(), "{e}");
+        }
+        // can_ask sees the session's capabilities.
+        assert_eq!(seen[2].text(), "fallback: no elicitation");
+    }
+}
+
+#[tokio::test]
+async fn logging_waits_for_set_level_and_progress_follows_the_token() {
+    for wire in [Wire::Stdio, Wire::Http] {
+        let with_token = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "progress", "arguments": {}, "_meta": {"progressToken": "p1"}}});
+        let seen = on_session(
+            wire,
+            fixture(),
+            all_capabilities(),
+            &[
+                call(1, "progress", json!({})),
+                json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}}),
+                with_token,
+                json!({"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "loud"}}),
+            ],
+            &answer_all,
+        )
+        .await;
+        assert!(
+            seen[0].notifications.is_empty(),
+            "{wire:?}: nothing before setLevel: {:?}",
+            seen[0]
+        );
+        assert_eq!(seen[1].response["result"], json!({}));
+        let methods = seen[2].methods();
+        assert_eq!(
+            methods
+                .iter()
+                .filter(|m| **m == "notifications/message")
+                .count(),
+            5,
+            "{wire:?}"
+        );
+        let progress: Vec<&Value> = seen[2]
+            .notifications
+            .iter()
+            .filter(|n| n["method"] == "notifications/progress")
+            .collect();
+        assert!(!progress.is_empty());
+        assert!(
+            progress
+                .iter()
+                .all(|p| p["params"]["progressToken"] == "p1")
+        );
+        assert_eq!(seen[3].response["error"]["code"], -32602);
+    }
+}
+
+#[tokio::test]
+async fn modern_only_methods_and_tasks_are_not_on_a_legacy_session() {
+    for wire in [Wire::Stdio, Wire::Http] {
+        let seen = on_session(
+            wire,
+            fixture(),
+            all_capabilities(),
+            &[
+                json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}),
+                json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"taskId": "t"}}),
+                json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {}}),
+                json!({"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe", "params": {"uri": "res://ask"}}),
+                json!({"jsonrpc": "2.0", "id": 5, "method": "resources/unsubscribe", "params": {"uri": "res://ask"}}),
+            ],
+            &answer_all,
+        )
+        .await;
+        assert_eq!(seen[0].response["error"]["code"], -32601, "{wire:?}");
+        assert_eq!(seen[1].response["error"]["code"], -32601);
+        assert_eq!(seen[2].response["error"]["code"], -32600);
+        assert_eq!(seen[3].response["result"], json!({}));
+        assert_eq!(seen[4].response["result"], json!({}));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_question_times_out_and_is_cancelled() {
+    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+        .legacy(LegacyOptions::default().question_timeout(Duration::from_secs(30)))
+        .build()
+        .unwrap();
+    let (mut s, _) = Stdio::open(server, all_capabilities()).await;
+    let seen = s.call(&call(1, "greet", json!({})), &|_| None).await;
+    assert_eq!(seen.requests.len(), 1);
+    assert_eq!(
+        seen.response["error"]["code"],
+        tern_server::error::codes::QUESTION_TIMEOUT
+    );
+    // The void request is cancelled: before the response, or right after.
+    let cancelled = match seen
+        .notifications
+        .iter()
+        .find(|n| n["method"] == "notifications/cancelled")
+    {
+        Some(n) => n.clone(),
+        None => s.recv().await,
+    };
+    assert_eq!(cancelled["method"], "notifications/cancelled");
+    assert_eq!(cancelled["params"]["requestId"], seen.requests[0]["id"]);
+    // A late answer is ignored; the session goes on.
+    s.send(&reply_to(
+        &seen.requests[0],
+        json!({"result": {"action": "accept", "content": {"name": "Late"}}}),
+    ))
+    .await;
+    let ping = s
+        .call(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+            &answer_all,
+        )
+        .await;
+    assert_eq!(ping.response["result"], json!({}));
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_request_reaches_the_client_before_initialized() {
+    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+        .legacy(LegacyOptions::default().question_timeout(Duration::from_secs(30)))
+        .build()
+        .unwrap();
+    let mut s = Stdio::start(server);
+    s.send(&initialize("2025-11-25", all_capabilities())).await;
+    s.recv().await;
+    let seen = s.call(&call(1, "greet", json!({})), &answer_all).await;
+    assert!(seen.requests.is_empty(), "{seen:?}");
+    assert_eq!(
+        seen.response["error"]["code"],
+        tern_server::error::codes::QUESTION_TIMEOUT
+    );
+}
+
+#[tokio::test]
+async fn notifications_cancelled_ends_the_call_and_its_questions_over_stdio() {
+    let (mut s, _) = Stdio::open(fixture(), all_capabilities()).await;
+    s.send(&call(1, "greet", json!({}))).await;
+    let question = s.recv().await;
+    assert_eq!(question["method"], "elicitation/create");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}})).await;
+    s.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        .await;
+    let (mut cancelled, mut pong) = (None, None);
+    for _ in 0..4 {
+        let m = s.recv().await;
+        assert_ne!(m["id"], 1, "no response to a cancelled request: {m}");
+        if m["method"] == "notifications/cancelled" {
+            cancelled = Some(m);
+        } else if m["id"] == 2 {
+            pong = Some(m);
+        }
+        if cancelled.is_some() && pong.is_some() {
+            break;
+        }
+    }
+    assert_eq!(cancelled.unwrap()["params"]["requestId"], question["id"]);
+    assert_eq!(pong.unwrap()["result"], json!({}));
+}
+
+/// A server whose one tool signals when its handler gets past its
+/// question.
+fn recorder() -> (Server, Arc<tokio::sync::Notify>) {
+    let done = Arc::new(tokio::sync::Notify::new());
+    let d = Arc::clone(&done);
+    let tool = move |ctx: Ctx| {
+        let d = Arc::clone(&d);
+        async move {
+            let answer = ctx.ask(Elicit::<Name>::form("Name?").key("name")).await?;
+            d.notify_one();
+            Ok::<_, ToolError>(matches!(answer, Answer::Accept(_)).to_string())
+        }
+    };
+    let server = Server::builder("recorder", "1")
+        .tool(ToolDef::new("record", "Asks, then records", tool).elicits::<Name>())
+        .build()
+        .unwrap();
+    (server, done)
+}
+
+#[tokio::test]
+async fn over_http_a_disconnect_is_not_a_cancellation_but_notifications_cancelled_is() {
+    let (server, done) = recorder();
+    let http = endpoint(server, |h| h).await;
+    let s = http.open(all_capabilities()).await;
+    // The client reads the question, then goes away.
+    let response = http
+        .client
+        .request(http.request("POST", &s.headers(), Some(&call(1, "record", json!({})))))
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = response.into_body();
+    let question = loop {
+        let frame = body.frame().await.unwrap().unwrap();
+        if let Ok(data) = frame.into_data() {
+            let text = String::from_utf8(data.to_vec()).unwrap();
+            if let Some(line) = text.lines().find_map(|l| l.strip_prefix("data: ")) {
+                break serde_json::from_str::<Value>(line).unwrap();
+            }
+        }
+    };
+    drop(body);
+    // Its answer still reaches the running handler, which goes on; its
+    // result has nowhere to go and is dropped.
+    let ack = s
+        .post(&reply_to(
+            &question,
+            json!({"result": {"action": "accept", "content": {"name": "Ada"}}}),
+        ))
+        .await;
+    assert_eq!(ack.status, 202);
+    done.notified().await;
+
+    // notifications/cancelled ends a call: its question is cancelled.
+    let second = http
+        .client
+        .request(http.request("POST", &s.headers(), Some(&call(2, "record", json!({})))))
+        .await
+        .unwrap();
+    let mut body = second.into_body();
+    let mut buf = String::new();
+    let mut messages = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.unwrap().into_data() else {
+            continue;
+        };
+        buf.push_str(std::str::from_utf8(&data).unwrap());
+        while let Some(end) = buf.find("\n\n") {
+            let event: String = buf.drain(..end + 2).collect();
+            if let Some(line) = event.lines().find_map(|l| l.strip_prefix("data: ")) {
+                let m: Value = serde_json::from_str(line).unwrap();
+                if m["method"] == "elicitation/create" {
+                    let ack = s.post(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})).await;
+                    assert_eq!(ack.status, 202);
+                }
+                messages.push(m);
+            }
+        }
+    }
+    assert_eq!(messages[0]["method"], "elicitation/create");
+    assert!(
+        messages.iter().all(|m| m["id"] != 2),
+        "no response to a cancelled request: {messages:?}"
+    );
+}
+
+#[tokio::test]
+async fn http_session_rules() {
+    let http = endpoint(fixture(), |h| h).await;
+    let s = http.open(all_capabilities()).await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    // A 2025 request without a session id: 400.
+    let r = http
+        .post(&[("mcp-protocol-version", "2025-11-25")], &list)
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    // An unknown session: 404.
+    let r = http
+        .post(
+            &[
+                ("mcp-session-id", "0123"),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+            &list,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    let r = http.post(&[("mcp-session-id", "0123")], &list).await;
+    assert_eq!(r.status, 404);
+    // Another version than the negotiated one: 400.
+    let r = http
+        .post(
+            &[
+                ("mcp-session-id", &s.id),
+                ("mcp-protocol-version", "2025-06-18"),
+            ],
+            &list,
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    // Without the version header the session's is assumed.
+    let r = http.post(&[("mcp-session-id", &s.id)], &list).await;
+    assert_eq!(r.status, 200);
+    // GET opens the standalone stream (one at a time); GET without a session is 405.
+    let get = http
+        .client
+        .request(http.request("GET", &s.headers(), None))
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200);
+    assert_eq!(get.headers()["content-type"], "text/event-stream");
+    let again = http.send("GET", &s.headers(), None).await;
+    assert_eq!(again.status, 409);
+    assert_eq!(http.send("GET", &[], None).await.status, 405);
+    // DELETE ends the session; then it is 404, and the stream ends.
+    assert_eq!(http.send("DELETE", &s.headers(), None).await.status, 200);
+    assert_eq!(s.post(&list).await.status, 404);
+    assert_eq!(http.send("DELETE", &s.headers(), None).await.status, 404);
+    let rest = get.into_body().collect().await.unwrap().to_bytes();
+    assert!(!String::from_utf8_lossy(&rest).contains("data:"));
+}
+
+#[tokio::test]
+async fn the_standalone_stream_carries_list_changes_and_subscribed_updates() {
+    let server = fixture();
+    let http = endpoint(server.clone(), |h| h).await;
+    let s = http.open(all_capabilities()).await;
+    let sub = s.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "res://ask"}})).await;
+    assert_eq!(sub.json()["result"], json!({}));
+    let get = http
+        .client
+        .request(http.request("GET", &s.headers(), None))
+        .await
+        .unwrap();
+    let mut body = get.into_body();
+    // The forwarder subscribes when the stream opens; announce until the
+    // first change arrives (bounded).
+    let mut buf = String::new();
+    let mut got = Vec::new();
+    for round in 0..50 {
+        server.changes().resource_updated("res://other");
+        server.changes().resource_updated("res://ask");
+        server.changes().tools_changed();
+        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame()).await;
+        let Ok(Some(Ok(frame))) = frame else {
+            panic!("round {round}: no event")
+        };
+        if let Ok(data) = frame.into_data() {
+            buf.push_str(std::str::from_utf8(&data).unwrap());
+        }
+        for line in buf.lines().filter_map(|l| l.strip_prefix("data: ")) {
+            got.push(serde_json::from_str::<Value>(line).unwrap());
+        }
+        buf.clear();
+        if got.len() >= 2 {
+            break;
+        }
+    }
+    assert!(
+        got.iter()
+            .any(|m| m["method"] == "notifications/resources/updated"
+                && m["params"]["uri"] == "res://ask"),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed")
+    );
+    assert!(
+        got.iter().all(|m| m["params"]["uri"] != "res://other"),
+        "only subscribed URIs"
+    );
+}
+
+#[tokio::test]
+async fn sessions_are_bound_to_their_principal() {
+    let http = endpoint(fixture(), |h| {
+        h.authenticate(Bearer(|t: &str| Some(Principal::new(t))))
+    })
+    .await;
+    let init = http
+        .post(
+            &[("authorization", "Bearer alice")],
+            &initialize("2025-11-25", json!({})),
+        )
+        .await;
+    let id = init.headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let alice = http
+        .post(
+            &[("authorization", "Bearer alice"), ("mcp-session-id", &id)],
+            &list,
+        )
+        .await;
+    assert_eq!(alice.status, 200);
+    let bob = http
+        .post(
+            &[("authorization", "Bearer bob"), ("mcp-session-id", &id)],
+            &list,
+        )
+        .await;
+    assert_eq!(bob.status, 404, "another principal cannot use the session");
+}
+
+#[tokio::test]
+async fn sessions_are_bounded_in_number() {
+    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+        .legacy(LegacyOptions::default().max_sessions(2))
+        .build()
+        .unwrap();
+    let http = endpoint(server, |h| h).await;
+    for _ in 0..2 {
+        assert_eq!(
+            http.post(&[], &initialize("2025-11-25", json!({})))
+                .await
+                .status,
+            200
+        );
+    }
+    let third = http.post(&[], &initialize("2025-11-25", json!({}))).await;
+    assert_eq!(third.status, 503);
+    assert!(
+        third.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Too many sessions")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_sessions_expire() {
+    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+        .legacy(LegacyOptions::default().session_idle(Duration::from_secs(60)))
+        .build()
+        .unwrap();
+    let http = endpoint(server, |h| h).await;
+    let s = http.open(json!({})).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    assert_eq!(s.post(&ping).await.status, 200);
+    tokio::time::advance(Duration::from_secs(61)).await;
+    assert_eq!(s.post(&ping).await.status, 404);
+}
+
+/// The routing table of `legacy::http`, row by row, with both eras on one
+/// endpoint.
+#[tokio::test]
+async fn both_eras_on_one_endpoint_routing_row_by_row() {
+    let http = endpoint(fixture(), |h| h).await;
+    let s = http.open(all_capabilities()).await;
+    let modern_meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let modern_headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    let modern_list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta}});
+    // 1. A live session id: the session (a legacy result, no resultType).
+    let r = s
+        .post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await;
+    assert!(r.json()["result"].get("resultType").is_none());
+    // 2. A modern header or _meta: the stateless path, even with a stale id.
+    let r = http.post(&modern_headers, &modern_list).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["resultType"], "complete");
+    let mut stale = modern_headers.to_vec();
+    stale.push(("mcp-session-id", "not-a-session"));
+    assert_eq!(
+        http.post(&stale, &modern_list).await.json()["result"]["resultType"],
+        "complete"
+    );
+    //    `initialize` with modern metadata is 404 / -32601 there.
+    let init_modern = json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"_meta": modern_meta,
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}});
+    let r = http
+        .post(
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "initialize"),
+            ],
+            &init_modern,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["code"], -32601);
+    let r = http
+        .post(
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "initialize"),
+            ],
+            &initialize("2025-11-25", json!({})),
+        )
+        .await;
+    assert_eq!(
+        r.status, 404,
+        "a modern header alone selects the modern path"
+    );
+    //    A malformed modern discover still gets 400 / -32602.
+    let r = http.post(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "server/discover")],
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32602);
+    // 3. An unknown id without modern markers: 404.
+    assert_eq!(
+        http.post(
+            &[("mcp-session-id", "nope")],
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        )
+        .await
+        .status,
+        404
+    );
+    // 4. `initialize` with neither: a new session, and a fresh id.
+    let r = http.post(&[], &initialize("2025-06-18", json!({}))).await;
+    assert_eq!(r.status, 200);
+    assert_ne!(r.headers["mcp-session-id"].to_str().unwrap(), s.id);
+    // 5. A 2025 header without a session: 400 (covered above); 6. anything
+    //    else is modern: a bare request is refused by the modern checks.
+    let r = http
+        .post(
+            &[],
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32020);
+}
+
+#[tokio::test]
+async fn a_modern_only_server_refuses_initialize_on_both_transports() {
+    let server = || {
+        builder(&Arc::new(Counters::default()), TestClock::new())
+            .modern_only()
+            .build()
+            .unwrap()
+    };
+    let mut s = Stdio::start(server());
+    s.send(&initialize("2025-11-25", json!({}))).await;
+    assert_eq!(s.recv().await["error"]["code"], -32601);
+    let http = endpoint(server(), |h| h).await;
+    let r = http
+        .post(
+            &[("mcp-protocol-version", "2025-11-25")],
+            &initialize("2025-11-25", json!({})),
+        )
+        .await;
+    assert_eq!(r.status, 400, "the modern checks answer: {}", r.body);
+    assert!(r.headers.get("mcp-session-id").is_none());
+    assert_eq!(
+        http.send("GET", &[("mcp-session-id", "x")], None)
+            .await
+            .status,
+        405
+    );
+}

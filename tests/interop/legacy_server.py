@@ -1,0 +1,24 @@
+"""A 2025-11-25 server built with the official Python SDK (FastMCP), asking
+with ctx.elicit: the peer `tern call` is tested against."""
+from pydantic import BaseModel
+
+from mcp.server.fastmcp import Context, FastMCP
+
+mcp = FastMCP("python-legacy")
+
+
+class Region(BaseModel):
+    region: str
+
+
+@mcp.tool()
+async def provision_database(name: str, ctx: Context) -> str:
+    """Creates a database, asking where it should live."""
+    answer = await ctx.elicit(f"Which region should {name} live in?", schema=Region)
+    if answer.action != "accept":
+        return "Provisioning cancelled."
+    return f"Created {name} in {answer.data.region}"
+
+
+if __name__ == "__main__":
+    mcp.run()
