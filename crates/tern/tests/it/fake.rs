@@ -109,6 +109,11 @@ pub fn asks_again(path: &str, body: &Value) -> Option<(u16, Value)> {
         return Some((404, Value::Null));
     }
     match body["method"].as_str() {
+        // A 2026-07-28 server: the era probe finds it modern.
+        Some("server/discover") => Some(result(
+            body,
+            json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}),
+        )),
         Some("tools/list") => Some(result(
             body,
             json!({"tools": [{"name": "ask", "inputSchema": {"type": "object"}}]}),
