@@ -274,6 +274,10 @@ impl ChildProcess {
     }
 
     /// Starts `program` with `args` as `options` say.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one child's setup in order: command, pipes, reader, stderr tail, writer"
+    )]
     pub fn spawn_with_options(
         program: &str,
         args: &[String],
