@@ -54,3 +54,4 @@ mod nginx;
 mod rules;
 mod server;
 mod stub;
+mod tasks;
