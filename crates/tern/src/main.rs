@@ -49,7 +49,8 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use tern_server::KeyRing;
-use tern_server::transport::http::Http;
+use tern_server::Principal;
+use tern_server::transport::http::{Bearer, Http};
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
 
 use tern::demo;
@@ -211,6 +212,16 @@ enum Served {
         /// serves this process only.
         #[arg(long, value_name = "FILE")]
         keys: Option<PathBuf>,
+        /// Where tasks live: `memory` (default) or `sqlite:PATH`, durable,
+        /// so tasks outlive the process (and a new stdio child knows them).
+        #[arg(long, value_name = "STORE", default_value = "memory")]
+        tasks: String,
+        /// Over HTTP, require `Authorization: Bearer TOKEN`: the file has
+        /// one `TOKEN PRINCIPAL` per line, the token naming the principal
+        /// (who owns tasks and requestStates). Without it the demo is open
+        /// on loopback.
+        #[arg(long, value_name = "FILE")]
+        tokens: Option<PathBuf>,
     },
 }
 
@@ -353,6 +364,15 @@ fn keys(action: &KeysAction) -> ExitCode {
     }
 }
 
+/// The `--tokens` file, read and parsed.
+fn read_tokens(
+    path: &std::path::Path,
+) -> Result<std::collections::HashMap<String, String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 fn serve(served: Served) -> ExitCode {
     match served {
         Served::Demo {
@@ -360,12 +380,23 @@ fn serve(served: Served) -> ExitCode {
             http,
             state_ttl,
             keys,
+            tasks,
+            tokens,
         } => {
             if !stdio && http.is_none() {
                 eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
                 return ExitCode::from(2);
             }
-            let mut builder = demo::builder();
+            let (store, tokens) = match demo::task_store(&tasks)
+                .and_then(|store| Ok((store, tokens.as_deref().map(read_tokens).transpose()?)))
+            {
+                Ok(both) => both,
+                Err(e) => {
+                    eprintln!("tern serve demo: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut builder = demo::builder().task_store(store);
             if let Some(secs) = state_ttl {
                 builder = builder.state_ttl(Duration::from_secs(secs));
             }
@@ -413,13 +444,14 @@ fn serve(served: Served) -> ExitCode {
                         let shutdown = async {
                             let _ = tokio::signal::ctrl_c().await;
                         };
-                        tern_server::transport::http::serve(
-                            listener,
-                            Http::new(demo_server),
-                            "/mcp",
-                            shutdown,
-                        )
-                        .await
+                        let mut endpoint = Http::new(demo_server);
+                        if let Some(tokens) = tokens {
+                            endpoint = endpoint.authenticate(Bearer(move |token: &str| {
+                                tokens.get(token).map(|p| Principal::new(p.as_str()))
+                            }));
+                        }
+                        tern_server::transport::http::serve(listener, endpoint, "/mcp", shutdown)
+                            .await
                     }
                     None => serve_stdio(demo_server, StdioOptions::default()).await,
                 }
