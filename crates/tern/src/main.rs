@@ -67,7 +67,7 @@ mod schema;
 mod suggest;
 mod terminal;
 
-use cmd::{EXIT_CODES_HELP, InputArgs, Op, ServerArgs, TOP_HELP};
+use cmd::{EXIT_CODES_HELP, InputArgs, Op, ServerArgs, TOP_HELP, TaskAction};
 
 const PAIRS_HELP: &str = "key=value arguments: the value is JSON when it parses as JSON, else the string as typed (n=3 is a number, name=orders a string, name='\"3\"' the string \"3\")";
 
@@ -182,6 +182,16 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Follow a task (Tasks extension) by its id: `get` shows its status,
+    /// `wait` follows it to its end (asking its questions), `cancel`
+    /// cancels it. Over stdio each run starts a new server process, which
+    /// knows only the tasks of a durable store (e.g. `tern serve demo
+    /// --tasks sqlite:PATH`).
+    #[command(after_help = EXIT_CODES_HELP)]
+    Task {
+        #[command(subcommand)]
+        action: TaskCommand,
+    },
     /// Serve a built-in server.
     Serve {
         #[command(subcommand)]
@@ -222,6 +232,33 @@ enum Served {
         /// on loopback.
         #[arg(long, value_name = "FILE")]
         tokens: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TaskCommand {
+    /// Show a task's status (its result or error once it ended).
+    Get {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Follow a task to its end, answering its questions.
+    Wait {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Cancel a task.
+    Cancel {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
     },
 }
 
@@ -296,6 +333,32 @@ fn main() -> ExitCode {
             args,
             server,
         } => (Op::Questions { tool, pairs, args }, server, None),
+        Command::Task { action } => match action {
+            TaskCommand::Get { id, server } => (
+                Op::Task {
+                    action: TaskAction::Get,
+                    id,
+                },
+                server,
+                None,
+            ),
+            TaskCommand::Wait { id, server, input } => (
+                Op::Task {
+                    action: TaskAction::Wait,
+                    id,
+                },
+                server,
+                Some(input),
+            ),
+            TaskCommand::Cancel { id, server } => (
+                Op::Task {
+                    action: TaskAction::Cancel,
+                    id,
+                },
+                server,
+                None,
+            ),
+        },
         Command::Servers { config } => return servers(config.as_deref()),
         Command::Completions { shell } => {
             let mut out = std::io::stdout();

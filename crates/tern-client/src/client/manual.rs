@@ -171,6 +171,21 @@ pub struct PendingRound {
 }
 
 impl PendingRound {
+    /// A task's outstanding questions (status `input_required`) as a round
+    /// of `tool`, to answer with [`Client::answer`]: the answers go to
+    /// [`crate::TaskHandle::update`], never to [`Client::resume`].
+    ///
+    /// # Errors
+    /// Never for a tool name; kept fallible like [`Call::tool`].
+    pub fn of_task(tool: &str, input_requests: InputRequests) -> Result<Self, ClientError> {
+        Ok(Self {
+            call: Call::tool(tool, None)?,
+            input_requests,
+            request_state: None,
+            round: 0,
+        })
+    }
+
     /// The method of the call (`tools/call`, `prompts/get`, `resources/read`).
     pub fn method(&self) -> &'static str {
         self.call.method()
