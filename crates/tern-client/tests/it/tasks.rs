@@ -206,3 +206,55 @@ each_way! {
         assert!(conn.log.requests("tasks/cancel").is_empty(), "{way:?}");
     }
 }
+
+each_way! {
+    /// `notifications/tasks` on `subscriptions/listen`: a stream asking for
+    /// task ids is acked with the ones the caller owns (an unknown id is
+    /// silently left out), then told each change of the task, to its end;
+    /// asking for task ids without declaring the extension is `-32021`.
+    async fn a_listen_stream_follows_the_tasks_it_asked_for(way) {
+        use tern_protocol::ServerNotification;
+        use tern_protocol::subscription::SubscriptionFilter;
+        let conn = start(way, Kind::Fixture).await;
+        let client = tasks_client(&conn, Elicit::fill(&[]));
+        let Started::Task(mut handle) =
+            bounded(client.start_tool("task_hang", None, &CallOptions::default())).await.unwrap()
+        else {
+            panic!("the call did not become a task")
+        };
+        let id = handle.id().to_owned();
+        let filter = SubscriptionFilter {
+            task_ids: Some(vec![id.clone(), "no-such-task".into()]),
+            ..SubscriptionFilter::default()
+        };
+        let mut stream = bounded(client.listen(filter.clone())).await.unwrap();
+        let Some(Ok(ServerNotification::SubscriptionsAcknowledged(ack))) =
+            bounded(stream.next()).await
+        else {
+            panic!("{way:?}: the acknowledgement comes first");
+        };
+        assert_eq!(ack.notifications.task_ids, Some(vec![id.clone()]), "{way:?}");
+        bounded(handle.cancel()).await.unwrap();
+        let ended = loop {
+            match bounded(stream.next()).await {
+                Some(Ok(ServerNotification::TaskStatus(n))) => {
+                    assert_eq!(n.task.task.task_id, id);
+                    if n.task.task.status.is_terminal() {
+                        break n.task.task.status;
+                    }
+                }
+                other => panic!("{way:?}: expected notifications/tasks, got {other:?}"),
+            }
+        };
+        assert_eq!(ended, TaskStatus::Cancelled, "{way:?}");
+        drop(stream);
+
+        let plain = conn.client(Client::builder());
+        let mut refused = bounded(plain.listen(filter)).await.unwrap();
+        let first = bounded(refused.next()).await;
+        let Some(Err(e)) = first else {
+            panic!("{way:?}: expected -32021, got {first:?}")
+        };
+        assert_eq!(e.rpc_error().map(|r| r.code), Some(-32021), "{e:#}");
+    }
+}
