@@ -52,6 +52,14 @@ pub enum ErrorKind {
     /// The caller asked for a request that cannot be made (tool arguments
     /// that are not an object, a parked round resumed as another method).
     Request,
+    /// The call's task ended `failed` (Tasks extension); its JSON-RPC error
+    /// is [`ClientError::rpc_error`].
+    TaskFailed,
+    /// The call's task ended `cancelled`.
+    TaskCancelled,
+    /// The server no longer knows the task (`-32602` while polling: expired,
+    /// never known to this server, or another principal's).
+    TaskLost,
 }
 
 impl ClientError {
@@ -101,6 +109,31 @@ impl ClientError {
 
     pub(crate) fn request(m: impl fmt::Display) -> Self {
         Self::new(ErrorKind::Request, m)
+    }
+
+    pub(crate) fn task_failed(task_id: &str, e: ErrorObject) -> Self {
+        Self(Box::new(Repr {
+            kind: ErrorKind::TaskFailed,
+            message: format!("task {task_id} failed: {e}"),
+            rpc: Some(e),
+            source: None,
+        }))
+    }
+
+    pub(crate) fn task_cancelled(task_id: &str) -> Self {
+        Self::new(
+            ErrorKind::TaskCancelled,
+            format!("task {task_id} was cancelled"),
+        )
+    }
+
+    pub(crate) fn task_lost(task_id: &str, e: ErrorObject) -> Self {
+        Self(Box::new(Repr {
+            kind: ErrorKind::TaskLost,
+            message: format!("the server no longer knows task {task_id}: {e}"),
+            rpc: Some(e),
+            source: None,
+        }))
     }
 
     pub(crate) fn limit(limit: Limit, m: impl fmt::Display) -> Self {

@@ -38,8 +38,10 @@ pub mod preset;
 pub mod transport;
 
 pub use client::{
-    Call, CallOptions, Client, ClientBuilder, Completed, PendingRound, Round, Subscription,
+    Call, CallOptions, Client, ClientBuilder, Completed, PendingRound, Round, Started,
+    Subscription, TaskFn, TaskHandle,
 };
+pub use client::{DEFAULT_POLL, MAX_POLL, MAX_POLL_FAILURES, MIN_POLL};
 pub use error::{ClientError, ErrorKind};
 pub use handler::{Elicitation, HandlerError, Question, Roots, Sampling, StaticRoots};
 pub use limits::{Limit, Limits};

@@ -10,6 +10,7 @@ use tern_protocol::subscription::{
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenRequestParams, SubscriptionsListenResult,
 };
+use tern_protocol::task::TaskStatusNotificationParams;
 use tern_protocol::{RequestId, ServerNotification};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -19,7 +20,7 @@ use crate::server::Server;
 
 impl Server {
     /// The subset of `asked` this server honours: what its capabilities
-    /// cover. Task ids are not honoured (no Tasks extension).
+    /// cover. Task ids are set apart by [`Self::followed_tasks`].
     fn honoured(&self, asked: &SubscriptionFilter) -> SubscriptionFilter {
         let caps = self.capabilities();
         let yes =
@@ -36,6 +37,39 @@ impl Server {
         }
     }
 
+    /// The task ids a listen stream follows (Tasks extension): asking for
+    /// any without declaring the extension is `-32021`; unknown, expired
+    /// and other principals' ids are silently left out of the ack.
+    async fn followed_tasks(
+        &self,
+        params: &SubscriptionsListenRequestParams,
+        principal: &crate::principal::Principal,
+    ) -> Result<Option<Vec<String>>, ErrorObject> {
+        let Some(asked) = params.notifications.task_ids.as_ref() else {
+            return Ok(None);
+        };
+        if !crate::task::request_declared(&params.meta) {
+            return Err(crate::task::missing_extension(
+                "subscriptions/listen with taskIds",
+            ));
+        }
+        let mut followed = Vec::new();
+        for task_id in asked {
+            if !followed.contains(task_id)
+                && self
+                    .inner
+                    .engine
+                    .tasks
+                    .owned_view(task_id, principal)
+                    .await
+                    .is_some()
+            {
+                followed.push(task_id.clone());
+            }
+        }
+        Ok(Some(followed).filter(|f| !f.is_empty()))
+    }
+
     pub(crate) async fn listen(
         &self,
         id: &RequestId,
@@ -48,9 +82,13 @@ impl Server {
                 "this transport cannot stream a subscription",
             ));
         };
-        let filter = self.honoured(&params.notifications);
+        let tasks = &self.inner.engine.tasks;
+        // Subscribe before reading the tasks and acknowledging, so nothing
+        // after the ack is missed.
+        let mut task_changes = tasks.changed.subscribe();
+        let mut filter = self.honoured(&params.notifications);
+        filter.task_ids = self.followed_tasks(&params, &call.principal).await?;
         let meta = || Some(NotificationMeta::subscription(id.clone()));
-        // Subscribe before acknowledging, so nothing after the ack is missed.
         let mut changes = self.changes().subscribe();
         notifier.send(ServerNotification::SubscriptionsAcknowledged(
             SubscriptionsAcknowledgedNotificationParams {
@@ -63,6 +101,24 @@ impl Server {
                 () = call.cancel.cancelled() => break,
                 () = self.inner.shutdown.cancelled() => break,
                 change = changes.recv() => change,
+                task = task_changes.recv(), if filter.task_ids.is_some() => {
+                    let followed = filter.task_ids.as_deref().unwrap_or_default();
+                    let ids: Vec<String> = match task {
+                        Ok(task_id) if followed.contains(&task_id) => vec![task_id],
+                        Ok(_) => continue,
+                        // Missed changes: the current state of each.
+                        Err(RecvError::Lagged(_)) => followed.to_vec(),
+                        Err(RecvError::Closed) => break,
+                    };
+                    for task_id in ids {
+                        if let Some(task) = tasks.owned_view(&task_id, &call.principal).await {
+                            notifier.send(ServerNotification::TaskStatus(Box::new(
+                                TaskStatusNotificationParams { task, meta: meta() },
+                            )));
+                        }
+                    }
+                    continue;
+                }
             };
             let notification = match change {
                 Ok(Change::Tools) if filter.tools_list_changed == Some(true) => {
@@ -120,6 +176,7 @@ impl Server {
             notifier.send(notification);
         }
         // Graceful close: the result names the subscription (spec §4.3).
+        drop(task_changes);
         let mut result = SubscriptionsListenResult::new(id.clone());
         result.meta.server_info = Some(self.info().clone());
         Ok(crate::json::to_json(&result))

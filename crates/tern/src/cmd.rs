@@ -172,8 +172,19 @@ pub(crate) struct InputArgs {
     pub(crate) root: Vec<PathBuf>,
 }
 
+/// What `tern task` does with a task.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TaskAction {
+    /// One `tasks/get`: the status (and result or error when it ended).
+    Get,
+    /// Follow it to its end, answering its questions.
+    Wait,
+    /// `tasks/cancel`.
+    Cancel,
+}
+
 /// What to ask the server.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Op {
     /// `server/discover`.
     Discover,
@@ -203,6 +214,13 @@ pub(crate) enum Op {
     Read {
         /// The resource.
         uri: String,
+    },
+    /// `tern task get|wait|cancel ID`.
+    Task {
+        /// What to do.
+        action: TaskAction,
+        /// The task id.
+        id: String,
     },
     /// The first round's questions of a `tools/call`.
     Questions {
@@ -731,7 +749,7 @@ pub(crate) async fn run(
         // The request future is dropped: over stdio its exchange sent
         // notifications/cancelled, over HTTP its stream is closed.
         crate::terminal::restore();
-        let message = interrupted_message(&session);
+        let message = interrupted(&client, &session, interactive).await;
         client.close().await;
         return Err(Failure {
             code: EXIT_INTERRUPTED,
@@ -803,8 +821,11 @@ fn build_client(
 ) -> Client {
     let mut info = Implementation::new("tern", env!("CARGO_PKG_VERSION"));
     info.title = Some("tern command".into());
+    // tern follows tasks (polls, asks their questions, offers to cancel
+    // or leave one running on Ctrl-C), so it declares the extension.
     let builder = Client::builder()
         .info(info)
+        .tasks(true)
         .elicitation(TerminalElicitation {
             session: Arc::clone(session),
             interactive,
@@ -951,8 +972,101 @@ async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
             let args = checked_arguments(c, &tool, args).await?;
             return questions(c, &tool, args).await;
         }
+        Op::Task { action, id } => return task(c, action, &id).await,
     }
     Ok(EXIT_OK)
+}
+
+/// `tern task get|wait|cancel ID`.
+async fn task(c: &Connected, action: TaskAction, id: &str) -> Result<u8, Failure> {
+    let d = &c.driver;
+    let handle = d.client.task(id);
+    match action {
+        TaskAction::Get => {
+            let task = d.task_request(id, "tasks/get", handle.get()).await?;
+            if c.json {
+                emit_json(&task);
+            } else {
+                emit(&format!(
+                    "task {id}: {}\n",
+                    crate::rounds::task_line(&task.task)
+                ));
+                if let Some(Ok(result)) = task.call_tool_result() {
+                    emit(&output::call(&result));
+                }
+                if let Some(e) = &task.error {
+                    emit(&format!("error: {e}\n"));
+                }
+            }
+            Ok(EXIT_OK)
+        }
+        TaskAction::Wait => {
+            let mut sent = std::collections::HashMap::new();
+            let result = d.follow_task(id, id, &mut sent).await?;
+            Ok(print_completed(&Completed::Tool(result), c.json, None))
+        }
+        TaskAction::Cancel => {
+            let mut handle = handle;
+            d.task_request(id, "tasks/cancel", handle.cancel()).await?;
+            if c.json {
+                emit_json(&json!({"taskId": id, "cancelRequested": true}));
+            } else {
+                eprintln!(
+                    "tern: asked {} to cancel task {id} (it stops at its next check; tern task get {id} shows how it ended)",
+                    d.who()
+                );
+            }
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+/// What Ctrl-C did: for a task being followed, what [`task_interrupted`]
+/// chose; else what it cancelled.
+async fn interrupted(client: &Client, session: &Session, interactive: bool) -> String {
+    let following = session
+        .task
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    match following {
+        Some(id) => task_interrupted(client, session, &id, interactive).await,
+        None => interrupted_message(session),
+    }
+}
+
+/// Ctrl-C while following task `id`: offers (on a terminal) to cancel it,
+/// else leaves it running; what happened, for the exit message.
+async fn task_interrupted(
+    client: &Client,
+    session: &Session,
+    id: &str,
+    interactive: bool,
+) -> String {
+    let cancel = interactive && {
+        eprint!(
+            "\ntern: task {id} is still running on {}. Cancel it? [y/N] ",
+            session.fallback_name
+        );
+        let line = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|_| line)
+        });
+        matches!(
+            tokio::time::timeout(Duration::from_secs(60), line).await,
+            Ok(Ok(Ok(l))) if matches!(l.trim(), "y" | "Y" | "yes")
+        )
+    };
+    if cancel {
+        match client.task(id).cancel().await {
+            Ok(()) => format!("interrupted: asked the server to cancel task {id}"),
+            Err(e) => format!("interrupted: task {id} could not be cancelled: {e}"),
+        }
+    } else {
+        format!(
+            "interrupted: task {id} is left running; `tern task wait {id}` follows it and `tern task cancel {id}` cancels it (with the same server options)"
+        )
+    }
 }
 
 /// A prompt that exists, with its required arguments.

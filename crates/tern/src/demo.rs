@@ -1,6 +1,8 @@
 //! The demo server (`tern serve demo`): the MRTR scenarios users meet in
 //! practice, built only on `tern-server`'s public API.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -10,9 +12,10 @@ use tern_protocol::content::Role;
 use tern_protocol::logging::LoggingLevel;
 use tern_protocol::prompt::PromptMessage;
 use tern_protocol::{ContentBlock, Implementation};
+use tern_server::task::{MemoryTaskStore, TaskConfig, TaskStore};
 use tern_server::{
-    Answer, Args, BuildError, Ctx, Elicit, PromptDef, ResourceDef, Server, ServerBuilder, ToolDef,
-    ToolError, Uri,
+    Answer, Args, BuildError, Ctx, Elicit, PromptDef, ResourceDef, Server, ServerBuilder,
+    TaskSupport, ToolDef, ToolError, Uri,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -360,6 +363,112 @@ async fn greeting(ctx: Ctx, Uri(uri): Uri) -> Result<String, ToolError> {
     Ok(format!("Hello, {name}! You are reading {uri}."))
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct Import {
+    /// How many rows to import (4 to 10000).
+    rows: u32,
+}
+
+/// What to do with the rows that failed validation.
+#[derive(Debug, Deserialize, JsonSchema)]
+enum OnErrorChoice {
+    /// Skip them and import the rest
+    #[serde(rename = "skip")]
+    #[schemars(rename = "skip")]
+    Skip,
+    /// Stop the import here
+    #[serde(rename = "abort")]
+    #[schemars(rename = "abort")]
+    Abort,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct OnError {
+    /// On error
+    on_error: OnErrorChoice,
+}
+
+/// How long importing one row takes.
+const ROW_TIME: Duration = Duration::from_millis(50);
+/// How many rows of the first half fail validation.
+const BAD_ROWS: u32 = 2;
+
+/// Imports rows `from..to` of `total`, one [`ROW_TIME`] each, reporting
+/// progress (a task's `statusMessage`); stops at the next row once the call
+/// is cancelled. The rows done, and whether it stopped early.
+async fn import_rows(ctx: &Ctx, from: u32, to: u32, total: u32) -> (u32, bool) {
+    for row in from..to {
+        if ctx.is_cancelled() {
+            return (row, true);
+        }
+        tokio::time::sleep(ROW_TIME).await;
+        let done = row + 1;
+        ctx.progress(
+            f64::from(done),
+            Some(f64::from(total)),
+            Some(&format!("imported {done} of {total} rows")),
+        );
+    }
+    (to, false)
+}
+
+/// A bulk import (Tasks extension, optional): a task when the client
+/// declares the extension, else inline through MRTR, where `ctx.once` keeps
+/// the rows of the first half from being imported again on the retry.
+async fn import_dataset(ctx: Ctx, Args(a): Args<Import>) -> Result<String, ToolError> {
+    if !(4..=10_000).contains(&a.rows) {
+        return Err(ToolError::new("rows must be between 4 and 10000"));
+    }
+    let total = a.rows;
+    ctx.into_task().await;
+    let half = total / 2;
+    let (first, stopped) = ctx
+        .once("first_half", import_rows(&ctx, 0, half, total))
+        .await;
+    if stopped {
+        return Err(ToolError::new(format!(
+            "Import cancelled after {first} rows."
+        )));
+    }
+    let question = Elicit::<OnError>::form(format!(
+        "{BAD_ROWS} rows failed validation. Skip them, or abort the import?"
+    ))
+    .key("on_error");
+    match ctx.ask(question).await? {
+        Answer::Accept(OnError {
+            on_error: OnErrorChoice::Skip,
+        }) => {}
+        _ => return Ok(format!("Import aborted after {first} rows.")),
+    }
+    let (done, stopped) = import_rows(&ctx, half, total, total).await;
+    if stopped {
+        return Err(ToolError::new(format!(
+            "Import cancelled after {} rows.",
+            done - BAD_ROWS
+        )));
+    }
+    Ok(format!(
+        "Imported {} rows (skipped {BAD_ROWS}).",
+        done - BAD_ROWS
+    ))
+}
+
+/// The nightly report (Tasks extension, required): about a second of work.
+async fn nightly_report(ctx: Ctx) -> Result<String, ToolError> {
+    for step in 1..=4u8 {
+        if ctx.is_cancelled() {
+            return Err(ToolError::new("Nightly report cancelled."));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        ctx.progress(
+            f64::from(step),
+            Some(4.0),
+            Some(&format!("report step {step} of 4")),
+        );
+    }
+    Ok("Nightly report ready.".into())
+}
+
 /// The demo server's builder, for callers to add keys and limits.
 pub fn builder() -> ServerBuilder {
     let info = Implementation {
@@ -369,6 +478,7 @@ pub fn builder() -> ServerBuilder {
     };
     Server::builder("tern-demo", env!("CARGO_PKG_VERSION"))
         .info(info)
+        .task_config(TaskConfig::default().poll_interval(Duration::from_millis(200)))
         .instructions("A demo of MCP 2026-07-28 multi round-trip requests: each tool, the prompt and the resource asks the client something (a form, a sign-in page, a completion or the roots) before it answers.")
         .tool(ToolDef::new("provision_database", "Creates a database after asking which region it should live in", provision_database).elicits::<Region>())
         .tool(ToolDef::new("book_table", "Books a restaurant table; asks party size and time in one round", book_table).elicits::<Party>().elicits::<Time>())
@@ -382,12 +492,60 @@ pub fn builder() -> ServerBuilder {
         .tool(ToolDef::new("connect_account", "Connects an account through a sign-in page (URL-mode elicitation)", connect_account))
         .tool(ToolDef::new("summarize", "Summarises text with the client's model (sampling; deprecated)", summarize))
         .tool(ToolDef::new("workspace_files", "Lists the folders the client shares (roots; deprecated)", workspace_files))
+        .tool(ToolDef::new("import_dataset", "Imports rows (about 50 ms each); halfway asks what to do with the 2 that failed validation; a task when the client declares the Tasks extension", import_dataset).elicits::<OnError>().task(TaskSupport::Optional))
+        .tool(ToolDef::new("nightly_report", "Builds the nightly report (about 1 s); runs only as a task", nightly_report).task(TaskSupport::Required).task_from_start())
         .prompt(PromptDef::new("incident_report", "An incident report prompt; asks the severity first", incident_report).elicits::<Severity>())
         .resource(
             ResourceDef::new("demo://greeting", "greeting", greeting)
                 .description("A greeting that asks who is reading it")
                 .mime_type("text/plain"),
         )
+}
+
+/// The task store named by `--tasks`: `memory` (the default) or
+/// `sqlite:PATH` (durable: records and results survive a restart, so a
+/// fresh `tern serve demo --stdio` child still knows them).
+///
+/// # Errors
+/// An unknown form, or a SQLite file that cannot be opened.
+pub fn task_store(spec: &str) -> Result<Arc<dyn TaskStore>, String> {
+    if spec == "memory" {
+        return Ok(Arc::new(MemoryTaskStore::new()));
+    }
+    match spec.strip_prefix("sqlite:") {
+        Some(path) if !path.is_empty() => tern_sqlite::SqliteTaskStore::open(path)
+            .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
+            .map_err(|e| format!("cannot open the task store {path}: {e}")),
+        _ => Err(format!(
+            "--tasks {spec}: expected `memory` or `sqlite:PATH`"
+        )),
+    }
+}
+
+/// The `--tokens` file: one `TOKEN PRINCIPAL` per line (blank lines and
+/// `#` comments skipped), token to principal.
+///
+/// # Errors
+/// A line without exactly two fields, or a token given twice.
+pub fn tokens(text: &str) -> Result<HashMap<String, String>, String> {
+    let mut map = HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [token, principal] = fields[..] else {
+            return Err(format!("line {}: expected `TOKEN PRINCIPAL`", n + 1));
+        };
+        if map.insert(token.to_owned(), principal.to_owned()).is_some() {
+            return Err(format!("line {}: this token is given twice", n + 1));
+        }
+    }
+    if map.is_empty() {
+        return Err("no tokens in the file".into());
+    }
+    Ok(map)
 }
 
 /// The demo server with default settings.

@@ -49,7 +49,8 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use tern_server::KeyRing;
-use tern_server::transport::http::Http;
+use tern_server::Principal;
+use tern_server::transport::http::{Bearer, Http};
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
 
 use tern::demo;
@@ -66,7 +67,7 @@ mod schema;
 mod suggest;
 mod terminal;
 
-use cmd::{EXIT_CODES_HELP, InputArgs, Op, ServerArgs, TOP_HELP};
+use cmd::{EXIT_CODES_HELP, InputArgs, Op, ServerArgs, TOP_HELP, TaskAction};
 
 const PAIRS_HELP: &str = "key=value arguments: the value is JSON when it parses as JSON, else the string as typed (n=3 is a number, name=orders a string, name='\"3\"' the string \"3\")";
 
@@ -181,6 +182,16 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Follow a task (Tasks extension) by its id: `get` shows its status,
+    /// `wait` follows it to its end (asking its questions), `cancel`
+    /// cancels it. Over stdio each run starts a new server process, which
+    /// knows only the tasks of a durable store (e.g. `tern serve demo
+    /// --tasks sqlite:PATH`).
+    #[command(after_help = EXIT_CODES_HELP)]
+    Task {
+        #[command(subcommand)]
+        action: TaskCommand,
+    },
     /// Serve a built-in server.
     Serve {
         #[command(subcommand)]
@@ -211,6 +222,43 @@ enum Served {
         /// serves this process only.
         #[arg(long, value_name = "FILE")]
         keys: Option<PathBuf>,
+        /// Where tasks live: `memory` (default) or `sqlite:PATH`, durable,
+        /// so tasks outlive the process (and a new stdio child knows them).
+        #[arg(long, value_name = "STORE", default_value = "memory")]
+        tasks: String,
+        /// Over HTTP, require `Authorization: Bearer TOKEN`: the file has
+        /// one `TOKEN PRINCIPAL` per line, the token naming the principal
+        /// (who owns tasks and requestStates). Without it the demo is open
+        /// on loopback.
+        #[arg(long, value_name = "FILE")]
+        tokens: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TaskCommand {
+    /// Show a task's status (its result or error once it ended).
+    Get {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Follow a task to its end, answering its questions.
+    Wait {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Cancel a task.
+    Cancel {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
     },
 }
 
@@ -285,6 +333,32 @@ fn main() -> ExitCode {
             args,
             server,
         } => (Op::Questions { tool, pairs, args }, server, None),
+        Command::Task { action } => match action {
+            TaskCommand::Get { id, server } => (
+                Op::Task {
+                    action: TaskAction::Get,
+                    id,
+                },
+                server,
+                None,
+            ),
+            TaskCommand::Wait { id, server, input } => (
+                Op::Task {
+                    action: TaskAction::Wait,
+                    id,
+                },
+                server,
+                Some(input),
+            ),
+            TaskCommand::Cancel { id, server } => (
+                Op::Task {
+                    action: TaskAction::Cancel,
+                    id,
+                },
+                server,
+                None,
+            ),
+        },
         Command::Servers { config } => return servers(config.as_deref()),
         Command::Completions { shell } => {
             let mut out = std::io::stdout();
@@ -353,6 +427,15 @@ fn keys(action: &KeysAction) -> ExitCode {
     }
 }
 
+/// The `--tokens` file, read and parsed.
+fn read_tokens(
+    path: &std::path::Path,
+) -> Result<std::collections::HashMap<String, String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 fn serve(served: Served) -> ExitCode {
     match served {
         Served::Demo {
@@ -360,12 +443,23 @@ fn serve(served: Served) -> ExitCode {
             http,
             state_ttl,
             keys,
+            tasks,
+            tokens,
         } => {
             if !stdio && http.is_none() {
                 eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
                 return ExitCode::from(2);
             }
-            let mut builder = demo::builder();
+            let (store, tokens) = match demo::task_store(&tasks)
+                .and_then(|store| Ok((store, tokens.as_deref().map(read_tokens).transpose()?)))
+            {
+                Ok(both) => both,
+                Err(e) => {
+                    eprintln!("tern serve demo: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut builder = demo::builder().task_store(store);
             if let Some(secs) = state_ttl {
                 builder = builder.state_ttl(Duration::from_secs(secs));
             }
@@ -413,13 +507,14 @@ fn serve(served: Served) -> ExitCode {
                         let shutdown = async {
                             let _ = tokio::signal::ctrl_c().await;
                         };
-                        tern_server::transport::http::serve(
-                            listener,
-                            Http::new(demo_server),
-                            "/mcp",
-                            shutdown,
-                        )
-                        .await
+                        let mut endpoint = Http::new(demo_server);
+                        if let Some(tokens) = tokens {
+                            endpoint = endpoint.authenticate(Bearer(move |token: &str| {
+                                tokens.get(token).map(|p| Principal::new(p.as_str()))
+                            }));
+                        }
+                        tern_server::transport::http::serve(listener, endpoint, "/mcp", shutdown)
+                            .await
                     }
                     None => serve_stdio(demo_server, StdioOptions::default()).await,
                 }

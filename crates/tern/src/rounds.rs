@@ -15,14 +15,16 @@
 //!   said once per round;
 //! - a stdio server that dies while a person answers is noticed at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 use tern_client::transport::stdio::ChildWatch;
-use tern_client::{CallOptions, Client, ClientError, Completed, PendingRound, Round};
+use tern_client::{CallOptions, Client, ClientError, Completed, ErrorKind, PendingRound, Round};
 use tern_protocol::elicitation::ElicitAction;
+use tern_protocol::task::{Task, TaskStatus};
+use tern_protocol::tool::CallToolResult;
 use tern_protocol::{InputRequest, InputResponse, InputResponses, JsonObject};
 use tokio::time::Instant;
 
@@ -32,6 +34,25 @@ use crate::terminal::{Phase, Session, Summary};
 
 /// The most rounds one call may take (the client library's default, C12).
 const MAX_ROUNDS: u32 = tern_client::client::DEFAULT_MAX_ROUNDS;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A task's status as one line: `working: imported 3 of 20 rows`.
+pub(crate) fn task_line(task: &Task) -> String {
+    let status = match task.status {
+        TaskStatus::Working => "working",
+        TaskStatus::InputRequired => "waiting for answers",
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+    };
+    match &task.status_message {
+        Some(m) => format!("{status}: {m}"),
+        None => status.to_owned(),
+    }
+}
 
 /// The first leg of a call.
 #[derive(Debug, Clone)]
@@ -219,6 +240,16 @@ impl Driver {
             let pending = match round {
                 Round::Complete(done) => return Ok(done),
                 Round::InputRequired(pending) => pending,
+                Round::Task(task) => {
+                    let tool = match first {
+                        First::Tool(name, _) => name.as_str(),
+                        _ => &what,
+                    };
+                    return self
+                        .follow_task(tool, &task.task_id, &mut sent)
+                        .await
+                        .map(Completed::Tool);
+                }
                 _ => {
                     return Err(Failure {
                         code: EXIT_SERVER,
@@ -256,6 +287,139 @@ impl Driver {
                 )
                 .await?;
         }
+    }
+
+    /// Follows task `id` (made by a call of `tool`) to its end: its status
+    /// on the progress line, its questions asked like any other (presets
+    /// first), the answers sent with `tasks/update`. Ctrl-C meanwhile is the
+    /// command's (it offers to cancel the task or leave it running).
+    pub(crate) async fn follow_task(
+        &self,
+        tool: &str,
+        id: &str,
+        sent: &mut HashMap<String, InputRequest>,
+    ) -> Result<CallToolResult, Failure> {
+        *lock(&self.session.task) = Some(id.to_owned());
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            eprintln!(
+                "tern: {tool} runs as task {id} on {}; Ctrl-C to cancel it or leave it running",
+                self.who()
+            );
+        }
+        let handle = self.client.task(id);
+        let mut answered: HashSet<String> = HashSet::new();
+        let mut shown: Option<String> = None;
+        loop {
+            let task = self.task_request(id, "tasks/get", handle.get()).await?;
+            let status = task_line(&task.task);
+            if shown.as_deref() != Some(status.as_str()) {
+                if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                    eprintln!("tern: task {id}: {status}");
+                }
+                shown = Some(status.clone());
+            }
+            match task.task.status {
+                TaskStatus::Completed => {
+                    *lock(&self.session.task) = None;
+                    let result = task.call_tool_result().transpose().map_err(|e| Failure {
+                        code: EXIT_SERVER,
+                        message: format!("task {id} completed with a result tern cannot read: {e}"),
+                    })?;
+                    return result.ok_or_else(|| Failure {
+                        code: EXIT_SERVER,
+                        message: format!("task {id} completed without its result"),
+                    });
+                }
+                TaskStatus::Failed => {
+                    *lock(&self.session.task) = None;
+                    let why = task
+                        .error
+                        .map_or_else(|| "no error given".to_owned(), |e| e.to_string());
+                    return Err(Failure {
+                        code: EXIT_SERVER,
+                        message: format!("task {id} failed: {why}"),
+                    });
+                }
+                TaskStatus::Cancelled => {
+                    *lock(&self.session.task) = None;
+                    return Err(Failure {
+                        code: EXIT_SERVER,
+                        message: format!("task {id} was cancelled"),
+                    });
+                }
+                TaskStatus::InputRequired => {
+                    let fresh: tern_protocol::InputRequests = task
+                        .input_requests
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|(k, _)| !answered.contains(k))
+                        .collect();
+                    if fresh.is_empty() {
+                        self.pause(&task.task, &status).await;
+                        continue;
+                    }
+                    let keys: Vec<String> = fresh.keys().cloned().collect();
+                    self.session.asked(&keys);
+                    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                        eprintln!(
+                            "tern: task {id}: {} asks before it can go on: {}",
+                            self.who(),
+                            keys.join(", ")
+                        );
+                    }
+                    let pending = PendingRound::of_task(tool, fresh)
+                        .map_err(|e| failure(&e, &self.session))?;
+                    let responses = self.answer(&pending, sent).await?;
+                    answered.extend(keys);
+                    self.task_request(id, "tasks/update", handle.update(responses))
+                        .await?;
+                }
+                TaskStatus::Working => self.pause(&task.task, &status).await,
+            }
+        }
+    }
+
+    /// One task request, its `-32602` explained (over stdio a new server
+    /// process knows only the tasks of a durable store).
+    pub(crate) async fn task_request<T>(
+        &self,
+        id: &str,
+        what: &str,
+        request: impl Future<Output = Result<T, ClientError>>,
+    ) -> Result<T, Failure> {
+        match self.wait_raw(&format!("{what} {id}"), request).await? {
+            Ok(t) => Ok(t),
+            Err(e) if e.kind() == ErrorKind::TaskLost => {
+                let mut message = format!(
+                    "{} does not know task {id} (it expired, or belongs to someone else)",
+                    self.who()
+                );
+                if self.session.url.is_none() {
+                    message.push_str(
+                        "; over stdio each tern run starts a new server process, which knows only the tasks of a durable store (e.g. tern serve demo --tasks sqlite:PATH)",
+                    );
+                }
+                Err(Failure {
+                    code: EXIT_SERVER,
+                    message,
+                })
+            }
+            Err(e) => Err(failure(&e, &self.session)),
+        }
+    }
+
+    /// Waits before the next poll, the task's status on the progress line.
+    async fn pause(&self, task: &Task, status: &str) {
+        self.session
+            .progress
+            .waiting(&format!("task {}: {status}", task.task_id));
+        let ms = task
+            .poll_interval_ms
+            .and_then(|ms| u64::try_from(ms).ok())
+            .unwrap_or(1000)
+            .clamp(50, 5000);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        self.session.progress.interrupt();
     }
 
     /// "round N: SERVER asks ...", on a terminal.
@@ -461,6 +625,7 @@ fn map_round<T>(r: Round<T>, f: impl FnOnce(T) -> Completed) -> Result<Round<Com
     match r {
         Round::Complete(done) => Ok(Round::Complete(f(done))),
         Round::InputRequired(p) => Ok(Round::InputRequired(p)),
+        Round::Task(t) => Ok(Round::Task(t)),
         _ => Err(Failure {
             code: EXIT_SERVER,
             message: "the server's reply is an outcome this tern does not know".into(),

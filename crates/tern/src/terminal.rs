@@ -90,6 +90,8 @@ pub(crate) struct Session {
     pub(crate) url: Option<String>,
     /// The progress line, closed before a prompt.
     pub(crate) progress: Progress,
+    /// The task this run follows, if the call became one (for Ctrl-C).
+    pub(crate) task: Mutex<Option<String>>,
 }
 
 impl Session {

@@ -171,6 +171,21 @@ pub struct PendingRound {
 }
 
 impl PendingRound {
+    /// A task's outstanding questions (status `input_required`) as a round
+    /// of `tool`, to answer with [`Client::answer`]: the answers go to
+    /// [`crate::TaskHandle::update`], never to [`Client::resume`].
+    ///
+    /// # Errors
+    /// Never for a tool name; kept fallible like [`Call::tool`].
+    pub fn of_task(tool: &str, input_requests: InputRequests) -> Result<Self, ClientError> {
+        Ok(Self {
+            call: Call::tool(tool, None)?,
+            input_requests,
+            request_state: None,
+            round: 0,
+        })
+    }
+
     /// The method of the call (`tools/call`, `prompts/get`, `resources/read`).
     pub fn method(&self) -> &'static str {
         self.call.method()
@@ -185,6 +200,9 @@ pub enum Round<T> {
     Complete(T),
     /// The server asks first.
     InputRequired(PendingRound),
+    /// The call became a task (`tools/call` on a client that declares the
+    /// Tasks extension): follow it with [`Client::task`].
+    Task(tern_protocol::task::Task),
 }
 
 /// The final result of a resumed round, of whichever method it was.
@@ -204,6 +222,13 @@ pub(super) trait Leg: Sized {
     /// `result` (already decoded by method and `resultType`) as this leg's
     /// outcome.
     fn outcome(result: ServerResult) -> Result<Outcome<Self>, ClientError>;
+
+    /// A completed task's `result` as this leg's result (only `tools/call`
+    /// can become a task; the decoder refuses a task anywhere else).
+    fn from_task(result: JsonObject) -> Result<Self, ClientError> {
+        let _ = result;
+        Err(unexpected("task"))
+    }
 }
 
 fn unexpected(what: &str) -> ClientError {
@@ -216,6 +241,13 @@ impl Leg for CallToolResult {
             ServerResult::CallTool(o) => Ok(o),
             _ => Err(unexpected(method::TOOLS_CALL)),
         }
+    }
+
+    fn from_task(result: JsonObject) -> Result<Self, ClientError> {
+        CallToolResult::deserialize(Value::Object(result)).map_err(|e| {
+            ClientError::protocol("the completed task's result is not a tools/call result")
+                .because(e)
+        })
     }
 }
 
@@ -298,7 +330,7 @@ impl Client {
                 request_state: ir.request_state,
                 round: round + 1,
             })),
-            Outcome::Task(_) => Err(super::mrtr::task_not_declared()),
+            Outcome::Task(created) => Ok(Round::Task(created.task)),
         }
     }
 
@@ -415,7 +447,12 @@ impl Client {
         pending: &PendingRound,
         options: &CallOptions,
     ) -> Result<InputResponses, ClientError> {
-        self.answer_all(&pending.call, &pending.input_requests, options)
-            .await
+        self.answer_all(
+            pending.call.method(),
+            pending.call.target(),
+            &pending.input_requests,
+            options,
+        )
+        .await
     }
 }

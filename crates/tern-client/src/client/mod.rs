@@ -8,7 +8,9 @@
 //! - `mrtr`: the MRTR driver (C1–C12) and the answering of questions;
 //! - `manual`: manual rounds ([`PendingRound`]) for `tools/call`,
 //!   `prompts/get` and `resources/read`;
-//! - `subscription`: `subscriptions/listen`.
+//! - `subscription`: `subscriptions/listen`;
+//! - `task`: the Tasks extension ([`TaskHandle`]): polling `tasks/get`,
+//!   answering through `tasks/update`, cancel on drop, detach and resume.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -30,20 +32,29 @@ mod manual;
 mod mrtr;
 mod request;
 mod subscription;
+mod task;
 
 pub use crate::limits::{DEFAULT_DEADLINE, DEFAULT_MAX_ROUNDS};
 pub use manual::{Call, Completed, PendingRound, Round};
 pub use subscription::Subscription;
+pub use task::{DEFAULT_POLL, MAX_POLL, MAX_POLL_FAILURES, MIN_POLL, Started, TaskHandle};
 
 /// A callback for progress notifications.
 pub type ProgressFn = Arc<dyn Fn(&ProgressNotificationParams) + Send + Sync>;
 /// A callback told about each MRTR round: its number and the keys asked.
 pub type RoundFn = Arc<dyn Fn(u32, &[String]) + Send + Sync>;
+/// A callback told about a task: at its creation (the place to persist its
+/// id, ext-tasks' SHOULD) or at each change of its status or message.
+pub type TaskFn = Arc<dyn Fn(&tern_protocol::task::Task) + Send + Sync>;
 
 /// Per-call options. Build them with `CallOptions::default()` and the
 /// `with_*` / `without_*` methods.
 #[derive(Clone, Default)]
 #[non_exhaustive]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each bool drops one declared capability; a bitset would read worse"
+)]
 pub struct CallOptions {
     /// Do not declare elicitation (a headless run: servers take their
     /// fallback instead of asking).
@@ -59,6 +70,14 @@ pub struct CallOptions {
     pub on_progress: Option<ProgressFn>,
     /// Told about each `input_required` round.
     pub on_round: Option<RoundFn>,
+    /// Do not declare the Tasks extension on this call, though the client
+    /// does ([`ClientBuilder::tasks`]).
+    pub drop_tasks: bool,
+    /// Told when the call became a task, before it is polled: the hook to
+    /// persist its id so another process can resume it ([`Client::task`]).
+    pub on_task_created: Option<TaskFn>,
+    /// Told each time a poll finds the task's status or message changed.
+    pub on_task_status: Option<TaskFn>,
 }
 
 impl CallOptions {
@@ -103,6 +122,27 @@ impl CallOptions {
         self.on_round = Some(on_round);
         self
     }
+
+    /// Does not declare the Tasks extension.
+    #[must_use]
+    pub fn without_tasks(mut self) -> Self {
+        self.drop_tasks = true;
+        self
+    }
+
+    /// Told when the call becomes a task (persist its id here).
+    #[must_use]
+    pub fn on_task_created(mut self, f: TaskFn) -> Self {
+        self.on_task_created = Some(f);
+        self
+    }
+
+    /// Told about each change of a task's status or message.
+    #[must_use]
+    pub fn on_task_status(mut self, f: TaskFn) -> Self {
+        self.on_task_status = Some(f);
+        self
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -112,6 +152,7 @@ impl std::fmt::Debug for CallOptions {
             .field("drop_sampling", &self.drop_sampling)
             .field("drop_roots", &self.drop_roots)
             .field("answers", &self.answers)
+            .field("drop_tasks", &self.drop_tasks)
             .finish_non_exhaustive()
     }
 }
@@ -123,6 +164,7 @@ struct Inner {
     sampling: Option<Arc<dyn Sampling>>,
     roots: Option<Arc<dyn Roots>>,
     limits: Limits,
+    tasks: bool,
     next_id: AtomicI64,
     tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
     server_info: Mutex<Option<Implementation>>,
@@ -152,6 +194,7 @@ pub struct ClientBuilder {
     sampling: Option<Arc<dyn Sampling>>,
     roots: Option<Arc<dyn Roots>>,
     limits: Limits,
+    tasks: bool,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -171,6 +214,7 @@ impl Default for ClientBuilder {
             sampling: None,
             roots: None,
             limits: Limits::default(),
+            tasks: false,
         }
     }
 }
@@ -226,6 +270,22 @@ impl ClientBuilder {
         self
     }
 
+    /// Declares the Tasks extension (`io.modelcontextprotocol/tasks`) on
+    /// every request (unless a call drops it): a tool that supports tasks
+    /// may then answer `tools/call` with a task, which
+    /// [`Client::call_tool`] follows to its end.
+    ///
+    /// Off by default, a documented choice: a task outlives the request
+    /// that made it and holds storage on the server for its TTL, and a
+    /// client that lets its call go (a dropped future) leaves it to be
+    /// cancelled in the background; an application opts in knowing that,
+    /// and can persist the ids ([`CallOptions::on_task_created`]).
+    #[must_use]
+    pub fn tasks(mut self, declare: bool) -> Self {
+        self.tasks = declare;
+        self
+    }
+
     /// The client, over `transport`.
     pub fn build(self, transport: impl Transport) -> Client {
         Client {
@@ -236,6 +296,7 @@ impl ClientBuilder {
                 sampling: self.sampling,
                 roots: self.roots,
                 limits: self.limits,
+                tasks: self.tasks,
                 next_id: AtomicI64::new(1),
                 tool_headers: Mutex::new(HashMap::new()),
                 server_info: Mutex::new(None),
@@ -307,6 +368,9 @@ impl Client {
         }
         if self.inner.roots.is_some() && !options.drop_roots {
             caps = caps.with_roots();
+        }
+        if self.inner.tasks && !options.drop_tasks {
+            caps = caps.with_extension(tern_protocol::task::TASKS_EXTENSION);
         }
         caps
     }

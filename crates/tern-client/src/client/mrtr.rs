@@ -11,6 +11,7 @@ use tern_protocol::mrtr::InputRequest;
 use tern_protocol::prompt::GetPromptResult;
 use tern_protocol::resource::ReadResourceResult;
 use tern_protocol::roots::ListRootsResult;
+use tern_protocol::task::CreateTaskResult;
 use tern_protocol::tool::CallToolResult;
 use tern_protocol::{InputRequests, InputResponse, InputResponses, JsonObject, Outcome};
 
@@ -33,12 +34,12 @@ fn deadline_passed(while_: &str) -> ClientError {
     )
 }
 
-/// A `task` result, which only a request declaring the Tasks extension may
-/// get (and this client declares it on none).
-pub(super) fn task_not_declared() -> ClientError {
-    ClientError::protocol(
-        "the server created a task, but the request did not declare the Tasks extension",
-    )
+/// Where the MRTR rounds of a call ended: its result, or a task
+/// (`tools/call` only, and only when the request declared the extension:
+/// the decoder refuses `resultType: "task"` anywhere else, C7).
+pub(super) enum Driven<T> {
+    Done(T),
+    Task(Box<CreateTaskResult>),
 }
 
 impl Client {
@@ -58,6 +59,22 @@ impl Client {
     /// The MRTR driver: rounds until the call completes, within the round
     /// and time bounds (C12).
     async fn drive<T: Leg>(&self, call: Call, options: &CallOptions) -> Result<T, ClientError> {
+        match self.rounds::<T>(&call, options).await? {
+            Driven::Done(done) => Ok(done),
+            Driven::Task(created) => {
+                let mut handle = self.created_task(&created, call.target(), options);
+                let result = handle.follow(options).await?;
+                T::from_task(result)
+            }
+        }
+    }
+
+    /// The MRTR rounds of a call, until it completes or becomes a task.
+    pub(super) async fn rounds<T: Leg>(
+        &self,
+        call: &Call,
+        options: &CallOptions,
+    ) -> Result<Driven<T>, ClientError> {
         let limits = self.inner.limits;
         let deadline = tokio::time::Instant::now() + limits.deadline;
         let mut round = 0;
@@ -65,14 +82,14 @@ impl Client {
         let mut state: Option<String> = None;
         let mut shed = 0;
         loop {
-            let leg = self.leg::<T>(&call, responses.as_ref(), state.as_deref(), options);
+            let leg = self.leg::<T>(call, responses.as_ref(), state.as_deref(), options);
             let ir = match tokio::time::timeout_at(deadline, leg)
                 .await
                 .map_err(|_| deadline_passed("while the server worked"))??
             {
-                Outcome::Complete(done) => return Ok(done),
+                Outcome::Complete(done) => return Ok(Driven::Done(done)),
                 Outcome::InputRequired(ir) => ir,
-                Outcome::Task(_) => return Err(task_not_declared()),
+                Outcome::Task(created) => return Ok(Driven::Task(Box::new(created))),
             };
             round += 1;
             if round >= limits.max_rounds {
@@ -100,10 +117,12 @@ impl Client {
                 responses = None;
             } else {
                 shed = 0;
-                let answers =
-                    tokio::time::timeout_at(deadline, self.answer_all(&call, &requests, options))
-                        .await
-                        .map_err(|_| deadline_passed("while answering"))??;
+                let answers = tokio::time::timeout_at(
+                    deadline,
+                    self.answer_all(call.method(), call.target(), &requests, options),
+                )
+                .await
+                .map_err(|_| deadline_passed("while answering"))??;
                 responses = Some(answers);
             }
             // C2/C3: the state exactly as received, or none. C5: it lives in
@@ -157,7 +176,8 @@ impl Client {
     /// answer is encoded once, straight from its typed form.
     pub(super) async fn answer_all(
         &self,
-        call: &Call,
+        method: &str,
+        target: &str,
         requests: &InputRequests,
         options: &CallOptions,
     ) -> Result<InputResponses, ClientError> {
@@ -166,8 +186,8 @@ impl Client {
             let question = Question {
                 key: key.clone(),
                 server: server.clone(),
-                method: call.method().to_owned(),
-                target: call.target().to_owned(),
+                method: method.to_owned(),
+                target: target.to_owned(),
             };
             async move {
                 let answer = match options.answers.answer(key, request) {

@@ -555,6 +555,7 @@ fn subscription_of(n: &ServerNotification) -> Option<RequestId> {
         | ServerNotification::ResourceListChanged(p) => p.meta.as_ref(),
         ServerNotification::ResourceUpdated(p) => p.meta.as_ref(),
         ServerNotification::SubscriptionsAcknowledged(p) => p.meta.as_ref(),
+        ServerNotification::TaskStatus(p) => p.meta.as_ref(),
         ServerNotification::Cancelled(p) => return Some(p.request_id.clone()),
         _ => None,
     };

@@ -375,7 +375,7 @@ each_way! {
             .map(|t| t.name)
             .collect();
         assert!(tools.iter().any(|t| t == "three_rounds"), "{way:?}: {tools:?}");
-        assert_eq!(tools.len(), 14, "{way:?}: {tools:?}");
+        assert_eq!(tools.len(), 18, "{way:?}: {tools:?}");
         let prompts = bounded(client.list_prompts()).await.unwrap();
         assert_eq!(prompts[0].name, "ask_prompt", "{way:?}");
         let resources = bounded(client.list_resources()).await.unwrap();

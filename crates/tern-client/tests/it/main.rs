@@ -55,3 +55,4 @@ mod nginx;
 mod rules;
 mod server;
 mod stub;
+mod tasks;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tern_server::task::{MemoryTaskStore, TaskConfig};
 use tern_server::{
     Answer, Args, CompletionDef, Ctx, Elicit, KeyRing, ListRoots, PromptDef, ResourceDef, Sample,
     Server, ToolDef, ToolError, Uri,
@@ -239,6 +240,49 @@ async fn cancellations(state: Arc<State>, Args(a): Args<AtLeast>) -> String {
     n.to_string()
 }
 
+/// A task from its first line that asks a name, reporting progress first
+/// (a task's progress is its `statusMessage`).
+async fn task_greet(ctx: Ctx) -> Result<String, ToolError> {
+    ctx.progress(1.0, Some(2.0), Some("asking"));
+    let Answer::Accept(Name { name }) = ctx
+        .ask(Elicit::<Name>::form("Your name?").key("name"))
+        .await?
+    else {
+        return Ok("no name".into());
+    };
+    Ok(format!("Hello from a task, {name}!"))
+}
+
+/// A task asking two questions at once.
+async fn task_batch(ctx: Ctx) -> Result<String, ToolError> {
+    let (name, color) = tokio::join!(
+        ctx.ask(Elicit::<Name>::form("Name?").key("name")),
+        ctx.ask(Elicit::<Color>::form("Colour?").key("color")),
+    );
+    let (Answer::Accept(Name { name }), Answer::Accept(Color { color })) = (name?, color?) else {
+        return Ok("incomplete".into());
+    };
+    Ok(format!("{name} likes {color}"))
+}
+
+/// A task that runs until it is cancelled, then stops with a tool error
+/// (which the server records as `cancelled`).
+async fn task_hang(ctx: Ctx) -> Result<String, ToolError> {
+    ctx.progress(1.0, None, Some("waiting to be cancelled"));
+    match tokio::time::timeout(SERVER_WAIT, ctx.cancelled()).await {
+        Ok(()) => Err(ToolError::new("stopped on cancel")),
+        Err(_) => Ok("never cancelled".into()),
+    }
+}
+
+/// A task that fails with a JSON-RPC error.
+async fn task_fail() -> Result<String, ToolError> {
+    Err(ToolError::protocol(tern_protocol::ErrorObject::new(
+        -32000,
+        "the job broke",
+    )))
+}
+
 async fn progress(ctx: Ctx) -> String {
     for i in 1..=4u8 {
         ctx.progress(f64::from(i), Some(4.0), Some("working"));
@@ -276,7 +320,9 @@ pub fn build() -> Server {
         .keys(KeyRing::parse(KEYS).unwrap())
         .progress_interval(Duration::ZERO)
         // Small pages, so every list the client reads spans several.
-        .page_size(5);
+        .page_size(5)
+        .task_store(Arc::new(MemoryTaskStore::new()))
+        .task_config(TaskConfig::default().poll_interval(Duration::from_millis(20)));
     let changes = builder.changes();
     let touch = move || {
         let changes = changes.clone();
@@ -325,6 +371,10 @@ pub fn build() -> Server {
             cancellations_tool,
         ))
         .tool(ToolDef::new("progress", "Reports progress", progress))
+        .tool(ToolDef::new("task_greet", "A task asking a name", task_greet).task_from_start())
+        .tool(ToolDef::new("task_batch", "A task asking two", task_batch).task_from_start())
+        .tool(ToolDef::new("task_hang", "A task waiting for cancel", task_hang).task_from_start())
+        .tool(ToolDef::new("task_fail", "A task that fails", task_fail).task_from_start())
         .tool(ToolDef::new("touch", "Announces a tool list change", touch))
         .prompt(PromptDef::new(
             "ask_prompt",

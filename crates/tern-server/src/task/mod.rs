@@ -210,6 +210,10 @@ pub(crate) struct Tasks {
     pub(crate) shutdown: CancellationToken,
     /// Runners still holding a task; `stop_tasks` waits for 0.
     pub(crate) running: watch::Sender<usize>,
+    /// The id of every record this process wrote, for `notifications/tasks`
+    /// on `subscriptions/listen` (changes written by other replicas are not
+    /// seen here).
+    pub(crate) changed: tokio::sync::broadcast::Sender<String>,
 }
 
 impl Tasks {
@@ -225,6 +229,7 @@ impl Tasks {
             local: Mutex::default(),
             shutdown: CancellationToken::new(),
             running: watch::Sender::new(0),
+            changed: tokio::sync::broadcast::Sender::new(256),
         }
     }
 
@@ -266,6 +271,8 @@ impl Tasks {
                 .await
                 .map_err(store_failed)?
             {
+                // Nobody listening is not an error.
+                let _ = self.changed.send(task_id.to_owned());
                 return Ok(Some((record, out)));
             }
         }

@@ -37,6 +37,19 @@ pub(crate) fn detailed(r: &TaskRecord) -> DetailedTask {
 }
 
 impl Tasks {
+    /// The current view of task `task_id`, if the caller owns it (for
+    /// `subscriptions/listen`: unknown and foreign ids alike are `None`).
+    pub(crate) async fn owned_view(
+        &self,
+        task_id: &str,
+        principal: &crate::principal::Principal,
+    ) -> Option<DetailedTask> {
+        match self.modify(task_id, |_, _| None::<()>).await {
+            Ok(Some((record, _))) if record.owner == owner_of(principal) => Some(detailed(&record)),
+            _ => None,
+        }
+    }
+
     /// The caller may see `record`.
     fn owns(record: &TaskRecord, call: &CallContext) -> bool {
         record.owner == owner_of(&call.principal)

@@ -600,7 +600,7 @@ async fn read_until(stream: &mut TcpStream, buf: &mut String, needle: &str) {
 async fn subscriptions_acknowledge_filter_tag_keep_alive_and_close() {
     let e = start(|h| h.keep_alive(Duration::from_millis(30))).await;
     let listen = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": {
-        "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["res://ask"], "taskIds": ["t-1"]}, "_meta": meta()}});
+        "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["res://ask"]}, "_meta": meta()}});
     let mut stream = TcpStream::connect(("127.0.0.1", e.port)).await.unwrap();
     stream
         .write_all(

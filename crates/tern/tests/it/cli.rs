@@ -138,7 +138,8 @@ fn tools_lists_the_demo_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 7);
+    assert_eq!(names.len(), 9);
+    assert!(names.contains(&"import_dataset") && names.contains(&"nightly_report"));
     assert!(names.contains(&"provision_database"));
 }
 
@@ -783,4 +784,67 @@ fn servers_come_from_a_host_config_file_by_name() {
         0
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `tern task get|wait|cancel ID`: over stdio each run starts a new server,
+/// so with `--tasks sqlite:PATH` a task made by `tern call` is read by a
+/// later run (`get`, `--json`, `wait`, `cancel` on an ended task); with the
+/// demo's memory store the id is unknown, and tern says why.
+#[test]
+fn tern_task_reads_a_durable_store_across_runs() {
+    let dir = std::env::temp_dir().join(format!("tern-cli-tasks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = format!("sqlite:{}", dir.join("tasks.db").display());
+    let exe = env!("CARGO_BIN_EXE_tern");
+    let server = ["--", exe, "serve", "demo", "--stdio", "--tasks", &store];
+    let with = |head: &[&str]| -> Output {
+        let mut args: Vec<&str> = head.to_vec();
+        args.extend_from_slice(&server);
+        tern(&args)
+    };
+    let o = with(&["call", "nightly_report"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Nightly report ready.\n");
+    let err = stderr(&o);
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("tern: task ")?.split(':').next())
+        .unwrap_or_else(|| panic!("no task id in {err}"))
+        .to_owned();
+
+    let o = with(&["task", "get", &id]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with(&format!("task {id}: completed")),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("Nightly report ready."),
+        "{}",
+        stdout(&o)
+    );
+    let o = with(&["task", "get", &id, "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["taskId"], json!(id));
+    assert_eq!(v["status"], "completed");
+    let o = with(&["task", "wait", &id]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Nightly report ready.\n");
+    let o = with(&["task", "cancel", &id]);
+    assert_eq!(
+        code(&o),
+        0,
+        "cancel on an ended task is an empty ack: {}",
+        stderr(&o)
+    );
+
+    let o = tern(&["task", "get", &id, "--demo"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("knows only the tasks of a durable store"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -325,3 +325,54 @@ async fn the_prompt_and_the_resource_ask_first() {
         "Hello, stranger! You are reading demo://greeting."
     );
 }
+
+/// `import_dataset` without the Tasks extension runs inline through MRTR:
+/// the first leg imports the first half and asks; the retry does not import
+/// those rows again (`ctx.once`): its progress starts after them.
+#[tokio::test]
+async fn import_dataset_inline_does_not_import_the_first_half_twice() {
+    let c = client();
+    let progress = |e: &Exchange| -> Vec<String> {
+        e.notifications
+            .iter()
+            .filter(|n| n["method"] == "notifications/progress")
+            .filter_map(|n| n["params"]["message"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let call = |responses: Option<(Value, String)>| {
+        let mut params = json!({"name": "import_dataset", "arguments": {"rows": 4},
+            "_meta": {"progressToken": "p"}});
+        if let Some((answers, state)) = responses {
+            params["inputResponses"] = answers;
+            params["requestState"] = Value::String(state);
+        }
+        params
+    };
+    let first = c.send("tools/call", call(None)).await;
+    assert_eq!(
+        first.result_type(),
+        Some("input_required"),
+        "{:?}",
+        first.outcome
+    );
+    let before = progress(&first);
+    assert!(
+        before
+            .iter()
+            .all(|m| m == "imported 1 of 4 rows" || m == "imported 2 of 4 rows"),
+        "{before:?}"
+    );
+    let state = first.request_state().unwrap().to_owned();
+    let answers = json!({"on_error": accept(json!({"on_error": "skip"}))});
+    let done = c.send("tools/call", call(Some((answers, state)))).await;
+    let after = progress(&done);
+    assert!(!after.is_empty(), "the second half reports progress");
+    assert!(
+        after
+            .iter()
+            .all(|m| m == "imported 3 of 4 rows" || m == "imported 4 of 4 rows"),
+        "the first half is not imported again: {after:?}"
+    );
+    let v = serde_json::to_value(done.outcome.as_ref().unwrap()).unwrap();
+    assert_eq!(v["content"][0]["text"], "Imported 2 rows (skipped 2).");
+}

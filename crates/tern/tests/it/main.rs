@@ -16,6 +16,7 @@
 mod await_demo;
 mod cli;
 mod demo;
+mod demo_tasks;
 mod fake;
 mod process;
 mod terminal;

@@ -402,3 +402,48 @@ fn ctrl_c_in_flight_over_http_closes_the_stream() {
     );
     assert!(screen.contains("EXIT=130"), "{screen}");
 }
+
+/// The closing transcript of issue 11: `import_dataset` runs as a task, its
+/// question is asked like any other, `skip` is chosen with Enter, sent
+/// after the summary, and the task's result printed.
+#[test]
+fn a_task_asks_its_question_and_ends_with_its_result() {
+    let t = Tmux::start("task-import", &shell("call --demo import_dataset rows=20"));
+    let screen = t.wait_for("> 1) Skip them and import the rest (skip)");
+    assert!(
+        screen.contains("tern: import_dataset runs as task "),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("2 rows failed validation. Skip them, or abort the import?"),
+        "{screen}"
+    );
+    t.keys(&["Enter"]);
+    t.wait_for("> Send these answers");
+    t.keys(&["Enter"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(screen.contains("Imported 18 rows (skipped 2)."), "{screen}");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+/// Ctrl-C while a task runs offers to cancel it; answering no leaves it
+/// running and prints its id, answering yes cancels it.
+#[test]
+fn ctrl_c_on_a_task_offers_to_cancel_it_or_leave_it_running() {
+    for (answer, said) in [
+        ("n", "is left running; `tern task wait "),
+        ("y", "interrupted: asked the server to cancel task "),
+    ] {
+        let t = Tmux::start(
+            &format!("task-ctrlc-{answer}"),
+            &shell("call --demo import_dataset rows=400"),
+        );
+        t.wait_for("runs as task ");
+        t.keys(&["C-c"]);
+        t.wait_for("Cancel it? [y/N]");
+        t.type_line(answer);
+        let screen = t.wait_for("EXIT=");
+        assert!(screen.contains(said), "{answer}: {screen}");
+        assert!(screen.contains("EXIT=130"), "{screen}");
+    }
+}
