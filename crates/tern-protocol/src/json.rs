@@ -227,9 +227,24 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
         }
 
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            let mut seen = std::collections::HashSet::new();
-            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                if !seen.insert(key.clone()) {
+            // Most objects are small: a linear scan over borrowed names
+            // (allocating only for escaped ones), and a hash set past 16
+            // members, so a huge object costs linear time, not quadratic.
+            let mut few: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+            let mut many: std::collections::HashSet<std::borrow::Cow<'de, str>> =
+                std::collections::HashSet::new();
+            while let Some(key) = map.next_key_seed(Key)? {
+                let repeated = if many.is_empty() && few.len() < 16 {
+                    let found = few.contains(&key);
+                    if !found {
+                        few.push(key.clone());
+                    }
+                    found
+                } else {
+                    many.extend(few.drain(..));
+                    !many.insert(key.clone())
+                };
+                if repeated {
                     *self.0 = Some(DuplicateMember {
                         name: key.chars().take(64).collect(),
                     });
@@ -238,6 +253,33 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
                 map.next_value_seed(Check(&mut *self.0))?;
             }
             Ok(())
+        }
+    }
+
+    /// A member name, borrowed from the text unless it has escapes.
+    struct Key;
+
+    impl<'de> DeserializeSeed<'de> for Key {
+        type Value = std::borrow::Cow<'de, str>;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Key {
+        type Value = std::borrow::Cow<'de, str>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a member name")
+        }
+
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(std::borrow::Cow::Borrowed(v))
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(std::borrow::Cow::Owned(v.to_owned()))
         }
     }
 
@@ -271,6 +313,11 @@ mod unique_tests {
         ] {
             assert_eq!(unique_members(bad).unwrap_err().name, name, "{bad}");
         }
+        // Past the linear scan's 16 members, the hash set finds it too.
+        let wide: Vec<String> = (0..40).map(|i| format!(r#""k{i}":{i}"#)).collect();
+        let text = format!("{{{},\"k3\":0}}", wide.join(","));
+        assert_eq!(unique_members(&text).unwrap_err().name, "k3");
+        assert_eq!(unique_members(&format!("{{{}}}", wide.join(","))), Ok(()));
         let long = format!(r#"{{"{0}":1,"{0}":2}}"#, "n".repeat(1000));
         assert_eq!(unique_members(&long).unwrap_err().name.len(), 64);
     }

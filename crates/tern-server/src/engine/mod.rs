@@ -62,8 +62,25 @@ pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
 pub struct CallId([u8; 16]);
 
 impl CallId {
+    /// A fresh id: the first half of SHA-256 over a per-process random
+    /// secret and a counter. Unique in the process, unguessable without the
+    /// secret, and without a system call per call (most calls never ask, and
+    /// they still get an id).
     pub(crate) fn random() -> Self {
-        Self(random_bytes())
+        use sha2::Digest as _;
+        use std::sync::OnceLock;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static SECRET: OnceLock<[u8; 32]> = OnceLock::new();
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let secret = SECRET.get_or_init(random_bytes);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(secret);
+        hasher.update(n.to_le_bytes());
+        let digest = hasher.finalize();
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&digest[..16]);
+        Self(id)
     }
 
     pub(crate) fn from_bytes(bytes: [u8; 16]) -> Self {
