@@ -90,29 +90,7 @@ impl PromptDef {
         self
     }
 
-    /// Accepts answers without a `requestState` (see
-    /// [`crate::ToolDef::answers_without_state`]).
-    #[must_use]
-    pub fn answers_without_state(mut self) -> Self {
-        self.policy.answers_without_state = true;
-        self
-    }
-
-    /// Each `requestState` of this prompt is accepted once (see
-    /// [`crate::ToolDef::single_use`]).
-    #[must_use]
-    pub fn single_use(mut self) -> Self {
-        self.policy.single_use = true;
-        self
-    }
-
-    /// Exactly once per `requestState` (see
-    /// [`crate::ToolDef::idempotent_retry`]).
-    #[must_use]
-    pub fn idempotent_retry(mut self) -> Self {
-        self.policy.idempotent_retry = true;
-        self
-    }
+    crate::engine::runner::policy_builders!();
 
     /// Registers a form type this prompt asks (see
     /// [`crate::ToolDef::elicits`]).

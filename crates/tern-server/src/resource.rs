@@ -79,29 +79,7 @@ impl ResourceDef {
         self
     }
 
-    /// Accepts answers without a `requestState` (see
-    /// [`crate::ToolDef::answers_without_state`]).
-    #[must_use]
-    pub fn answers_without_state(mut self) -> Self {
-        self.policy.answers_without_state = true;
-        self
-    }
-
-    /// Each `requestState` of a read is accepted once (see
-    /// [`crate::ToolDef::single_use`]).
-    #[must_use]
-    pub fn single_use(mut self) -> Self {
-        self.policy.single_use = true;
-        self
-    }
-
-    /// Exactly once per `requestState` (see
-    /// [`crate::ToolDef::idempotent_retry`]).
-    #[must_use]
-    pub fn idempotent_retry(mut self) -> Self {
-        self.policy.idempotent_retry = true;
-        self
-    }
+    crate::engine::runner::policy_builders!();
 
     pub(crate) fn finish(mut self) -> Result<Self, BuildError> {
         self.policy
@@ -176,29 +154,7 @@ impl ResourceTemplateDef {
         self
     }
 
-    /// Accepts answers without a `requestState` (see
-    /// [`crate::ToolDef::answers_without_state`]).
-    #[must_use]
-    pub fn answers_without_state(mut self) -> Self {
-        self.policy.answers_without_state = true;
-        self
-    }
-
-    /// Each `requestState` of a read is accepted once (see
-    /// [`crate::ToolDef::single_use`]).
-    #[must_use]
-    pub fn single_use(mut self) -> Self {
-        self.policy.single_use = true;
-        self
-    }
-
-    /// Exactly once per `requestState` (see
-    /// [`crate::ToolDef::idempotent_retry`]).
-    #[must_use]
-    pub fn idempotent_retry(mut self) -> Self {
-        self.policy.idempotent_retry = true;
-        self
-    }
+    crate::engine::runner::policy_builders!();
 
     pub(crate) fn finish(mut self) -> Result<Self, BuildError> {
         self.policy

@@ -105,6 +105,37 @@ impl LegPolicy {
     }
 }
 
+/// The replay-policy builders of a prompt or resource definition, which all
+/// follow [`crate::ToolDef`]'s: written once here.
+macro_rules! policy_builders {
+    () => {
+        /// Accepts answers without a `requestState` (see
+        /// [`crate::ToolDef::answers_without_state`]).
+        #[must_use]
+        pub fn answers_without_state(mut self) -> Self {
+            self.policy.answers_without_state = true;
+            self
+        }
+
+        /// Each `requestState` is accepted once (see
+        /// [`crate::ToolDef::single_use`]).
+        #[must_use]
+        pub fn single_use(mut self) -> Self {
+            self.policy.single_use = true;
+            self
+        }
+
+        /// Exactly once per `requestState` (see
+        /// [`crate::ToolDef::idempotent_retry`]).
+        #[must_use]
+        pub fn idempotent_retry(mut self) -> Self {
+            self.policy.idempotent_retry = true;
+            self
+        }
+    };
+}
+pub(crate) use policy_builders;
+
 /// One leg, as the method decoded it.
 #[derive(Debug)]
 pub(crate) struct LegRequest {
