@@ -261,9 +261,13 @@ impl Engine {
                 let (request_cancel, forward_to, stopped) =
                     (request.call.cancel.clone(), own.clone(), stop.clone());
                 tokio::spawn(async move {
+                    // Biased: once the leg became a task (`stopped`), a
+                    // disconnect that is also ready by the time this task
+                    // runs must not reach it.
                     tokio::select! {
-                        () = request_cancel.cancelled() => forward_to.cancel(),
+                        biased;
                         () = stopped.cancelled() => {}
+                        () = request_cancel.cancelled() => forward_to.cancel(),
                     }
                 });
                 (own, Some(stop.drop_guard()))
