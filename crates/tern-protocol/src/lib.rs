@@ -71,7 +71,7 @@ pub mod subscription;
 pub mod task;
 pub mod tool;
 
-pub use capabilities::{ClientCapabilities, Implementation, ServerCapabilities};
+pub use capabilities::{ClientCapabilities, Icon, Implementation, ServerCapabilities};
 pub use content::ContentBlock;
 pub use error::{DecodeError, ErrorObject};
 pub use json::{DuplicateMember, JsonObject, unique_members};

@@ -90,6 +90,14 @@ impl PromptDef {
         self
     }
 
+    /// Icons a client may show for it (sizes and themes as the schema's
+    /// `Icon` says; dropped for 2025 clients older than 2025-11-25).
+    #[must_use]
+    pub fn icons(mut self, icons: Vec<tern_protocol::Icon>) -> Self {
+        self.prompt.icons = Some(icons);
+        self
+    }
+
     crate::engine::runner::policy_builders!();
 
     /// Registers a form type this prompt asks (see

@@ -79,6 +79,14 @@ impl ResourceDef {
         self
     }
 
+    /// Icons a client may show for it (sizes and themes as the schema's
+    /// `Icon` says; dropped for 2025 clients older than 2025-11-25).
+    #[must_use]
+    pub fn icons(mut self, icons: Vec<tern_protocol::Icon>) -> Self {
+        self.resource.icons = Some(icons);
+        self
+    }
+
     crate::engine::runner::policy_builders!();
 
     pub(crate) fn finish(mut self) -> Result<Self, BuildError> {
@@ -151,6 +159,14 @@ impl ResourceTemplateDef {
     #[must_use]
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.template.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Icons a client may show for it (sizes and themes as the schema's
+    /// `Icon` says; dropped for 2025 clients older than 2025-11-25).
+    #[must_use]
+    pub fn icons(mut self, icons: Vec<tern_protocol::Icon>) -> Self {
+        self.template.icons = Some(icons);
         self
     }
 

@@ -63,6 +63,14 @@ impl ToolDef {
         self
     }
 
+    /// Icons a client may show for it (sizes and themes as the schema's
+    /// `Icon` says; dropped for 2025 clients older than 2025-11-25).
+    #[must_use]
+    pub fn icons(mut self, icons: Vec<tern_protocol::Icon>) -> Self {
+        self.tool.icons = Some(icons);
+        self
+    }
+
     /// Behaviour hints.
     #[must_use]
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {

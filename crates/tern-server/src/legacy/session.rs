@@ -155,10 +155,11 @@ impl Session {
             closed: CancellationToken::new(),
             options,
         });
+        let schema = downgrade::Schema::of(negotiated);
         let result = InitializeResult {
             protocol_version: negotiated.to_owned(),
             capabilities: server_capabilities(server),
-            server_info: server.info().clone(),
+            server_info: downgrade::implementation(schema, server.info().clone()),
             instructions: server.inner.instructions.clone(),
             meta: None,
         };
@@ -356,7 +357,7 @@ impl Session {
         while let Some(n) = notes.try_recv() {
             sink.send(&n).await;
         }
-        let reply = downgrade::reply(m, reply);
+        let reply = downgrade::reply(self.version, m, reply);
         let succeeded = reply
             .outcome
             .as_ref()

@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use tern_server::legacy::LegacyOptions;
 use tern_server::transport::http::{Bearer, Http};
 use tern_server::transport::stdio::{StdioOptions, serve};
-use tern_server::{Answer, Ctx, Elicit, Principal, Server, ToolDef, ToolError};
+use tern_server::{Answer, Args, Ctx, Elicit, Principal, PromptDef, Server, ToolDef, ToolError};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
-use crate::fixture::{Counters, Name, TestClock, builder};
+use crate::fixture::{Counters, Name, TestClock, Who, builder};
 
 /// What the scripted client answers to one server-to-client request: the
 /// `result` / `error` members, or `None` to leave it unanswered.
@@ -1135,4 +1135,128 @@ async fn a_modern_only_server_refuses_initialize_on_both_transports() {
             .status,
         405
     );
+}
+
+/// A server whose descriptors and results carry what each 2025 version
+/// added: titles, icons, an output schema, structured content, a resource
+/// link, `lastModified`.
+fn rich() -> Server {
+    let icons = json!([{"src": "https://example.com/i.png"}]);
+    let info: tern_protocol::Implementation = serde_json::from_value(json!({
+        "name": "rich", "version": "1", "title": "Rich", "websiteUrl": "https://example.com",
+        "description": "has everything", "icons": icons}))
+    .unwrap();
+    let result = || async {
+        serde_json::from_value::<tern_protocol::tool::CallToolResult>(json!({
+            "content": [
+                {"type": "text", "text": "{\"n\":1}",
+                 "annotations": {"priority": 0.5, "lastModified": "2025-01-01T00:00:00Z"}},
+                {"type": "resource_link", "uri": "res://item/1", "name": "item", "title": "Item one",
+                 "icons": [{"src": "https://example.com/i.png"}]}
+            ],
+            "structuredContent": {"n": 1}
+        }))
+        .unwrap()
+    };
+    let prompt = |_: Ctx, Args(w): Args<Who>| async move { Ok::<_, ToolError>(w.who) };
+    let prompt = PromptDef::new("greet", "Greets", prompt)
+        .title("Greeting")
+        .icons(serde_json::from_value(icons.clone()).unwrap());
+    Server::builder("rich", "1")
+        .info(info)
+        .tool(
+            ToolDef::new("rich", "Everything", result)
+                .title("Rich tool")
+                .output_schema(serde_json::from_value(json!({"type": "object"})).unwrap())
+                .icons(serde_json::from_value(icons).unwrap()),
+        )
+        .prompt(prompt)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn results_follow_the_schema_of_the_negotiated_version() {
+    for version in ["2025-11-25", "2025-06-18", "2025-03-26"] {
+        let mut s = Stdio::start(rich());
+        s.send(&initialize(version, json!({}))).await;
+        let init = s.recv().await;
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        let info = &init["result"]["serverInfo"];
+        let tools = s
+            .call(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+                &answer_all,
+            )
+            .await;
+        let tool = &tools.response["result"]["tools"][0];
+        let prompts = s
+            .call(
+                &json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}),
+                &answer_all,
+            )
+            .await;
+        let prompt = &prompts.response["result"]["prompts"][0];
+        let called = s.call(&call(3, "rich", json!({})), &answer_all).await;
+        let result = &called.response["result"];
+
+        let has_icons = version == "2025-11-25";
+        for (what, value) in [("serverInfo", info), ("tool", tool), ("prompt", prompt)] {
+            assert_eq!(
+                value.get("icons").is_some(),
+                has_icons,
+                "{version}: {what} {value}"
+            );
+        }
+        assert_eq!(
+            info.get("websiteUrl").is_some(),
+            has_icons,
+            "{version}: {info}"
+        );
+        assert_eq!(
+            info.get("description").is_some(),
+            has_icons,
+            "{version}: {info}"
+        );
+
+        let modern = version != "2025-03-26";
+        for (what, value) in [("serverInfo", info), ("tool", tool), ("prompt", prompt)] {
+            assert_eq!(
+                value.get("title").is_some(),
+                modern,
+                "{version}: {what} {value}"
+            );
+        }
+        assert_eq!(
+            tool.get("outputSchema").is_some(),
+            modern,
+            "{version}: {tool}"
+        );
+        assert_eq!(
+            result.get("structuredContent").is_some(),
+            modern,
+            "{version}: {result}"
+        );
+        let text = &result["content"][0];
+        assert_eq!(text["text"], "{\"n\":1}", "the structured text stays");
+        assert_eq!(text["annotations"]["priority"], 0.5);
+        assert_eq!(
+            text["annotations"].get("lastModified").is_some(),
+            modern,
+            "{version}: {text}"
+        );
+        let link = &result["content"][1];
+        if modern {
+            assert_eq!(link["type"], "resource_link", "{version}");
+            assert_eq!(link.get("icons").is_some(), has_icons, "{version}: {link}");
+        } else {
+            assert_eq!(
+                link,
+                &json!({"type": "text", "text": "Resource: Item one (res://item/1)"}),
+                "a 2025-03-26 client has no resource links"
+            );
+        }
+        assert!(tool.get("execution").is_none() && result.get("resultType").is_none());
+    }
 }
