@@ -142,9 +142,9 @@ impl Sessions {
     fn lookup(&self, id: &str, principal: &Principal) -> Option<Arc<Session>> {
         let mut map = self.map();
         let now = Instant::now();
-        let expired = map
-            .get(id)
-            .is_some_and(|e| now.duration_since(e.last_used) > self.options.session_idle);
+        let expired = map.get(id).is_some_and(|e| {
+            e.session.is_closed() || now.duration_since(e.last_used) > self.options.session_idle
+        });
         if expired {
             if let Some(e) = map.remove(id) {
                 e.session.close();
@@ -159,7 +159,8 @@ impl Sessions {
     fn sweep(&self, map: &mut HashMap<String, Entry>) {
         let now = Instant::now();
         map.retain(|_, e| {
-            let live = now.duration_since(e.last_used) <= self.options.session_idle;
+            let live = !e.session.is_closed()
+                && now.duration_since(e.last_used) <= self.options.session_idle;
             if !live {
                 e.session.close();
             }
@@ -343,6 +344,9 @@ impl Sessions {
                 );
             }
             entry.standalone = Some(tx.clone());
+        }
+        if let Some(interval) = self.options.ping_interval {
+            tokio::spawn(Arc::clone(&session).keep_alive(Sink::events(tx.clone()), interval));
         }
         tokio::spawn(Arc::clone(&session).forward_changes(server.clone(), Sink::events(tx)));
         sse(Stream::new(Vec::new(), rx, None, keep_alive))

@@ -18,6 +18,7 @@
 //! | time to answer one server-to-client request | 5 min ([`DEFAULT_QUESTION_TIMEOUT`]); then the call ends with [`crate::error::codes::QUESTION_TIMEOUT`] |
 //! | HTTP sessions held at once | 1,024 ([`DEFAULT_MAX_SESSIONS`]); more `initialize`s get 503 |
 //! | HTTP session idle time | 30 min ([`DEFAULT_SESSION_IDLE`]); then 404 |
+//! | server-to-client `ping` | off; [`LegacyOptions::ping_interval`] sends one that often (on stdio, and over HTTP on the session's open `GET` stream); one unanswered for the interval closes the session (HTTP: 404 from then on; stdio: the server stops serving) |
 //!
 //! A question the session cannot receive (its `initialize` did not declare
 //! the capability) fails the call with
@@ -57,6 +58,8 @@ pub struct LegacyOptions {
     pub max_sessions: usize,
     /// Idle time after which an HTTP session expires.
     pub session_idle: Duration,
+    /// How often the server pings the client; `None` (the default): never.
+    pub ping_interval: Option<Duration>,
 }
 
 impl Default for LegacyOptions {
@@ -65,6 +68,7 @@ impl Default for LegacyOptions {
             question_timeout: DEFAULT_QUESTION_TIMEOUT,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: DEFAULT_SESSION_IDLE,
+            ping_interval: None,
         }
     }
 }
@@ -88,6 +92,15 @@ impl LegacyOptions {
     #[must_use]
     pub fn session_idle(mut self, idle: Duration) -> Self {
         self.session_idle = idle;
+        self
+    }
+
+    /// Pings the client every `interval` (at least 10 ms); a ping left
+    /// unanswered that long closes the session as stale. Over HTTP the
+    /// pings go on the session's standalone `GET` stream, while it is open.
+    #[must_use]
+    pub fn ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = Some(interval.max(Duration::from_millis(10)));
         self
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tern_protocol::error::{ErrorObject, code};
@@ -404,6 +405,55 @@ impl Session {
             method: request.method.clone(),
             params: Some(raw),
         })
+    }
+
+    /// The session is over (ended, or closed as stale by [`Self::keep_alive`]).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Resolves when the session is over.
+    pub(crate) async fn ended(&self) {
+        self.closed.cancelled().await;
+    }
+
+    /// Pings the client every `interval` once it is initialized (2025-11-25
+    /// lifecycle, "Ping": either party may send one). Any reply, an error
+    /// included, is a sign of life; none within `interval` makes the
+    /// session stale, and it is closed (the sender "MAY consider the
+    /// connection stale and terminate the connection"). Stops quietly when
+    /// nobody reads `sink` any more: the stream's end is its owner's
+    /// business, not a stale client.
+    pub(crate) async fn keep_alive(self: Arc<Self>, sink: Sink, interval: Duration) {
+        tokio::select! {
+            () = self.closed.cancelled() => return,
+            () = self.initialized() => {}
+        }
+        loop {
+            tokio::select! {
+                () = self.closed.cancelled() => return,
+                () = tokio::time::sleep(interval) => {}
+            }
+            let (id, reply) = self.expect();
+            let ping = json!({"jsonrpc": "2.0", "id": id, "method": method::PING});
+            if !sink.send(&ping).await {
+                self.forget(&id);
+                return;
+            }
+            match tokio::time::timeout(interval, reply).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    self.forget(&id);
+                    tracing::info!(
+                        ?interval,
+                        "a 2025 client did not answer ping; closing its session"
+                    );
+                    self.close();
+                    return;
+                }
+            }
+        }
     }
 
     /// Sends the session's list-changed and resource-updated notifications

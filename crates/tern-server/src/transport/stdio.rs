@@ -242,7 +242,22 @@ where
             tracing::warn!("output closed; stopping");
             break;
         }
-        match read_line(&mut reader, &mut buf, options.max_line_len).await? {
+        let session = conn.legacy.clone();
+        let ended = async {
+            match &session {
+                Some(session) => session.ended().await,
+                None => std::future::pending().await,
+            }
+        };
+        let line = tokio::select! {
+            line = read_line(&mut reader, &mut buf, options.max_line_len) => line?,
+            () = ended => {
+                // Closed by the keep-alive: the client stopped answering.
+                tracing::warn!("the 2025 session ended; stopping");
+                break;
+            }
+        };
+        match line {
             Line::Eof => break,
             Line::TooLong => {
                 let error = ErrorObject::new(
@@ -362,6 +377,12 @@ impl Connection {
         }
         match legacy::Session::open(&self.server, request, options) {
             Ok((session, reply)) => {
+                if let Some(interval) = options.ping_interval {
+                    tokio::spawn(
+                        Arc::clone(&session)
+                            .keep_alive(legacy::Sink::lines(self.out.clone()), interval),
+                    );
+                }
                 tokio::spawn(
                     Arc::clone(&session).forward_changes(
                         self.server.clone(),

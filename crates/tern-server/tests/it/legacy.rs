@@ -1260,3 +1260,110 @@ async fn results_follow_the_schema_of_the_negotiated_version() {
         assert!(tool.get("execution").is_none() && result.get("resultType").is_none());
     }
 }
+
+fn pinging(interval: Duration) -> Server {
+    builder(&Arc::new(Counters::default()), TestClock::new())
+        .legacy(LegacyOptions::default().ping_interval(interval))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn over_stdio_the_server_pings_and_a_client_that_stops_answering_is_let_go() {
+    let (mut s, _) = Stdio::open(pinging(Duration::from_millis(50)), all_capabilities()).await;
+    // Three pings answered, then a call still works on the same session.
+    for _ in 0..3 {
+        let ping = tokio::time::timeout(Duration::from_secs(10), s.recv())
+            .await
+            .expect("a ping");
+        assert_eq!(ping["method"], "ping", "{ping}");
+        assert!(ping["id"].is_string());
+        s.send(&reply_to(&ping, json!({"result": {}}))).await;
+    }
+    let seen = s
+        .call(&call(1, "no_args", json!({})), &|m| {
+            (m["method"] == "ping").then(|| json!({"result": {}}))
+        })
+        .await;
+    assert!(seen.response["result"].is_object(), "{:?}", seen.response);
+    // The next ping goes unanswered: the server ends the session and stops
+    // serving (its output closes).
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match s.output.next_line().await {
+                Ok(Some(line)) => {
+                    let m: Value = serde_json::from_str(&line).unwrap();
+                    assert_eq!(m["method"], "ping", "only pings: {m}");
+                }
+                Ok(None) | Err(_) => return,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stale session was not let go");
+}
+
+#[tokio::test]
+async fn over_http_pings_go_on_the_get_stream_and_an_unanswered_one_ends_the_session() {
+    let http = endpoint(pinging(Duration::from_millis(50)), |h| h).await;
+    let s = http.open(all_capabilities()).await;
+    let get = http
+        .client
+        .request(http.request("GET", &s.headers(), None))
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200);
+    let mut body = get.into_body();
+    let mut buf = String::new();
+    let mut answered = 0;
+    while answered < 2 {
+        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .expect("a ping on the stream")
+            .expect("the stream is open")
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            buf.push_str(std::str::from_utf8(&data).unwrap());
+        }
+        while let Some(end) = buf.find("\n\n") {
+            let event: String = buf.drain(..end + 2).collect();
+            if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) {
+                let ping: Value = serde_json::from_str(data).unwrap();
+                assert_eq!(ping["method"], "ping", "{ping}");
+                let ack = s.post(&reply_to(&ping, json!({"result": {}}))).await;
+                assert_eq!(ack.status, 202);
+                answered += 1;
+            }
+        }
+    }
+    assert_eq!(
+        s.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+            .await
+            .status,
+        200,
+        "answered pings keep the session"
+    );
+    // Stop answering: the session is closed, and later requests get 404.
+    let mut status = 200;
+    for _ in 0..200 {
+        status = s
+            .post(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+            .await
+            .status;
+        if status == 404 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, 404, "a session whose client stopped answering ends");
+}
+
+#[tokio::test]
+async fn without_a_ping_interval_the_server_sends_no_ping() {
+    let (mut s, _) = Stdio::open(fixture(), all_capabilities()).await;
+    let seen = s.call(&call(1, "no_args", json!({})), &|_| None).await;
+    assert!(seen.requests.is_empty(), "{:?}", seen.requests);
+    // Nothing arrives unasked within several would-be intervals.
+    let quiet = tokio::time::timeout(Duration::from_millis(300), s.recv()).await;
+    assert!(quiet.is_err(), "unexpected message: {quiet:?}");
+}
