@@ -12,6 +12,10 @@
 //!   3, `tags=a,b` for a multi-select the list);
 //! - `KEY=VALUE`: the same for a form with exactly one field.
 //!
+//! A 2025 server asks with requests of its own, which carry no key: its
+//! questions are keyed `live-1`, `live-2`, … in the order one call asks
+//! them, and answered by the terminal handlers (`terminal::LivePresets`).
+//!
 //! When a round asks a key, its preset answer is built, checked against the
 //! question by the client library ([`Presets::check`]) and, if it does not
 //! fit, the run stops at once naming the field and what it allows. A key

@@ -27,6 +27,7 @@ use crate::answers::PresetSpec;
 use crate::config;
 use crate::output;
 use crate::rounds::{Activity, Driver, First};
+use crate::terminal::LivePresets;
 use crate::terminal::{Phase, Sampler, Session, TerminalElicitation, TerminalSampling};
 
 /// Exit code: success.
@@ -150,7 +151,8 @@ pub(crate) struct InputArgs {
     /// Preset an answer: KEY=VALUE for a one-field form, KEY.FIELD=VALUE for
     /// one field (typed by the field's schema), or KEY=JSON for the whole
     /// answer (e.g. `region={"action":"decline"}`). Repeatable; `tern
-    /// questions` shows the keys and fields.
+    /// questions` shows the keys and fields. A 2025 server's questions have
+    /// no keys: they are `live-1`, `live-2`, … in the order the call asks.
     #[arg(long = "answer", value_name = "KEY=VALUE")]
     pub(crate) answer: Vec<String>,
     /// Preset answers from a file: a JSON object of KEY: answer (`tern
@@ -703,7 +705,15 @@ pub(crate) async fn run(
     let (label, url) = label_of(&target);
     let session = Session::new(label, url);
     let started = connect(&target, server.verbose, &session)?;
-    let client = build_client(started.build, &session, interactive, sampler.clone(), roots);
+    let used = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let live = LivePresets::new(presets.clone(), Arc::clone(&used));
+    let client = build_client(
+        started.build,
+        &session,
+        interactive,
+        (sampler.clone(), roots),
+        live,
+    );
 
     // Honest capabilities: nothing is declared that this run cannot answer
     // (`tern questions` declares what a terminal would, to see the
@@ -734,7 +744,7 @@ pub(crate) async fn run(
             options,
             activity,
             watch: started.watch.clone(),
-            used: std::sync::Mutex::default(),
+            used,
         },
         json: server.json,
     };
@@ -762,23 +772,8 @@ pub(crate) async fn run(
     client.close().await;
     let code = match outcome {
         Ok(code) => code,
-        Err(mut f) => {
-            // The server's last words, unless already said (or shown live).
-            if !server.verbose
-                && f.code == EXIT_SERVER
-                && let Some(watch) = &started.watch
-            {
-                let tail = watch.stderr_tail();
-                if !tail.is_empty() {
-                    f.message
-                        .push_str("\nthe server's last lines of standard error:");
-                    for line in tail {
-                        let _ = write!(f.message, "\n  | {line}");
-                    }
-                }
-            }
-            return Err(f);
-        }
+        Err(f) if server.verbose => return Err(f),
+        Err(f) => return Err(with_last_words(f, started.watch.as_ref())),
     };
     // A preset decline or cancel counts like one typed, once it was asked.
     if session.was_asked(&preset_refusals) {
@@ -811,13 +806,31 @@ fn interrupted_message(session: &Session) -> String {
     }
 }
 
+/// A server failure with the server's last words (its last lines of
+/// standard error), unless there are none.
+fn with_last_words(mut f: Failure, watch: Option<&ChildWatch>) -> Failure {
+    if f.code == EXIT_SERVER
+        && let Some(watch) = watch
+    {
+        let tail = watch.stderr_tail();
+        if !tail.is_empty() {
+            f.message
+                .push_str("\nthe server's last lines of standard error:");
+            for line in tail {
+                let _ = write!(f.message, "\n  | {line}");
+            }
+        }
+    }
+    f
+}
+
 /// The client, with the terminal as its handlers.
 fn build_client(
     build: Build,
     session: &Arc<Session>,
     interactive: bool,
-    sampler: Option<String>,
-    roots: Vec<tern_protocol::roots::Root>,
+    (sampler, roots): (Option<String>, Vec<tern_protocol::roots::Root>),
+    live: LivePresets,
 ) -> Client {
     let mut info = Implementation::new("tern", env!("CARGO_PKG_VERSION"));
     info.title = Some("tern command".into());
@@ -829,11 +842,13 @@ fn build_client(
         .elicitation(TerminalElicitation {
             session: Arc::clone(session),
             interactive,
+            live: live.clone(),
         })
         .sampling(TerminalSampling {
             session: Arc::clone(session),
             interactive,
             sampler: sampler.map_or(Sampler::Human, Sampler::Command),
+            live,
         })
         .roots(StaticRoots(roots))
         // tern's own loop bounds each leg (--timeout); the library's

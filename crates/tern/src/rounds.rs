@@ -122,8 +122,9 @@ pub(crate) struct Driver {
     pub(crate) activity: Arc<Activity>,
     /// A stdio child's death, told at once.
     pub(crate) watch: Option<ChildWatch>,
-    /// The preset keys that answered a question.
-    pub(crate) used: Mutex<Vec<String>>,
+    /// The preset keys that answered a question (shared with the
+    /// handlers that answer a 2025 server's live questions).
+    pub(crate) used: Arc<Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for Driver {

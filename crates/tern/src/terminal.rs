@@ -19,7 +19,8 @@ use tern_client::{Elicitation, HandlerError, Question, Sampling};
 use tern_protocol::content::Role;
 use tern_protocol::content::TextContent;
 use tern_protocol::elicitation::{
-    ElicitAction, ElicitRequestFormParams, ElicitRequestUrlParams, ElicitResult,
+    ElicitAction, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams,
+    ElicitResult,
 };
 use tern_protocol::progress::ProgressNotificationParams;
 use tern_protocol::roots::Root;
@@ -27,6 +28,7 @@ use tern_protocol::sampling::{
     CreateMessageRequestParams, CreateMessageResult, SamplingContent, SamplingContentBlock,
     StopReason,
 };
+use tern_protocol::{InputRequest, InputResponse};
 use tokio::io::AsyncWriteExt;
 
 use crate::form::{self, CANCEL, Console, DECLINE, Input};
@@ -210,6 +212,65 @@ pub(crate) struct TerminalElicitation {
     pub(crate) session: Arc<Session>,
     /// Prompting is allowed (stdin is a terminal and `--no-input` is off).
     pub(crate) interactive: bool,
+    /// Preset answers to a 2025 server's live questions.
+    pub(crate) live: LivePresets,
+}
+
+/// The preset answers of a 2025 server's live questions. The 2025 wire has
+/// no question keys: the client library keys them `live-1`, `live-2`, … in
+/// the order one call asks them ([`tern_client::client::live_key`]), and
+/// `--answer live-1=…` answers the first. MRTR keys are answered by the
+/// command's own loop before any handler is asked, so only live keys are
+/// looked up here.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LivePresets {
+    spec: crate::answers::PresetSpec,
+    used: Arc<Mutex<Vec<String>>>,
+}
+
+impl LivePresets {
+    /// `spec`'s answers, recording the keys used in `used`.
+    pub(crate) fn new(spec: crate::answers::PresetSpec, used: Arc<Mutex<Vec<String>>>) -> Self {
+        Self { spec, used }
+    }
+
+    /// The preset answer to the live question `key`, checked against it.
+    fn answer(
+        &self,
+        key: &str,
+        question: &InputRequest,
+    ) -> Option<Result<InputResponse, HandlerError>> {
+        if !key.starts_with("live-") {
+            return None;
+        }
+        let answer = self.spec.answer(key, question)?;
+        Some(match answer {
+            Ok(answer) => {
+                self.used
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(key.to_owned());
+                Ok(answer)
+            }
+            Err(why) => Err(HandlerError(format!(
+                "the preset answer for `{key}` does not fit the question; nothing was sent: {why}"
+            ))),
+        })
+    }
+
+    fn elicit(
+        &self,
+        key: &str,
+        params: ElicitRequestParams,
+    ) -> Option<Result<ElicitResult, HandlerError>> {
+        self.answer(key, &InputRequest::elicit(params))
+            .map(|a| match a? {
+                InputResponse::Elicitation(result) => Ok(result),
+                _ => Err(HandlerError(format!(
+                    "the preset answer for `{key}` is not an elicitation answer"
+                ))),
+            })
+    }
 }
 
 fn not_here(key: &str) -> HandlerError {
@@ -245,6 +306,12 @@ impl Elicitation for TerminalElicitation {
         params: ElicitRequestFormParams,
     ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
         let key = question.key.clone();
+        if let Some(preset) = self
+            .live
+            .elicit(&key, ElicitRequestParams::Form(params.clone()))
+        {
+            return Box::pin(std::future::ready(preset));
+        }
         Box::pin(self.prompt(key, move |s, console| {
             let result = form::fill(console, &s.asker(&question, "asks"), &params, s.hint_due());
             s.answered.store(true, Ordering::SeqCst);
@@ -258,6 +325,12 @@ impl Elicitation for TerminalElicitation {
         params: ElicitRequestUrlParams,
     ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
         let key = question.key.clone();
+        if let Some(preset) = self
+            .live
+            .elicit(&key, ElicitRequestParams::Url(params.clone()))
+        {
+            return Box::pin(std::future::ready(preset));
+        }
         Box::pin(self.prompt(key, move |s, console| {
             url_consent(
                 console,
@@ -369,6 +442,8 @@ pub(crate) struct TerminalSampling {
     pub(crate) interactive: bool,
     /// Who replies.
     pub(crate) sampler: Sampler,
+    /// Preset answers to a 2025 server's live questions.
+    pub(crate) live: LivePresets,
 }
 
 /// The conversation as plain text: the system prompt, then each message
@@ -431,6 +506,20 @@ impl Sampling for TerminalSampling {
         params: CreateMessageRequestParams,
     ) -> BoxFuture<'_, Result<CreateMessageResult, HandlerError>> {
         Box::pin(async move {
+            match self
+                .live
+                .answer(&question.key, &InputRequest::sampling(params.clone()))
+            {
+                Some(Ok(InputResponse::Sampling(reply))) => return Ok(*reply),
+                Some(Ok(_)) => {
+                    return Err(HandlerError(format!(
+                        "the preset answer for `{}` is not a sampling reply",
+                        question.key
+                    )));
+                }
+                Some(Err(e)) => return Err(e),
+                None => {}
+            }
             let prompt = prompt_text(&params);
             match &self.sampler {
                 Sampler::Command(command) => {

@@ -4,10 +4,11 @@
 //! refusal goes back as a JSON-RPC error (2025 has a per-request error
 //! channel).
 //!
-//! Presets ([`crate::Presets`]) are bound to MRTR question keys, which the
-//! 2025 wire does not have: live questions always go to the handlers.
-
-use std::sync::atomic::Ordering;
+//! The 2025 wire has no question keys: the live questions of one request
+//! are keyed `live-1`, `live-2`, … in the order the server asks them
+//! ([`live_key`]). Presets ([`crate::Presets`], `CallOptions::answers`)
+//! under those keys answer them first, checked against the question as an
+//! MRTR preset is; the others go to the handlers.
 
 use tern_protocol::ClientRequest;
 use tern_protocol::error::{ErrorObject, code};
@@ -16,22 +17,42 @@ use super::{CallOptions, Client};
 use crate::handler::Question;
 use crate::legacy::LiveRequest;
 
+/// The key of the `n`-th live question (from 1) a 2025 server asks during
+/// one request.
+#[must_use]
+pub fn live_key(n: u32) -> String {
+    format!("live-{n}")
+}
+
 impl Client {
-    /// Answers one live question of `request`'s call.
+    /// Answers the `n`-th live question of `request`'s call.
     pub(super) async fn answer_live(
         &self,
         request: &ClientRequest,
         live: Box<LiveRequest>,
+        n: u32,
         options: &CallOptions,
     ) {
-        let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let key = live_key(n);
+        let asked = live.request().clone();
+        match options.answers.answer(&key, &asked) {
+            Some(Ok(preset)) => return live.respond(Ok(preset)),
+            Some(Err(e)) => {
+                // Refused here rather than sent: the server's handler gets
+                // an error, never a made-up answer.
+                return live.respond(Err(ErrorObject::new(
+                    code::INVALID_PARAMS,
+                    format!("the answer preset for `{key}` does not fit the question: {e}"),
+                )));
+            }
+            None => {}
+        }
         let question = Question {
-            key: format!("live-{n}"),
+            key,
             server: self.server_info(),
             method: request.method().to_owned(),
             target: request.name().unwrap_or_default().to_owned(),
         };
-        let asked = live.request().clone();
         let answer = self
             .answer_one(question, &asked, options)
             .await

@@ -35,6 +35,7 @@ mod subscription;
 mod task;
 
 pub use crate::limits::{DEFAULT_DEADLINE, DEFAULT_MAX_ROUNDS};
+pub use live::live_key;
 pub use manual::{Call, Completed, PendingRound, Round};
 pub use subscription::Subscription;
 pub use task::{DEFAULT_POLL, MAX_POLL, MAX_POLL_FAILURES, MIN_POLL, Started, TaskHandle};

@@ -86,6 +86,7 @@ impl Client {
             .unwrap_or_default();
         let out = self.outgoing(id, &request)?;
         let mut exchange = self.inner.transport.send(out).await?;
+        let mut live_questions = 0u32;
         loop {
             match exchange.next().await {
                 None => {
@@ -111,7 +112,9 @@ impl Client {
                 }
                 // A 2025 server's question, answered by the same handlers.
                 Some(Ok(Incoming::Request(live))) => {
-                    self.answer_live(&request, live, options).await;
+                    live_questions += 1;
+                    self.answer_live(&request, live, live_questions, options)
+                        .await;
                 }
             }
         }

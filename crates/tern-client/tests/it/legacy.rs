@@ -179,3 +179,54 @@ async fn a_modern_error_on_the_probe_means_modern() {
         "no initialize: no fallback on -32022"
     );
 }
+
+/// `provision_database` over stdio with `presets` as the call's answers,
+/// the installed handler answering `us-east-1` to whatever it is asked.
+async fn provision_with(presets: tern_client::Presets) -> String {
+    let transport = DualEra::stdio("python3", &[script()]).unwrap();
+    let c = Client::builder()
+        .elicitation(Elicit::fill(&[("region", "us-east-1")]))
+        .build(transport);
+    let mut options = tern_client::CallOptions::default();
+    options.answers = presets;
+    let result = c
+        .call_tool_with(
+            "provision_database",
+            Some(json!({"name": "orders"})),
+            &options,
+        )
+        .await
+        .unwrap();
+    c.close().await;
+    result.content[0].as_text().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn presets_answer_live_questions_by_their_order() {
+    let mut presets = tern_client::Presets::new();
+    presets.insert(
+        tern_client::client::live_key(1),
+        json!({"action": "accept", "content": {"region": "eu-north-1"}}),
+    );
+    assert_eq!(
+        provision_with(presets.clone()).await,
+        "Created orders in eu-north-1"
+    );
+    assert!(presets.unused().is_empty(), "the preset was used");
+    // Without a preset the handler answers.
+    assert_eq!(
+        provision_with(tern_client::Presets::new()).await,
+        "Created orders in us-east-1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_preset_that_does_not_fit_is_refused_not_sent() {
+    let mut presets = tern_client::Presets::new();
+    presets.insert(
+        tern_client::client::live_key(1),
+        json!({"action": "accept", "content": {"region": 5}}),
+    );
+    // The server got an error instead of an answer, and says so.
+    assert_eq!(provision_with(presets).await, "Provisioning cancelled.");
+}

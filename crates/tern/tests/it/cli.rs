@@ -848,3 +848,50 @@ fn tern_task_reads_a_durable_store_across_runs() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A 2025 stdio server written from the 2025 spec (no SDK): its
+/// `provision_database` asks for a region with a live `elicitation/create`.
+fn legacy_server() -> String {
+    format!(
+        "{}/../tern-client/tests/it/peers/legacy_stdio_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn presets_answer_a_2025_servers_live_questions_in_order() {
+    let server = legacy_server();
+    let o = tern(&[
+        "call",
+        "provision_database",
+        "name=orders",
+        "--no-input",
+        "--answer",
+        "live-1=eu-north-1",
+        "--",
+        "python3",
+        &server,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Created orders in eu-north-1\n");
+    assert!(
+        !stderr(&o).contains("was not used"),
+        "the preset was used: {}",
+        stderr(&o)
+    );
+
+    // A preset that does not fit is never sent as an answer: the server is
+    // told no, and says so.
+    let o = tern(&[
+        "call",
+        "provision_database",
+        "name=orders",
+        "--no-input",
+        "--answer",
+        r#"live-1={"action":"accept","content":{"region":5}}"#,
+        "--",
+        "python3",
+        &server,
+    ]);
+    assert_eq!(stdout(&o), "Provisioning cancelled.\n", "{}", stderr(&o));
+}
