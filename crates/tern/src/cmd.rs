@@ -452,6 +452,27 @@ type Build = Box<dyn FnOnce(tern_client::ClientBuilder) -> Client>;
 struct Started {
     build: Build,
     watch: Option<ChildWatch>,
+    /// A server of either era: its cache key and transport, to remember
+    /// what it spoke ([`crate::era_cache`]).
+    era: Option<(String, Arc<DualEra>)>,
+}
+
+/// Remembers the era the run found, for the next run.
+fn remember_era(era: Option<&(String, Arc<DualEra>)>) {
+    if let Some((key, dual)) = era
+        && let Some(era) = dual.era()
+    {
+        crate::era_cache::record(key, &era);
+    }
+}
+
+/// A transport of either era, hinted with what an earlier run found.
+fn hinted(dual: DualEra, key: &str) -> DualEra {
+    if crate::era_cache::spoke_legacy(key) {
+        dual.legacy_hint()
+    } else {
+        dual
+    }
 }
 
 /// How to name the server when it does not name itself, and its URL.
@@ -489,11 +510,15 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
             message: format!("{e:#}{}", spawn_hint(program)),
         };
         if dual {
+            let key = crate::era_cache::command_key(program, args);
             let t = DualEra::stdio_with_options(program, args, options).map_err(failed)?;
+            let t = Arc::new(hinted(t, &key));
             let watch = t.watch();
+            let shared = Arc::clone(&t);
             return Ok::<_, Failure>(Started {
-                build: Box::new(move |b| b.build(t)),
+                build: Box::new(move |b| b.build(shared)),
                 watch,
+                era: Some((key, t)),
             });
         }
         let t = ChildProcess::spawn_with_options(program, args, options).map_err(failed)?;
@@ -501,6 +526,7 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
         Ok::<_, Failure>(Started {
             build: Box::new(move |b| b.build(t)),
             watch: Some(watch),
+            era: None,
         })
     };
     match target {
@@ -509,9 +535,12 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
             for (k, v) in headers {
                 t = t.with_header(k, v);
             }
+            let t = Arc::new(hinted(t, url));
+            let shared = Arc::clone(&t);
             Ok(Started {
-                build: Box::new(move |b| b.build(t)),
+                build: Box::new(move |b| b.build(shared)),
                 watch: None,
+                era: Some((url.clone(), t)),
             })
         }
         Target::Demo { env } => {
@@ -769,6 +798,7 @@ pub(crate) async fn run(
     if input_given {
         connected.driver.warn_unused();
     }
+    remember_era(started.era.as_ref());
     client.close().await;
     let code = match outcome {
         Ok(code) => code,

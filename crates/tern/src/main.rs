@@ -58,6 +58,7 @@ use tern::demo;
 mod answers;
 mod cmd;
 mod config;
+mod era_cache;
 mod form;
 mod output;
 mod prompt;

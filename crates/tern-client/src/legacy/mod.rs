@@ -12,6 +12,11 @@
 //! - **Cache.** The era is kept for the life of the [`DualEra`] (so one
 //!   `tern call` probes once); HTTP eras are also kept per URL for the life of
 //!   the process, so a second transport to the same endpoint does not probe.
+//!   Across processes a caller may keep what it learnt ([`DualEra::era`])
+//!   and pass it back as a hint ([`DualEra::legacy_hint`]): the probe is
+//!   skipped and `initialize` sent at once; if `initialize` is refused, the
+//!   hint was stale and the probe runs as usual. (The `tern` command keeps
+//!   such hints for a day; see its `era_cache` module.)
 //! - **The legacy leg.** `initialize` with the capabilities and client info of
 //!   the first request (the client's installed handlers), accepting any of the
 //!   2025 versions the server counter-offers, then `notifications/initialized`.
@@ -278,6 +283,7 @@ pub struct DualEra {
     wire: Wire,
     leg: OnceCell<Leg>,
     assume_legacy: bool,
+    legacy_hint: bool,
 }
 
 impl std::fmt::Debug for DualEra {
@@ -327,6 +333,7 @@ impl DualEra {
             },
             leg: OnceCell::new(),
             assume_legacy: false,
+            legacy_hint: false,
         })
     }
 
@@ -339,6 +346,7 @@ impl DualEra {
             },
             leg: OnceCell::new(),
             assume_legacy: false,
+            legacy_hint: false,
         })
     }
 
@@ -364,6 +372,14 @@ impl DualEra {
         self
     }
 
+    /// The server spoke 2025 last time (a cached era): `initialize` is sent
+    /// without a probe first, and only if it is refused does the probe run.
+    #[must_use]
+    pub fn legacy_hint(mut self) -> Self {
+        self.legacy_hint = true;
+        self
+    }
+
     /// Tells when the stdio child closed its output, and how (`None` over
     /// HTTP). After a restart on the probe it watches the new child.
     pub fn watch(&self) -> Option<ChildWatch> {
@@ -386,6 +402,33 @@ impl DualEra {
     }
 
     async fn detect(&self, first: &Outgoing) -> Result<Leg, ClientError> {
+        if self.legacy_hint && !self.assume_legacy {
+            match self.initialize_at_once(first).await {
+                Ok(leg) => return Ok(leg),
+                Err(e) => {
+                    tracing::info!(error = %e, "the cached era was stale: initialize was refused; probing");
+                }
+            }
+        }
+        self.probe_and_open(first).await
+    }
+
+    /// The legacy leg without a probe.
+    async fn initialize_at_once(&self, first: &Outgoing) -> Result<Leg, ClientError> {
+        match &self.wire {
+            Wire::Http { legacy, .. } => {
+                legacy.initialize(initialize_body(first)).await?;
+                legacy.open_standalone().await;
+                Ok(Leg::Http)
+            }
+            Wire::Stdio { child, .. } => {
+                let current = Arc::clone(&lock(child));
+                initialize_stdio(current, first).await
+            }
+        }
+    }
+
+    async fn probe_and_open(&self, first: &Outgoing) -> Result<Leg, ClientError> {
         match &self.wire {
             Wire::Http { legacy, .. } => {
                 let url = legacy.url();

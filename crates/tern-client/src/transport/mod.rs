@@ -160,3 +160,15 @@ pub trait Transport: Send + Sync + std::fmt::Debug + 'static {
     /// Closes the transport (a child process is asked to exit, then stopped).
     fn close(&self) -> BoxFuture<'_, ()>;
 }
+
+/// A shared transport: the caller keeps a handle to ask it things (a
+/// [`crate::legacy::DualEra`]'s era, say) while a client sends on it.
+impl<T: Transport> Transport for std::sync::Arc<T> {
+    fn send(&self, request: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>> {
+        (**self).send(request)
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        (**self).close()
+    }
+}

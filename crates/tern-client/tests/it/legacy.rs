@@ -90,6 +90,17 @@ async fn a_server_that_exits_on_the_probe_is_started_again() {
 /// tern's server with its modern wire refused as a 2025 SDK refuses it (400,
 /// no modern error), counting `initialize`s.
 async fn legacy_endpoint(modern: bool, refusal: serde_json::Value) -> (String, Arc<AtomicUsize>) {
+    let (url, inits, _) = legacy_endpoint_counting(modern, refusal).await;
+    (url, inits)
+}
+
+/// [`legacy_endpoint`], also counting the modern requests refused.
+async fn legacy_endpoint_counting(
+    modern: bool,
+    refusal: serde_json::Value,
+) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let refused = Arc::new(AtomicUsize::new(0));
+    let refused_count = Arc::clone(&refused);
     let mcp = Http::new(crate::server::build()).into_service();
     let inits = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&inits);
@@ -99,12 +110,14 @@ async fn legacy_endpoint(modern: bool, refusal: serde_json::Value) -> (String, A
             let mut mcp = mcp.clone();
             let inits = Arc::clone(&counted);
             let refusal = refusal.clone();
+            let refused = Arc::clone(&refused_count);
             async move {
                 let is_modern = request
                     .headers()
                     .get("mcp-protocol-version")
                     .is_some_and(|v| v == "2026-07-28");
                 if is_modern && !modern {
+                    refused.fetch_add(1, Ordering::SeqCst);
                     let mut response = Response::new(Body::from(refusal.to_string()));
                     *response.status_mut() = StatusCode::BAD_REQUEST;
                     return Ok::<_, Infallible>(response);
@@ -124,7 +137,7 @@ async fn legacy_endpoint(modern: bool, refusal: serde_json::Value) -> (String, A
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://127.0.0.1:{port}/mcp"), inits)
+    (format!("http://127.0.0.1:{port}/mcp"), inits, refused)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,4 +242,49 @@ async fn a_live_preset_that_does_not_fit_is_refused_not_sent() {
     );
     // The server got an error instead of an answer, and says so.
     assert_eq!(provision_with(presets).await, "Provisioning cancelled.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_legacy_hint_costs_one_refused_initialize_then_the_probe() {
+    let server = tern_server::Server::builder("modern-only", "1")
+        .modern_only()
+        .tool(tern_server::ToolDef::new("hello", "Says hi", || async {
+            "hi"
+        }))
+        .build()
+        .unwrap();
+    let app = axum::Router::new().route_service("/mcp", Http::new(server).into_service());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+
+    let transport = Arc::new(DualEra::http(&url).unwrap().legacy_hint());
+    let c = client(Shared(Arc::clone(&transport)));
+    assert_eq!(
+        c.call_tool("hello", None).await.unwrap().content[0].as_text(),
+        Some("hi")
+    );
+    assert_eq!(
+        transport.era(),
+        Some(Era::Modern),
+        "the probe ran after the refusal"
+    );
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_hint_skips_the_probe() {
+    let refusal = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Bad Request: Server not initialized"}});
+    let (url, inits, probes) = legacy_endpoint_counting(false, refusal).await;
+    let transport = Arc::new(DualEra::http(&url).unwrap().legacy_hint());
+    let c = client(Shared(Arc::clone(&transport)));
+    assert_eq!(
+        c.call_tool("greet", None).await.unwrap().content[0].as_text(),
+        Some("Hello, Ada!")
+    );
+    assert_eq!(transport.era(), Some(Era::Legacy("2025-11-25".into())));
+    assert_eq!(inits.load(Ordering::SeqCst), 1);
+    assert_eq!(probes.load(Ordering::SeqCst), 0, "no probe was sent");
+    c.close().await;
 }

@@ -9,9 +9,12 @@ use serde_json::{Value, json};
 
 const REGION: &str = r#"region={"action":"accept","content":{"region":"eu-west-1"}}"#;
 
+/// Runs `tern args` without a terminal and without the era cache (each
+/// test sees a server afresh).
 fn tern(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tern"))
         .args(args)
+        .env("TERN_ERA_CACHE", "off")
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -894,4 +897,64 @@ fn presets_answer_a_2025_servers_live_questions_in_order() {
         &server,
     ]);
     assert_eq!(stdout(&o), "Provisioning cancelled.\n", "{}", stderr(&o));
+}
+
+#[test]
+fn the_era_a_server_spoke_is_remembered_so_the_next_run_does_not_probe() {
+    let dir = std::env::temp_dir().join(format!("tern-eras-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("eras.json");
+    let log = dir.join("methods.log");
+    let server = legacy_server();
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_tern"))
+            .args(["call", "provision_database", "name=orders", "--no-input"])
+            .args(["--answer", "live-1=eu-west-1", "--", "python3", &server])
+            .arg("--log")
+            .arg(&log)
+            .env("TERN_ERA_CACHE", &cache)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let methods = || std::fs::read_to_string(&log).unwrap();
+
+    let first = run();
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert!(
+        methods().starts_with("server/discover\ninitialize\n"),
+        "the first run probes: {}",
+        methods()
+    );
+    let cached: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    let entries = cached.as_object().unwrap();
+    assert_eq!(entries.len(), 1, "{cached}");
+    let (key, entry) = entries.iter().next().unwrap();
+    assert!(key.contains("legacy_stdio_server.py"), "{key}");
+    assert_eq!(entry[0], "2025-06-18");
+
+    std::fs::remove_file(&log).unwrap();
+    let second = run();
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    assert_eq!(stdout(&second), "Created orders in eu-west-1\n");
+    assert!(
+        methods().starts_with("initialize\n"),
+        "the second run initializes at once: {}",
+        methods()
+    );
+
+    // Turned off: the probe again, and nothing written.
+    std::fs::remove_file(&log).unwrap();
+    let off = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["call", "provision_database", "name=orders", "--no-input"])
+        .args(["--answer", "live-1=eu-west-1", "--", "python3", &server])
+        .arg("--log")
+        .arg(&log)
+        .env("TERN_ERA_CACHE", "off")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&off), 0, "{}", stderr(&off));
+    assert!(methods().starts_with("server/discover\n"), "{}", methods());
+    let _ = std::fs::remove_dir_all(&dir);
 }

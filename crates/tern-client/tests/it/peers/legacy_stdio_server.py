@@ -5,12 +5,14 @@ elicitation/create request and waits for the reply. Options:
                     client must start it again and initialize at once).
   --silent-probe    ignore requests before `initialize` (the client's probe
                     times out).
+  --log FILE        append the method of each request received to FILE.
 """
 import json
 import sys
 
 exit_on_probe = "--exit-on-probe" in sys.argv
 silent_probe = "--silent-probe" in sys.argv
+log = sys.argv[sys.argv.index("--log") + 1] if "--log" in sys.argv else None
 initialized = False
 first = True
 
@@ -33,6 +35,9 @@ TOOLS = [{"name": "provision_database", "description": "Creates a database",
 while True:
     msg = recv()
     method = msg.get("method")
+    if log and method and "id" in msg:
+        with open(log, "a") as f:
+            f.write(method + "\n")
     if first and method != "initialize":
         if exit_on_probe:
             sys.exit(3)
