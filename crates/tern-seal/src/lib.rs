@@ -139,6 +139,6 @@ pub use crate::digest::{InexactNumber, arguments_digest};
 pub use crate::error::{OpenError, OpenFailure, SealError};
 pub use crate::key::{Key, KeyError, KeyErrorKind, KeyRing, MAX_KEY_ID_LEN, SECRET_LEN};
 pub use crate::sealer::{
-    Claims, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, Expect, MAX_CLOCK_SKEW, Opened, Sealer,
+    Claims, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, Expect, MAX_CLOCK_SKEW, NONCE_LEN, Opened, Sealer,
     SealerOptions,
 };

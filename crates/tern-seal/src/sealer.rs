@@ -33,7 +33,9 @@ const TOKEN_VERSION: &str = "t1";
 /// id follows it, so a token's id cannot be swapped for another's (S9).
 const AAD_LABEL: &[u8] = b"tern/requestState/t1\x00";
 
-const NONCE_LEN: usize = 24;
+/// Bytes of the nonce [`Sealer::seal`] takes (XChaCha20-Poly1305's extended
+/// nonce: random nonces of this size are safe at any fleet's rate).
+pub const NONCE_LEN: usize = 24;
 const TAG_LEN: usize = 16;
 
 /// Settings of a [`Sealer`]. Build with `..SealerOptions::default()`.

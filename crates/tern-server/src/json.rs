@@ -14,3 +14,25 @@ pub(crate) fn to_json<T: Serialize>(value: &T) -> Json {
         RawValue::NULL.to_owned()
     })
 }
+
+/// Lowercase hex of `bytes` (ids, digests, fingerprints), by table: no
+/// formatter per byte on the hot path.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 0x0f)]);
+    }
+    // Only ASCII digits were pushed.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex_is_lowercase_two_digits_a_byte() {
+        assert_eq!(super::hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+        assert_eq!(super::hex(&[]), "");
+    }
+}

@@ -150,14 +150,7 @@ pub(crate) fn fingerprint(request: &InputRequest) -> String {
     let mut hasher = Sha256Writer(sha2::Sha256::new());
     let _ = serde_json::to_writer(&mut hasher, request);
     let digest: [u8; 32] = sha2::Digest::finalize(hasher.0).into();
-    digest
-        .iter()
-        .take(16)
-        .fold(String::with_capacity(32), |mut hex, b| {
-            use std::fmt::Write as _;
-            let _ = write!(hex, "{b:02x}");
-            hex
-        })
+    crate::json::hex(&digest[..16])
 }
 
 struct Sha256Writer(sha2::Sha256);

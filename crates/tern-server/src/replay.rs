@@ -147,13 +147,7 @@ impl fmt::Debug for Scope {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    use fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
+use crate::json::hex;
 
 /// What a guarded leg ended with: what every duplicate of its retry gets.
 #[derive(Debug, Clone)]

@@ -96,10 +96,7 @@ impl CallId {
 impl fmt::Display for CallId {
     /// 32 lowercase hex digits.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        f.write_str(&crate::json::hex(&self.0))
     }
 }
 

@@ -498,18 +498,23 @@ impl Engine {
             tracing::error!(error = %e, "cannot encode requestState payload");
             ErrorObject::new(code::INTERNAL_ERROR, "Internal error")
         })?);
+        // The state's id and the nonce from one read of the random source.
+        let random: [u8; 16 + tern_seal::NONCE_LEN] = random_bytes();
+        let (mut state_id, mut nonce) = ([0u8; 16], [0u8; tern_seal::NONCE_LEN]);
+        state_id.copy_from_slice(&random[..16]);
+        nonce.copy_from_slice(&random[16..]);
         let claims = Claims {
             principal: origin.principal.id(),
             method: origin.method,
             target: &origin.target,
             arguments: origin.arguments.as_deref(),
-            state_id: random_bytes(),
+            state_id,
             round: round.saturating_add(1),
             payload: &bytes,
         };
         let token = self
             .sealer
-            .seal(&claims, self.clock.now(), random_bytes())
+            .seal(&claims, self.clock.now(), nonce)
             .map_err(|e| {
                 if e.is_inexact_arguments() {
                     tracing::info!(error = %e, "arguments cannot be bound exactly");

@@ -49,13 +49,7 @@ pub(crate) const SESSION_ID: &str = "mcp-session-id";
 
 /// 128 random bits, hex: a session id or an `elicitationId`.
 pub(crate) fn random_id() -> String {
-    use std::fmt::Write as _;
-    crate::engine::random_bytes::<16>()
-        .iter()
-        .fold(String::with_capacity(32), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    crate::json::hex(&crate::engine::random_bytes::<16>())
 }
 
 struct Entry {

@@ -46,7 +46,6 @@ pub mod store;
 pub(crate) mod wire;
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -383,13 +382,7 @@ pub(crate) fn owner_of(principal: &Principal) -> Option<String> {
     })
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
+pub(crate) use crate::json::hex;
 
 pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
