@@ -59,16 +59,18 @@ pub struct RequestMeta {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
     pub protocol_version: String,
     /// What the client can do for this request. `{}` means no optional
-    /// capabilities.
+    /// capabilities. (Boxed, with `client_info`: every request carries its
+    /// `_meta` through every layer of a server, and the two are most of its
+    /// size.)
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-    pub client_capabilities: ClientCapabilities,
+    pub client_capabilities: Box<ClientCapabilities>,
     /// The client's self-description (self-reported: display and logs only).
     #[serde(
         rename = "io.modelcontextprotocol/clientInfo",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_info: Option<Implementation>,
+    pub client_info: Option<Box<Implementation>>,
     /// The log level for this request; without it the server sends no
     /// `notifications/message` (deprecated logging).
     #[serde(
@@ -106,7 +108,7 @@ impl RequestMeta {
     ) -> Self {
         Self {
             protocol_version: protocol_version.into(),
-            client_capabilities,
+            client_capabilities: Box::new(client_capabilities),
             client_info: None,
             log_level: None,
             progress_token: None,
@@ -120,7 +122,7 @@ impl RequestMeta {
     /// Sets `clientInfo`.
     #[must_use]
     pub fn with_client_info(mut self, info: Implementation) -> Self {
-        self.client_info = Some(info);
+        self.client_info = Some(Box::new(info));
         self
     }
 

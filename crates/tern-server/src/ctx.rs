@@ -287,7 +287,7 @@ impl Ctx {
 
     /// The client's self-description, if sent (display and logs only).
     pub fn client_info(&self) -> Option<&Implementation> {
-        self.inner.meta.client_info.as_ref()
+        self.inner.meta.client_info.as_deref()
     }
 
     /// The request's whole `_meta`.

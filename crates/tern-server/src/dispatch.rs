@@ -27,7 +27,9 @@ use crate::server::{Server, serves};
 /// [`Server::decode`], answer it with [`Server::handle_decoded`].
 pub struct DecodedRequest {
     id: RequestId,
-    request: ClientRequest,
+    /// Boxed: the decoded request travels through every layer of a call's
+    /// future, which would otherwise hold a copy of it at each.
+    request: Box<ClientRequest>,
     registry: Arc<Registry>,
 }
 
@@ -163,7 +165,7 @@ impl Server {
             }
             Ok(typed) => Ok(DecodedRequest {
                 id: request.id.clone(),
-                request: typed,
+                request: Box::new(typed),
                 registry,
             }),
             Err(e) => {
@@ -235,7 +237,7 @@ impl Server {
         let hints = self.inner.config.list_cache;
         let meta = || Some(ResultMeta::with_server_info(engine.info.clone()));
         let id = decoded.id;
-        match decoded.request {
+        match *decoded.request {
             ClientRequest::Discover(_) => Ok(to_json(&DiscoverResult {
                 result_type: tern_protocol::result::CompleteTag,
                 supported_versions: vec![version::LATEST.to_owned()],

@@ -224,7 +224,8 @@ impl Engine {
             && matches!(strategy, Strategy::Suspend)
             && resumed.presented.is_some()
         {
-            return guard::run(self, request, resumed, handler, finish).await;
+            // Boxed, as the task start: the common leg stays small.
+            return Box::pin(guard::run(self, request, resumed, handler, finish)).await;
         }
         self.leg(request, resumed, handler, finish, strategy).await
     }
@@ -318,12 +319,12 @@ impl Engine {
                     let spec = crate::task::runner::StartSpec {
                         call_id,
                         principal: request.origin.principal.clone(),
-                        capabilities: request.meta.client_capabilities.clone(),
+                        capabilities: (*request.meta.client_capabilities).clone(),
                     };
                     let tasks = Arc::clone(&self.tasks);
-                    tasks
-                        .start(Arc::clone(&self), spec, ctx, cancel, body, finish)
-                        .await
+                    // Boxed: rare, and large enough to double every leg's
+                    // future if held inline.
+                    Box::pin(tasks.start(Arc::clone(&self), spec, ctx, cancel, body, finish)).await
                 }
                 Driven::Done(out) => finish(&self, out),
                 Driven::Suspended => {
