@@ -443,7 +443,7 @@ impl ServerBuilder {
             changes: self.changes,
             shutdown: CancellationToken::new(),
             engine: Arc::new(Engine {
-                sealer,
+                sealer: RwLock::new(Arc::new(sealer)),
                 store,
                 clock: self.clock,
                 limits: self.limits,

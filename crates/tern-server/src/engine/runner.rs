@@ -278,7 +278,7 @@ impl Engine {
                 request_id: request.id.clone(),
                 call_id,
                 round: round + 1,
-                memo_limit: self.sealer.options().max_token_len / 2,
+                memo_limit: self.sealer().options().max_token_len / 2,
                 meta: request.meta.clone(),
                 principal: request.origin.principal.clone(),
                 server: self.info.clone(),
@@ -407,7 +407,7 @@ impl Engine {
             arguments: origin.arguments.as_deref(),
         };
         let opened = self
-            .sealer
+            .sealer()
             .open(token, &expect, now)
             .map_err(|e| invalid_state(format_args!("{:?}", e.reason())))?;
         let payload = Payload::decode(&opened.payload, opened.state_id, opened.issued_at)
@@ -508,7 +508,7 @@ impl Engine {
             payload: &bytes,
         };
         let token = self
-            .sealer
+            .sealer()
             .seal(&claims, self.clock.now(), random_bytes())
             .map_err(|e| {
                 if e.is_inexact_arguments() {
@@ -531,7 +531,7 @@ impl Engine {
     /// the next round's state, and an oversized one is the client's fault
     /// (`-32602`), not a server error later.
     fn check_answer_len(&self, raw: &Value) -> Result<(), ErrorObject> {
-        let limit = self.sealer.options().max_token_len / 2;
+        let limit = self.sealer().options().max_token_len / 2;
         let mut counter = LenCounter(0);
         let _ = serde_json::to_writer(&mut counter, raw);
         if counter.0 > limit {
