@@ -58,7 +58,8 @@ impl Ledger {
     }
 
     /// Appends one transfer (`AMOUNT_CENTS RECIPIENT`); its number in the
-    /// ledger.
+    /// ledger. Never retried here: a write whose reply was lost may have
+    /// happened (the guarded leg's store records what the caller saw).
     ///
     /// # Errors
     /// Redis failed.

@@ -58,7 +58,13 @@ fn store_failed(e: &StoreError) -> ErrorObject {
         );
     }
     tracing::error!(error = ?e, "replay store failed");
-    ErrorObject::new(code::INTERNAL_ERROR, "Internal error")
+    // Only `begin` and a duplicate's `status` come here: this attempt did
+    // not run its handler, so retrying the same state later is safe.
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        "Internal error: the replay store is unreachable, so this request did not run; retry it \
+         later with the same requestState",
+    )
 }
 
 fn from_outcome(outcome: Outcome) -> Result<Json, ErrorObject> {

@@ -15,8 +15,11 @@
 
 mod await_demo;
 mod cli;
+mod cluster;
 mod demo;
 mod demo_tasks;
 mod fake;
+mod fleet;
+mod fleet_mode;
 mod process;
 mod terminal;
