@@ -104,7 +104,7 @@ pub use handler::{Args, Json, Uri};
 pub use principal::Principal;
 pub use prompt::PromptDef;
 pub use question::{Answer, Elicit, ListRoots, Question, Sample};
-pub use registry::{Change, Changes};
+pub use registry::{Change, ChangeRelay, Changes};
 pub use replay::{MemoryReplayStore, ReplayStore, StoreLimits};
 pub use resource::{ResourceDef, ResourceTemplateDef};
 pub use server::Server;

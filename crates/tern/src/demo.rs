@@ -541,7 +541,7 @@ pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
         );
     match ledger {
         Some(ledger) => builder.resource(
-            ResourceDef::new("demo://ledger", "ledger", move || {
+            ResourceDef::new(crate::demo_fleet::LEDGER_URI, "ledger", move || {
                 read_ledger(ledger.clone())
             })
             .description(

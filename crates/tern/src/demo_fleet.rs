@@ -1,8 +1,10 @@
 //! The demo as one replica of a fleet (`tern serve demo --http ADDR --redis
 //! URL --keys FILE`): shared keys, the replay and task stores in Redis
 //! (`tern-redis`), `transfer_funds` recording each transfer in a Redis
-//! ledger that `demo://ledger` reads back, health endpoints for a load
-//! balancer, and the key ring reloaded on `SIGHUP`.
+//! ledger that `demo://ledger` reads back (its updates published on the
+//! fleet's change bus, so a `subscriptions/listen` on any replica hears
+//! them), health endpoints for a load balancer, and the key ring reloaded
+//! on `SIGHUP`.
 //!
 //! | path | what |
 //! |---|---|
@@ -17,17 +19,23 @@ use std::time::Duration;
 
 use axum::routing::get;
 use redis::aio::ConnectionManager;
-use tern_redis::{RedisOptions, RedisReplayStore, RedisTaskStore};
+use tern_redis::{RedisChangeBus, RedisOptions, RedisReplayStore, RedisTaskStore};
 use tern_server::task::TaskConfig;
 use tern_server::transport::accept::ServeOptions;
 use tern_server::transport::http::Http;
-use tern_server::{CallLimits, KeyRing, Server, ServerBuilder};
+use tern_server::{CallLimits, Changes, KeyRing, Server, ServerBuilder};
+
+/// The ledger's resource.
+pub const LEDGER_URI: &str = "demo://ledger";
 
 /// The transfers of a fleet, in one Redis list every replica appends to.
 #[derive(Clone)]
 pub struct Ledger {
     conn: ConnectionManager,
     key: String,
+    /// Told of every transfer (`demo://ledger` updated), on every replica
+    /// through the fleet's change bus.
+    changes: Arc<std::sync::OnceLock<Changes>>,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -54,6 +62,7 @@ impl Ledger {
         Ok(Self {
             conn,
             key: format!("{prefix}:ledger"),
+            changes: Arc::default(),
         })
     }
 
@@ -65,12 +74,16 @@ impl Ledger {
     /// Redis failed.
     pub async fn record(&self, amount: u64, to: &str) -> Result<u64, String> {
         let mut conn = self.conn.clone();
-        redis::cmd("RPUSH")
+        let n = redis::cmd("RPUSH")
             .arg(&self.key)
             .arg(format!("{amount} {to}"))
             .query_async(&mut conn)
             .await
-            .map_err(|e| format!("the ledger is unreachable: {e}"))
+            .map_err(|e| format!("the ledger is unreachable: {e}"))?;
+        if let Some(changes) = self.changes.get() {
+            changes.resource_updated(LEDGER_URI);
+        }
+        Ok(n)
     }
 
     /// Every transfer, one line each, oldest first.
@@ -137,11 +150,19 @@ pub async fn fleet(
     let replay = RedisReplayStore::connect(url, options.clone())
         .await
         .map_err(|e| unreachable(url, &e))?;
-    let tasks = RedisTaskStore::connect(url, options)
+    let tasks = RedisTaskStore::connect(url, options.clone())
         .await
         .map_err(|e| unreachable(url, &e))?;
     let ledger = Ledger::connect(url, "tern-demo").await?;
-    let builder = crate::demo::builder_with_ledger(Some(ledger.clone()))
+    let builder = crate::demo::builder_with_ledger(Some(ledger.clone()));
+    // Resource updates reach the listen streams of every replica.
+    let changes = builder.changes();
+    let bus = RedisChangeBus::connect(url, options.clone(), changes.clone())
+        .await
+        .map_err(|e| unreachable(url, &e))?;
+    changes.relay_through(Arc::new(bus));
+    let _ = ledger.changes.set(changes);
+    let builder = builder
         .keys(keys)
         .replay_store(Arc::new(replay))
         .task_store(Arc::new(tasks))

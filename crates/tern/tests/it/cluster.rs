@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::fleet::{Nginx, RedisServer, Replica, Reply, Scratch, call, generate_keys, get};
+use crate::fleet::{Listen, Nginx, RedisServer, Replica, Reply, Scratch, call, generate_keys, get};
 
 /// Guarded legs' and task runners' lease in the fleet: a killed replica's
 /// claims read "outcome unknown" within it.
@@ -562,11 +562,76 @@ async fn a_redis_restart_under_load(c: &mut Cluster) {
     f.uncertain += uncertain;
 }
 
+/// A listen stream on one replica hears a resource update and a task's
+/// status written on others (through Redis).
+async fn a_listen_stream_hears_other_replicas(c: &Cluster) {
+    let quiet = Duration::from_secs(10);
+    let mut on_a = Listen::open(
+        &c.direct(0),
+        json!({"resourceSubscriptions": ["demo://ledger"]}),
+    )
+    .await;
+    let ack = on_a.next(quiet).await.expect("the acknowledgement");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    let (args, state) = c.start_transfer(&c.direct(1), "g-1", "grace", 0).await;
+    let done = c.final_transfer(&c.direct(1), "g-1", &args, &state).await;
+    assert!(transferred(&done).is_some(), "{done:?}");
+    c.figures().transfers_confirmed += 1;
+    let updated = on_a
+        .until(quiet, |m| m["method"] == "notifications/resources/updated")
+        .await;
+    assert_eq!(updated["params"]["uri"], "demo://ledger");
+
+    let created = c
+        .call(
+            &c.direct(1),
+            "g-2",
+            "tools/call",
+            json!({"name": "import_dataset", "arguments": {"rows": 20}}),
+        )
+        .await;
+    let task_id = created.result()["taskId"].as_str().unwrap().to_owned();
+    let mut on_c = Listen::open(&c.direct(2), json!({"taskIds": [task_id]})).await;
+    let ack = on_c.next(quiet).await.expect("the acknowledgement");
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([task_id]),
+        "{ack}"
+    );
+    let asking = task_until(c, &c.direct(0), &task_id, &["input_required"]).await;
+    let key = asking["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let update = c
+        .call(
+            &c.direct(0),
+            "g-2",
+            "tasks/update",
+            json!({"taskId": task_id, "inputResponses": {key: {"action": "accept", "content": {"on_error": "abort"}}}}),
+        )
+        .await;
+    assert!(matches!(update, Reply::Result(_)), "{update:?}");
+    let ended = on_c
+        .until(quiet, |m| {
+            m["method"] == "notifications/tasks" && m["params"]["status"] == "completed"
+        })
+        .await;
+    assert_eq!(ended["params"]["taskId"], task_id.as_str(), "{ended}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_behind_nginx_keeps_every_effect_once_through_kills_and_a_redis_restart() {
     let mut c = Cluster::start().await;
     legs_land_on_different_replicas(&c).await;
     duplicates_on_two_replicas_make_one_transfer(&c).await;
+    a_listen_stream_hears_other_replicas(&c).await;
     a_kill_between_legs_loses_nothing(&mut c).await;
     a_kill_inside_a_guarded_leg_is_outcome_unknown(&mut c).await;
     tasks_span_replicas_and_outlive_their_runner(&mut c).await;

@@ -455,3 +455,80 @@ pub async fn call(
         _ => Reply::Transport(format!("HTTP {status}")),
     }
 }
+
+/// An open `subscriptions/listen` stream (SSE), read message by message.
+pub struct Listen {
+    body: hyper::body::Incoming,
+    buffer: String,
+}
+
+impl std::fmt::Debug for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listen").finish_non_exhaustive()
+    }
+}
+
+impl Listen {
+    /// Opens `subscriptions/listen` at `base` with `filter`.
+    pub async fn open(base: &str, filter: Value) -> Self {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+            "params": {"notifications": filter, "_meta": meta()}});
+        let request = hyper::Request::post(format!("{base}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(5), client().request(request))
+            .await
+            .expect("the listen stream opens within 5 s")
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        Self {
+            body: response.into_body(),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next JSON-RPC message of the stream, within `within`.
+    pub async fn next(&mut self, within: Duration) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim)
+                    .collect();
+                if let Ok(v) = serde_json::from_str(&data) {
+                    return Some(v);
+                }
+                continue;
+            }
+            let frame = tokio::time::timeout_at(deadline, self.body.frame())
+                .await
+                .ok()??
+                .ok()?;
+            if let Some(bytes) = frame.data_ref() {
+                self.buffer
+                    .push_str(&String::from_utf8_lossy(bytes).replace("\r\n", "\n"));
+            }
+        }
+    }
+
+    /// Reads until a message `accept`s (at most 100 messages, each within
+    /// `within`).
+    pub async fn until(&mut self, within: Duration, accept: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..100 {
+            let Some(message) = self.next(within).await else {
+                panic!("the listen stream went quiet or closed");
+            };
+            if accept(&message) {
+                return message;
+            }
+        }
+        panic!("no matching message in 100");
+    }
+}
