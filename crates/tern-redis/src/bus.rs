@@ -116,11 +116,10 @@ impl ChangeRelay for RedisChangeBus {
                 tracing::warn!(error = %e, %uri, "resource update not published");
             }
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(publish);
-            }
-            Err(_) => tracing::warn!(%uri, "resource update not published: no runtime"),
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(publish);
+        } else {
+            tracing::warn!(uri, "resource update not published: no runtime");
         }
     }
 }

@@ -613,7 +613,7 @@ pub(crate) async fn listen<T: Clone>(
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %e, %channel, "cannot reach Redis for a change channel")
+                tracing::warn!(error = %e, %channel, "cannot reach Redis for a change channel");
             }
         }
         tokio::time::sleep(backoff).await;

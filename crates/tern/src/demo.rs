@@ -194,7 +194,12 @@ async fn transfer_funds(
 /// RECIPIENT`), oldest first.
 async fn read_ledger(ledger: Ledger) -> Result<String, ToolError> {
     let lines = ledger.lines().await.map_err(ToolError::new)?;
-    Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 #[derive(Deserialize, JsonSchema)]

@@ -40,7 +40,9 @@ pub struct Ledger {
 
 impl std::fmt::Debug for Ledger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ledger").field("key", &self.key).finish()
+        f.debug_struct("Ledger")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
     }
 }
 
@@ -285,7 +287,7 @@ fn spawn_key_reload(server: Server, keys_file: PathBuf) {
                         eprintln!("tern: key ring reloaded ({ids})");
                     }
                     Err(e) => {
-                        eprintln!("tern: key ring not reloaded, keeping the current one: {e}")
+                        eprintln!("tern: key ring not reloaded, keeping the current one: {e}");
                     }
                 }
             }

@@ -449,6 +449,13 @@ fn read_tokens(
     demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The key file at `path`, or `None` with the reason printed.
+fn read_key_file(path: &std::path::Path) -> Option<KeyRing> {
+    tern::demo_fleet::read_keys(path)
+        .map_err(|e| eprintln!("tern: {e}"))
+        .ok()
+}
+
 /// `endpoint`, authenticating with `tokens` when given.
 fn with_tokens(endpoint: Http, tokens: Option<std::collections::HashMap<String, String>>) -> Http {
     match tokens {
@@ -567,13 +574,10 @@ fn serve(served: Served) -> ExitCode {
                 builder = builder.state_ttl(Duration::from_secs(secs));
             }
             if let Some(path) = keys {
-                match tern::demo_fleet::read_keys(&path) {
-                    Ok(ring) => builder = builder.keys(ring),
-                    Err(e) => {
-                        eprintln!("tern: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
+                let Some(ring) = read_key_file(&path) else {
+                    return ExitCode::from(2);
+                };
+                builder = builder.keys(ring);
             }
             let demo_server = match builder.build() {
                 Ok(s) => s,

@@ -133,7 +133,7 @@ impl Cluster {
             let reply = self.call(base, id, "tools/call", params).await;
             match &reply {
                 Reply::Result(r) if r["resultType"] == "input_required" => {
-                    state = r["requestState"].as_str().unwrap().to_owned();
+                    r["requestState"].as_str().unwrap().clone_into(&mut state);
                 }
                 _ => return reply,
             }

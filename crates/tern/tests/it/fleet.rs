@@ -8,6 +8,7 @@
 //! fails the test with that advice.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -218,10 +219,10 @@ impl Nginx {
         );
         let port = free_port();
         let d = dir.display();
-        let servers: String = upstreams
-            .iter()
-            .map(|u| format!("        server {u} max_fails=0;\n"))
-            .collect();
+        let mut servers = String::new();
+        for u in upstreams {
+            let _ = writeln!(servers, "        server {u} max_fails=0;");
+        }
         let conf = format!(
             "daemon off;
 master_process off;
