@@ -76,6 +76,7 @@ pub mod form;
 pub mod handler;
 pub(crate) mod json;
 pub mod legacy;
+pub mod metrics;
 pub(crate) mod paging;
 pub mod principal;
 pub mod prompt;

@@ -6,3 +6,4 @@
 
 pub mod demo;
 pub mod demo_fleet;
+pub mod telemetry;

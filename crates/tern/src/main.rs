@@ -308,19 +308,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    // Logs go to standard error: standard output carries protocol only.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
-                // A stdio server kept running past its input is killed, and
-                // that is said in tern's own error when it matters.
-                .unwrap_or_else(|_| {
-                    tracing_subscriber::EnvFilter::new("warn,tern_client::transport::stdio=error")
-                }),
-        )
-        .init();
+    // Logs go to standard error: standard output carries protocol only
+    // (and spans and counters over OTLP, with the `otel` feature).
+    let _telemetry = tern::telemetry::init();
     let (op, server, input) = match cli.command {
         Command::Discover { server } => (Op::Discover, server, None),
         Command::Tools { server } => (Op::Tools, server, None),

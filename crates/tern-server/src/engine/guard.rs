@@ -106,6 +106,13 @@ pub(crate) async fn run<T: Send + 'static>(
         .begin(claim)
         .await
         .map_err(|e| store_failed(&e))?;
+    crate::metrics::replay_outcome(match (&begun, policy.idempotent_retry) {
+        (Begin::First, _) => "first",
+        (_, false) => "redeemed",
+        (Begin::Done(_), true) => "done",
+        (Begin::Unknown, true) => "unknown",
+        (Begin::InFlight, true) => "in_flight",
+    });
     match begun {
         Begin::First => {}
         _ if !policy.idempotent_retry => {

@@ -54,7 +54,9 @@ pub(crate) const INVALID_STATE: &str = "Invalid or expired requestState";
 pub(crate) const UNBOUND: &str = "*";
 
 pub(crate) fn invalid_state(reason: impl std::fmt::Display) -> ErrorObject {
+    let reason = reason.to_string();
     tracing::info!(%reason, "requestState refused");
+    crate::metrics::refused_state(&reason);
     ErrorObject::invalid_params(INVALID_STATE)
 }
 
@@ -325,7 +327,10 @@ impl Engine {
                         .start(Arc::clone(&self), spec, ctx, cancel, body, finish)
                         .await
                 }
-                Driven::Done(out) => finish(&self, out),
+                Driven::Done(out) => {
+                    crate::metrics::rounds_per_call(request.origin.method, round + 1);
+                    finish(&self, out)
+                }
                 Driven::Suspended => {
                     let leg = ctx.take_leg();
                     let round = round + 1;

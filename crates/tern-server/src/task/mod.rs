@@ -366,6 +366,13 @@ pub(crate) fn end(
     error: Option<ErrorObject>,
     retention: Option<Duration>,
 ) {
+    crate::metrics::task_state(match status {
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+        TaskStatus::Working => "working",
+        TaskStatus::InputRequired => "input_required",
+    });
     record.status = status;
     record.status_message = Some(match (status, &error) {
         (TaskStatus::Failed, Some(e)) => e.message.clone(),

@@ -21,5 +21,7 @@ mod demo_tasks;
 mod fake;
 mod fleet;
 mod fleet_mode;
+#[cfg(feature = "otel")]
+mod otel;
 mod process;
 mod terminal;
