@@ -29,13 +29,26 @@
 //! instead, read as "store full"). Keys carry a hash tag per caller, so a
 //! Redis Cluster works too.
 //!
+//! [`RedisTaskStore`] keeps task records (results, questions, answers, the
+//! runner's lease) in the same Redis, so `tasks/get`, `tasks/update` and
+//! `tasks/cancel` work on any replica and a task whose runner died reads
+//! `failed` everywhere.
+//!
+//! [`RedisChangeBus`] carries resource updates between replicas, so a
+//! `subscriptions/listen` stream on one replica hears a change made on
+//! another (task notifications follow the task store's own announcements;
+//! registry `list_changed` stays per replica, see [`bus`]).
+//!
 //! Features: `tls` enables `rediss://` URLs (rustls with the ring provider
-//! and the system's roots). Stability: pre-1.0. The task store and the
-//! subscription bus of a fleet follow.
+//! and the system's roots). Stability: pre-1.0.
 
+pub mod bus;
 pub mod replay;
+pub mod task;
 
+pub use bus::RedisChangeBus;
 pub use replay::{ConnectError, RedisOptions, RedisReplayStore};
+pub use task::RedisTaskStore;
 
 /// Installs rustls's ring provider once, for `rediss://` connections.
 #[cfg(feature = "tls")]

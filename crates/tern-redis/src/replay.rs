@@ -342,9 +342,29 @@ impl Drop for RedisReplayStore {
     }
 }
 
+/// A client and a connection manager for `url`, set up with `options`'
+/// timeouts (shared by every store of this crate).
+pub(crate) async fn connect(
+    url: &str,
+    options: &RedisOptions,
+) -> Result<(redis::Client, ConnectionManager), ConnectError> {
+    #[cfg(feature = "tls")]
+    crate::install_crypto_provider();
+    let client = redis::Client::open(url).map_err(ConnectError)?;
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_response_timeout(Some(options.response_timeout))
+        .set_connection_timeout(Some(options.connect_timeout))
+        .set_number_of_retries(1);
+    let conn = client
+        .get_connection_manager_with_config(config)
+        .await
+        .map_err(ConnectError)?;
+    Ok((client, conn))
+}
+
 /// Why a store could not be set up.
 #[derive(Debug)]
-pub struct ConnectError(redis::RedisError);
+pub struct ConnectError(pub(crate) redis::RedisError);
 
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -363,20 +383,10 @@ impl RedisReplayStore {
     /// `rediss://`). The connection reconnects by itself after an outage;
     /// commands during one fail within [`RedisOptions::response_timeout`].
     pub async fn connect(url: &str, options: RedisOptions) -> Result<Self, ConnectError> {
-        #[cfg(feature = "tls")]
-        crate::install_crypto_provider();
-        let client = redis::Client::open(url).map_err(ConnectError)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_response_timeout(Some(options.response_timeout))
-            .set_connection_timeout(Some(options.connect_timeout))
-            .set_number_of_retries(1);
-        let conn = client
-            .get_connection_manager_with_config(config)
-            .await
-            .map_err(ConnectError)?;
+        let (client, conn) = connect(url, &options).await?;
         let channel = format!("{}:replay", options.prefix);
         let (changes, _) = broadcast::channel(1024);
-        let listener = tokio::spawn(listen(client, channel.clone(), changes.clone()));
+        let listener = tokio::spawn(listen(client, channel.clone(), changes.clone(), unhex));
         Ok(Self {
             conn,
             scripts: Arc::new(Scripts::new()),
@@ -542,12 +552,21 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = redis::RedisResult<T>>,
 {
+    once_more(call).await.map_err(|e| store_error(&e))
+}
+
+/// [`retried`] without the error mapping (the task store maps its own).
+pub(crate) async fn once_more<T, F, Fut>(call: F) -> redis::RedisResult<T>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = redis::RedisResult<T>>,
+{
     match call().await {
         Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() => {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            call().await.map_err(|e| store_error(&e))
+            call().await
         }
-        other => other.map_err(|e| store_error(&e)),
+        other => other,
     }
 }
 
@@ -564,30 +583,38 @@ fn parse_state(answer: &str) -> Result<Begin, StoreError> {
     }
 }
 
-/// The change channel's subscriber: reconnects after an outage (waiters
-/// re-check on the engine's slow timer meanwhile).
-async fn listen(client: redis::Client, channel: String, changes: broadcast::Sender<StateId>) {
+/// A change channel's subscriber: reconnects after an outage (waiters
+/// re-check on a slow timer meanwhile). Each payload `parse` accepts is
+/// fanned out on `changes`.
+pub(crate) async fn listen<T: Clone>(
+    client: redis::Client,
+    channel: String,
+    changes: broadcast::Sender<T>,
+    parse: fn(&str) -> Option<T>,
+) {
     use futures_util::StreamExt as _;
     let mut backoff = Duration::from_millis(50);
     loop {
         match client.get_async_pubsub().await {
             Ok(mut pubsub) => {
                 if let Err(e) = pubsub.subscribe(&channel).await {
-                    tracing::warn!(error = %e, "cannot subscribe to the replay channel");
+                    tracing::warn!(error = %e, %channel, "cannot subscribe to a change channel");
                 } else {
                     backoff = Duration::from_millis(50);
                     let mut messages = pubsub.into_on_message();
                     while let Some(message) = messages.next().await {
                         if let Some(id) =
-                            message.get_payload::<String>().ok().and_then(|p| unhex(&p))
+                            message.get_payload::<String>().ok().and_then(|p| parse(&p))
                         {
                             let _ = changes.send(id);
                         }
                     }
-                    tracing::warn!("the replay channel's connection closed; reconnecting");
+                    tracing::warn!(%channel, "a change channel's connection closed; reconnecting");
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "cannot reach Redis for the replay channel"),
+            Err(e) => {
+                tracing::warn!(error = %e, %channel, "cannot reach Redis for a change channel");
+            }
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(2));

@@ -191,7 +191,10 @@ impl ServerBuilder {
     /// Declares that several instances serve this server: [`Self::build`] then
     /// refuses to start without shared [`Self::keys`], or with a replay store
     /// that only one process sees (the default in-memory one): a duplicate
-    /// retry that reached another replica would run its effect again.
+    /// retry that reached another replica would run its effect again. It
+    /// also refuses a task store that is not [`TaskStore::is_shared`] (or
+    /// none, when a tool may become a task): `tasks/get` on another replica
+    /// would not know the task.
     #[must_use]
     pub fn multi_instance(mut self) -> Self {
         self.multi_instance = true;
@@ -413,6 +416,18 @@ impl ServerBuilder {
                 );
             }
         }
+        if self.multi_instance {
+            let shared = self.task_store.as_ref().map(|s| s.is_shared());
+            let task_tools = registry.tools.values().any(|t| t.def.policy.task.is_some());
+            if shared == Some(false) || (shared.is_none() && task_tools) {
+                return Err(BuildError(
+                    "a server configured for several instances needs a task store every \
+                     instance shares (tern-redis): with one per process, tasks/get, tasks/update \
+                     and tasks/cancel fail on every other instance"
+                        .into(),
+                ));
+            }
+        }
         let tasks_advertised = self.task_store.is_some();
         registry.tasks_advertised = tasks_advertised;
         registry.refresh();
@@ -428,7 +443,7 @@ impl ServerBuilder {
             changes: self.changes,
             shutdown: CancellationToken::new(),
             engine: Arc::new(Engine {
-                sealer,
+                sealer: RwLock::new(Arc::new(sealer)),
                 store,
                 clock: self.clock,
                 limits: self.limits,

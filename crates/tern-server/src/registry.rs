@@ -91,21 +91,51 @@ pub enum Change {
     ResourceUpdated(String),
 }
 
+/// Carries resource updates between the replicas of a fleet (Redis
+/// pub/sub: `tern_redis::RedisChangeBus`). With a relay, an update announced
+/// on any replica reaches the `subscriptions/listen` streams of every
+/// replica: [`Changes::resource_updated`] hands it to [`Self::publish`], and
+/// the relay delivers what it hears (this replica's own updates included)
+/// with [`Changes::deliver`]. List changes (`tools`, `prompts`, `resources`)
+/// are not relayed: a registry change made at run time is that replica's
+/// own, and its `list_changed` stays on that replica.
+pub trait ChangeRelay: Send + Sync + std::fmt::Debug + 'static {
+    /// Publishes that the resource at `uri` changed. Best effort: a relay
+    /// that cannot reach its bus logs and drops the update (a listener that
+    /// must not miss one re-reads the resource when its stream reopens).
+    fn publish(&self, uri: &str);
+}
+
 /// Announces changes to every open subscription of a server. Cheap to clone;
 /// take one from [`crate::ServerBuilder::changes`] to use inside handlers.
-/// With several replicas, feed it from a shared bus (`tern-redis`).
+/// With several replicas, feed resource updates through a shared bus
+/// ([`Changes::relay_through`], `tern-redis`).
 #[derive(Debug, Clone)]
-pub struct Changes(pub(crate) broadcast::Sender<Change>);
+pub struct Changes(
+    pub(crate) broadcast::Sender<Change>,
+    pub(crate) Arc<std::sync::OnceLock<Arc<dyn ChangeRelay>>>,
+);
 
 impl Default for Changes {
     fn default() -> Self {
-        Self(broadcast::channel(256).0)
+        Self(broadcast::channel(256).0, Arc::default())
     }
 }
 
 impl Changes {
-    /// Announces `change`.
+    /// Announces `change` to this process's streams (a resource update goes
+    /// through the relay when there is one).
     pub fn announce(&self, change: Change) {
+        if let (Change::ResourceUpdated(uri), Some(relay)) = (&change, self.1.get()) {
+            relay.publish(uri);
+            return;
+        }
+        self.deliver(change);
+    }
+
+    /// Hands `change` to this process's streams only: what a relay calls
+    /// with the updates it hears.
+    pub fn deliver(&self, change: Change) {
         // No subscriber is not an error.
         let _ = self.0.send(change);
     }
@@ -125,9 +155,15 @@ impl Changes {
         self.announce(Change::Resources);
     }
 
-    /// The resource at `uri` changed.
+    /// The resource at `uri` changed (on every replica, with a relay).
     pub fn resource_updated(&self, uri: impl Into<String>) {
         self.announce(Change::ResourceUpdated(uri.into()));
+    }
+
+    /// Sends resource updates through `relay` from now on (once; a second
+    /// relay is ignored, `false`).
+    pub fn relay_through(&self, relay: Arc<dyn ChangeRelay>) -> bool {
+        self.1.set(relay).is_ok()
     }
 
     /// A receiver of every change from now on.

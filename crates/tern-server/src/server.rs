@@ -179,6 +179,33 @@ impl Server {
         let _ = running.wait_for(|n| *n == 0).await;
     }
 
+    /// Replaces the `requestState` key ring without a restart (rotation:
+    /// put the new key first and keep the old ones, so states sealed before
+    /// still open; drop an old key once states sealed with it have expired).
+    /// The lifetime, size and audience of states stay. A leg already running
+    /// finishes with the ring it started with.
+    pub fn reload_keys(&self, keys: crate::KeyRing) {
+        let mut sealer = self
+            .inner
+            .engine
+            .sealer
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let options = sealer.options().clone();
+        *sealer = Arc::new(tern_seal::Sealer::new(keys, options));
+    }
+
+    /// The ids of the current key ring, the sealing one first.
+    pub fn key_ids(&self) -> Vec<String> {
+        self.inner
+            .engine
+            .sealer()
+            .key_ring()
+            .key_ids()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// How 2025 clients are served; `None` when the server is modern only.
     pub fn legacy_options(&self) -> Option<crate::legacy::LegacyOptions> {
         self.inner.config.legacy

@@ -85,7 +85,7 @@ impl Server {
         let tasks = &self.inner.engine.tasks;
         // Subscribe before reading the tasks and acknowledging, so nothing
         // after the ack is missed.
-        let mut task_changes = tasks.changed.subscribe();
+        let mut task_changes = tasks.subscribe_changes();
         let mut filter = self.honoured(&params.notifications);
         filter.task_ids = self.followed_tasks(&params, &call.principal).await?;
         let meta = || Some(NotificationMeta::subscription(id.clone()));

@@ -13,6 +13,8 @@ use tern_protocol::logging::LoggingLevel;
 use tern_protocol::prompt::PromptMessage;
 use tern_protocol::{ContentBlock, Implementation};
 use tern_server::task::{MemoryTaskStore, TaskConfig, TaskStore};
+
+pub use crate::demo_fleet::Ledger;
 use tern_server::{
     Answer, Args, BuildError, Ctx, Elicit, PromptDef, ResourceDef, Server, ServerBuilder,
     TaskSupport, ToolDef, ToolError, Uri,
@@ -130,6 +132,12 @@ struct Transfer {
     /// Amount in cents.
     #[schemars(range(min = 1))]
     amount: u64,
+    /// How long the bank takes to settle after the transfer is recorded, in
+    /// milliseconds (0 to 10000, default 0): a window in which the outcome
+    /// is not known yet, for showing what a duplicate or a crash then gets.
+    #[serde(default)]
+    #[schemars(range(max = 10_000))]
+    settle_ms: u64,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -141,7 +149,11 @@ struct Confirm {
 /// Transfers made by this process: the effect that must happen once.
 pub static TRANSFERS: AtomicU64 = AtomicU64::new(0);
 
-async fn transfer_funds(ctx: Ctx, Args(t): Args<Transfer>) -> Result<String, ToolError> {
+async fn transfer_funds(
+    ctx: Ctx,
+    Args(t): Args<Transfer>,
+    ledger: Option<Ledger>,
+) -> Result<String, ToolError> {
     let message = format!(
         "Transfer {}.{:02} to {}?",
         t.amount / 100,
@@ -155,7 +167,18 @@ async fn transfer_funds(ctx: Ctx, Args(t): Args<Transfer>) -> Result<String, Too
         Answer::Accept(Confirm { confirm: true }) => {
             // The side effect runs only after every answer is in; the tool is
             // single-use and idempotent, so a duplicated retry does not repeat it.
-            let n = TRANSFERS.fetch_add(1, Ordering::SeqCst) + 1;
+            let n = match ledger {
+                // A fleet: the transfer is recorded where every replica
+                // (and `demo://ledger`) sees it.
+                Some(ledger) => ledger
+                    .record(t.amount, &t.to)
+                    .await
+                    .map_err(ToolError::new)?,
+                None => TRANSFERS.fetch_add(1, Ordering::SeqCst) + 1,
+            };
+            if t.settle_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(t.settle_ms.min(10_000))).await;
+            }
             Ok(format!(
                 "Transferred {}.{:02} to {} (transfer #{n}).",
                 t.amount / 100,
@@ -165,6 +188,18 @@ async fn transfer_funds(ctx: Ctx, Args(t): Args<Transfer>) -> Result<String, Too
         }
         _ => Ok("Transfer cancelled.".into()),
     }
+}
+
+/// `demo://ledger`: one line per transfer of the fleet (`AMOUNT_CENTS
+/// RECIPIENT`), oldest first.
+async fn read_ledger(ledger: Ledger) -> Result<String, ToolError> {
+    let lines = ledger.lines().await.map_err(ToolError::new)?;
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -471,19 +506,28 @@ async fn nightly_report(ctx: Ctx) -> Result<String, ToolError> {
 
 /// The demo server's builder, for callers to add keys and limits.
 pub fn builder() -> ServerBuilder {
+    builder_with_ledger(None)
+}
+
+/// The demo's builder; with a ledger (fleet mode), `transfer_funds` records
+/// each transfer in it and `demo://ledger` reads them back.
+pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
     let info = Implementation {
         title: Some("tern demo".into()),
         description: Some("Every kind of question a 2026-07-28 server can ask: forms (one or two per round, dependent rounds), a sign-in page, a completion and the roots, with progress".into()),
         ..Implementation::new("tern-demo", env!("CARGO_PKG_VERSION"))
     };
-    Server::builder("tern-demo", env!("CARGO_PKG_VERSION"))
+    let transfer_ledger = ledger.clone();
+    let transfer =
+        move |ctx: Ctx, args: Args<Transfer>| transfer_funds(ctx, args, transfer_ledger.clone());
+    let builder = Server::builder("tern-demo", env!("CARGO_PKG_VERSION"))
         .info(info)
         .task_config(TaskConfig::default().poll_interval(Duration::from_millis(200)))
         .instructions("A demo of MCP 2026-07-28 multi round-trip requests: each tool, the prompt and the resource asks the client something (a form, a sign-in page, a completion or the roots) before it answers.")
         .tool(ToolDef::new("provision_database", "Creates a database after asking which region it should live in", provision_database).elicits::<Region>())
         .tool(ToolDef::new("book_table", "Books a restaurant table; asks party size and time in one round", book_table).elicits::<Party>().elicits::<Time>())
         .tool(
-            ToolDef::new("transfer_funds", "Transfers money after an explicit confirmation (single use, idempotent retry)", transfer_funds)
+            ToolDef::new("transfer_funds", "Transfers money after an explicit confirmation (single use, idempotent retry)", transfer)
                 .elicits::<Confirm>()
                 .single_use()
                 .idempotent_retry(),
@@ -499,7 +543,19 @@ pub fn builder() -> ServerBuilder {
             ResourceDef::new("demo://greeting", "greeting", greeting)
                 .description("A greeting that asks who is reading it")
                 .mime_type("text/plain"),
-        )
+        );
+    match ledger {
+        Some(ledger) => builder.resource(
+            ResourceDef::new(crate::demo_fleet::LEDGER_URI, "ledger", move || {
+                read_ledger(ledger.clone())
+            })
+            .description(
+                "Every transfer of the fleet, one line each: amount in cents and recipient",
+            )
+            .mime_type("text/plain"),
+        ),
+        None => builder,
+    }
 }
 
 /// The task store named by `--tasks`: `memory` (the default) or

@@ -5,3 +5,5 @@
 //! process.
 
 pub mod demo;
+pub mod demo_fleet;
+pub mod telemetry;

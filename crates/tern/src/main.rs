@@ -225,8 +225,21 @@ enum Served {
         keys: Option<PathBuf>,
         /// Where tasks live: `memory` (default) or `sqlite:PATH`, durable,
         /// so tasks outlive the process (and a new stdio child knows them).
-        #[arg(long, value_name = "STORE", default_value = "memory")]
-        tasks: String,
+        /// With `--redis`, tasks live in Redis and this option is refused.
+        #[arg(long, value_name = "STORE")]
+        tasks: Option<String>,
+        /// Fleet mode: run as one replica of several behind a load balancer,
+        /// the replay store, the tasks and a transfer ledger in the Redis at
+        /// URL (`redis://` or `rediss://`). Needs `--http` and `--keys` (the
+        /// key file every replica shares; `SIGHUP` reloads it). Serves
+        /// `/healthz` and `/readyz` besides `/mcp`.
+        #[arg(long, value_name = "URL", requires = "http", requires = "keys")]
+        redis: Option<String>,
+        /// Fleet mode: how long a replica's claim on a guarded leg or a task
+        /// holds without renewal, in seconds (default 15). A replica that
+        /// dies leaves them to read "outcome unknown" within this time.
+        #[arg(long, value_name = "SECONDS", requires = "redis", value_parser = clap::value_parser!(u64).range(1..=3600))]
+        lease: Option<u64>,
         /// Over HTTP, require `Authorization: Bearer TOKEN`: the file has
         /// one `TOKEN PRINCIPAL` per line, the token naming the principal
         /// (who owns tasks and requestStates). Without it the demo is open
@@ -296,19 +309,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    // Logs go to standard error: standard output carries protocol only.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
-                // A stdio server kept running past its input is killed, and
-                // that is said in tern's own error when it matters.
-                .unwrap_or_else(|_| {
-                    tracing_subscriber::EnvFilter::new("warn,tern_client::transport::stdio=error")
-                }),
-        )
-        .init();
+    // Logs go to standard error: standard output carries protocol only
+    // (and spans and counters over OTLP, with the `otel` feature).
+    let _telemetry = tern::telemetry::init();
     let (op, server, input) = match cli.command {
         Command::Discover { server } => (Op::Discover, server, None),
         Command::Tools { server } => (Op::Tools, server, None),
@@ -437,6 +440,71 @@ fn read_tokens(
     demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The key file at `path`, or `None` with the reason printed.
+fn read_key_file(path: &std::path::Path) -> Option<KeyRing> {
+    tern::demo_fleet::read_keys(path)
+        .map_err(|e| eprintln!("tern: {e}"))
+        .ok()
+}
+
+/// `endpoint`, authenticating with `tokens` when given.
+fn with_tokens(endpoint: Http, tokens: Option<std::collections::HashMap<String, String>>) -> Http {
+    match tokens {
+        Some(tokens) => endpoint.authenticate(Bearer(move |token: &str| {
+            tokens.get(token).map(|p| Principal::new(p.as_str()))
+        })),
+        None => endpoint,
+    }
+}
+
+/// `tern serve demo --http ADDR --redis URL --keys FILE`: one replica.
+fn serve_fleet(
+    runtime: &tokio::runtime::Runtime,
+    url: &str,
+    addr: std::net::SocketAddr,
+    keys: &std::path::Path,
+    state_ttl: Option<u64>,
+    lease: Duration,
+    tokens: Option<std::collections::HashMap<String, String>>,
+) -> ExitCode {
+    let outcome = runtime.block_on(async move {
+        let (mut builder, ledger) = match tern::demo_fleet::fleet(url, keys, lease).await {
+            Ok(both) => both,
+            Err(e) => {
+                eprintln!("tern serve demo: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        if let Some(secs) = state_ttl {
+            builder = builder.state_ttl(Duration::from_secs(secs));
+        }
+        let server = match builder.build() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("tern: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        eprintln!(
+            "tern: serving the demo (fleet replica) at http://{}/mcp",
+            listener.local_addr()?
+        );
+        // Loopback Host and Origin only, as without --redis: the balancer
+        // passes the Host it was addressed with (docs/DEPLOYMENT.md).
+        let endpoint = with_tokens(Http::new(server.clone()), tokens);
+        tern::demo_fleet::serve(listener, server, endpoint, ledger, keys.to_owned()).await?;
+        Ok::<_, std::io::Error>(ExitCode::SUCCESS)
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tern: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn serve(served: Served) -> ExitCode {
     match served {
         Served::Demo {
@@ -446,15 +514,47 @@ fn serve(served: Served) -> ExitCode {
             keys,
             tasks,
             tokens,
+            redis,
+            lease,
         } => {
             if !stdio && http.is_none() {
                 eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
                 return ExitCode::from(2);
             }
-            let (store, tokens) = match demo::task_store(&tasks)
-                .and_then(|store| Ok((store, tokens.as_deref().map(read_tokens).transpose()?)))
+            let tokens = match tokens.as_deref().map(read_tokens).transpose() {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("tern serve demo: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
             {
-                Ok(both) => both,
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("tern: cannot start the runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            if let Some(url) = redis {
+                if let Some(tasks) = tasks {
+                    eprintln!(
+                        "tern serve demo: --tasks {tasks}: in fleet mode (--redis) tasks live in \
+                         Redis; an in-process store would not be seen by the other replicas"
+                    );
+                    return ExitCode::from(2);
+                }
+                let (Some(addr), Some(keys)) = (http, keys) else {
+                    eprintln!("tern serve demo: --redis needs --http and --keys");
+                    return ExitCode::from(2);
+                };
+                let lease = Duration::from_secs(lease.unwrap_or(15));
+                return serve_fleet(&runtime, &url, addr, &keys, state_ttl, lease, tokens);
+            }
+            let store = match demo::task_store(tasks.as_deref().unwrap_or("memory")) {
+                Ok(store) => store,
                 Err(e) => {
                     eprintln!("tern serve demo: {e}");
                     return ExitCode::from(2);
@@ -465,35 +565,15 @@ fn serve(served: Served) -> ExitCode {
                 builder = builder.state_ttl(Duration::from_secs(secs));
             }
             if let Some(path) = keys {
-                let text = match std::fs::read_to_string(&path) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        eprintln!("tern: cannot read {}: {e}", path.display());
-                        return ExitCode::from(2);
-                    }
+                let Some(ring) = read_key_file(&path) else {
+                    return ExitCode::from(2);
                 };
-                match KeyRing::parse(&text) {
-                    Ok(ring) => builder = builder.keys(ring),
-                    Err(e) => {
-                        eprintln!("tern: {}: {e}", path.display());
-                        return ExitCode::from(2);
-                    }
-                }
+                builder = builder.keys(ring);
             }
             let demo_server = match builder.build() {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("tern: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("tern: cannot start the runtime: {e}");
                     return ExitCode::FAILURE;
                 }
             };
@@ -508,12 +588,7 @@ fn serve(served: Served) -> ExitCode {
                         let shutdown = async {
                             let _ = tokio::signal::ctrl_c().await;
                         };
-                        let mut endpoint = Http::new(demo_server);
-                        if let Some(tokens) = tokens {
-                            endpoint = endpoint.authenticate(Bearer(move |token: &str| {
-                                tokens.get(token).map(|p| Principal::new(p.as_str()))
-                            }));
-                        }
+                        let endpoint = with_tokens(Http::new(demo_server), tokens);
                         tern_server::transport::http::serve(listener, endpoint, "/mcp", shutdown)
                             .await
                     }

@@ -9,3 +9,4 @@
 
 mod redis_server;
 mod replay;
+mod tasks;

@@ -58,7 +58,13 @@ fn store_failed(e: &StoreError) -> ErrorObject {
         );
     }
     tracing::error!(error = ?e, "replay store failed");
-    ErrorObject::new(code::INTERNAL_ERROR, "Internal error")
+    // Only `begin` and a duplicate's `status` come here: this attempt did
+    // not run its handler, so retrying the same state later is safe.
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        "Internal error: the replay store is unreachable, so this request did not run; retry it \
+         later with the same requestState",
+    )
 }
 
 fn from_outcome(outcome: Outcome) -> Result<Json, ErrorObject> {
@@ -100,6 +106,13 @@ pub(crate) async fn run<T: Send + 'static>(
         .begin(claim)
         .await
         .map_err(|e| store_failed(&e))?;
+    crate::metrics::replay_outcome(match (&begun, policy.idempotent_retry) {
+        (Begin::First, _) => "first",
+        (_, false) => "redeemed",
+        (Begin::Done(_), true) => "done",
+        (Begin::Unknown, true) => "unknown",
+        (Begin::InFlight, true) => "in_flight",
+    });
     match begun {
         Begin::First => {}
         _ if !policy.idempotent_retry => {

@@ -199,10 +199,24 @@ impl CallLimits {
 /// its state's sealed expiry by this much (the opener's own allowance).
 pub const CLOCK_SKEW: Duration = tern_seal::MAX_CLOCK_SKEW;
 
+impl Engine {
+    /// The sealer of the current key ring.
+    pub(crate) fn sealer(&self) -> Arc<Sealer> {
+        Arc::clone(
+            &self
+                .sealer
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
+
 /// What every leg of a server shares.
 #[derive(Debug)]
 pub(crate) struct Engine {
-    pub(crate) sealer: Sealer,
+    /// Swapped whole by [`crate::Server::reload_keys`]; each leg takes the
+    /// one current when it starts.
+    pub(crate) sealer: std::sync::RwLock<Arc<Sealer>>,
     pub(crate) store: Arc<dyn ReplayStore>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) limits: CallLimits,

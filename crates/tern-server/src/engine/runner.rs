@@ -54,7 +54,9 @@ pub(crate) const INVALID_STATE: &str = "Invalid or expired requestState";
 pub(crate) const UNBOUND: &str = "*";
 
 pub(crate) fn invalid_state(reason: impl std::fmt::Display) -> ErrorObject {
+    let reason = reason.to_string();
     tracing::info!(%reason, "requestState refused");
+    crate::metrics::refused_state(&reason);
     ErrorObject::invalid_params(INVALID_STATE)
 }
 
@@ -279,7 +281,7 @@ impl Engine {
                 request_id: request.id.clone(),
                 call_id,
                 round: round + 1,
-                memo_limit: self.sealer.options().max_token_len / 2,
+                memo_limit: self.sealer().options().max_token_len / 2,
                 meta: request.meta.clone(),
                 principal: request.origin.principal.clone(),
                 server: self.info.clone(),
@@ -326,7 +328,10 @@ impl Engine {
                     // future if held inline.
                     Box::pin(tasks.start(Arc::clone(&self), spec, ctx, cancel, body, finish)).await
                 }
-                Driven::Done(out) => finish(&self, out),
+                Driven::Done(out) => {
+                    crate::metrics::rounds_per_call(request.origin.method, round + 1);
+                    finish(&self, out)
+                }
                 Driven::Suspended => {
                     let leg = ctx.take_leg();
                     let round = round + 1;
@@ -408,7 +413,7 @@ impl Engine {
             arguments: origin.arguments.as_deref(),
         };
         let opened = self
-            .sealer
+            .sealer()
             .open(token, &expect, now)
             .map_err(|e| invalid_state(format_args!("{:?}", e.reason())))?;
         let payload = Payload::decode(&opened.payload, opened.state_id, opened.issued_at)
@@ -514,7 +519,7 @@ impl Engine {
             payload: &bytes,
         };
         let token = self
-            .sealer
+            .sealer()
             .seal(&claims, self.clock.now(), nonce)
             .map_err(|e| {
                 if e.is_inexact_arguments() {
@@ -537,7 +542,7 @@ impl Engine {
     /// the next round's state, and an oversized one is the client's fault
     /// (`-32602`), not a server error later.
     fn check_answer_len(&self, raw: &Value) -> Result<(), ErrorObject> {
-        let limit = self.sealer.options().max_token_len / 2;
+        let limit = self.sealer().options().max_token_len / 2;
         let mut counter = LenCounter(0);
         let _ = serde_json::to_writer(&mut counter, raw);
         if counter.0 > limit {

@@ -210,9 +210,12 @@ pub(crate) struct Tasks {
     /// Runners still holding a task; `stop_tasks` waits for 0.
     pub(crate) running: watch::Sender<usize>,
     /// The id of every record this process wrote, for `notifications/tasks`
-    /// on `subscriptions/listen` (changes written by other replicas are not
-    /// seen here).
+    /// on `subscriptions/listen`, when the store does not announce writes
+    /// itself ([`TaskStore::changes`]; a shared store's announcements carry
+    /// every replica's writes, this process's included).
     pub(crate) changed: tokio::sync::broadcast::Sender<String>,
+    /// The store announces every write ([`TaskStore::changes`] is `Some`).
+    pub(crate) announced: bool,
 }
 
 impl Tasks {
@@ -221,7 +224,9 @@ impl Tasks {
         config: TaskConfig,
         clock: Arc<dyn Clock>,
     ) -> Self {
+        let announced = store.changes().is_some();
         Self {
+            announced,
             store,
             config,
             clock,
@@ -234,6 +239,14 @@ impl Tasks {
 
     pub(crate) fn now_ms(&self) -> u64 {
         millis(self.clock.now())
+    }
+
+    /// Ids of changed records: the store's announcements (every replica's
+    /// writes) when it makes them, this process's own writes otherwise.
+    pub(crate) fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.store
+            .changes()
+            .unwrap_or_else(|| self.changed.subscribe())
     }
 
     pub(crate) fn local(&self, task_id: &str) -> Option<Arc<Local>> {
@@ -270,13 +283,36 @@ impl Tasks {
                 .await
                 .map_err(store_failed)?
             {
-                // Nobody listening is not an error.
-                let _ = self.changed.send(task_id.to_owned());
+                if !self.announced {
+                    // Nobody listening is not an error.
+                    let _ = self.changed.send(task_id.to_owned());
+                }
                 return Ok(Some((record, out)));
             }
         }
         tracing::error!(%task_id, "task record kept changing under 64 writes");
         Err(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"))
+    }
+}
+
+/// Resolves when a shared store announces a write of `task_id` (or missed
+/// announcements, one of which may have been it); never without a shared
+/// store. Only a wake-up: the caller re-reads the record.
+pub(crate) async fn announced(
+    changes: &mut Option<tokio::sync::broadcast::Receiver<String>>,
+    task_id: &str,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let Some(rx) = changes.as_mut() else {
+            return std::future::pending().await;
+        };
+        match rx.recv().await {
+            Ok(id) if id == task_id => return,
+            Ok(_) => {}
+            Err(RecvError::Lagged(_)) => return,
+            Err(RecvError::Closed) => *changes = None,
+        }
     }
 }
 
@@ -329,6 +365,13 @@ pub(crate) fn end(
     error: Option<ErrorObject>,
     retention: Option<Duration>,
 ) {
+    crate::metrics::task_state(match status {
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+        TaskStatus::Working => "working",
+        TaskStatus::InputRequired => "input_required",
+    });
     record.status = status;
     record.status_message = Some(match (status, &error) {
         (TaskStatus::Failed, Some(e)) => e.message.clone(),

@@ -195,17 +195,32 @@ impl Tasks {
         let mut recheck = tokio::time::interval(self.config.recheck);
         recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut bumped = local.bump.subscribe();
+        // Another replica's `tasks/cancel` wakes us through the store.
+        let mut remote = self.store.changes();
+        let mut renewed = tokio::time::Instant::now();
         let joined = loop {
             tokio::select! {
                 joined = &mut join => break joined,
-                _ = renew.tick() => {
-                    if !self.renew(task_id, token).await {
+                _ = renew.tick() => match self.renew(task_id, token).await {
+                    Ok(true) => renewed = tokio::time::Instant::now(),
+                    Ok(false) => {
                         tracing::warn!("task lost its lease; its body is stopped");
                         join.abort();
                         return;
                     }
-                }
+                    // The store is unreachable: keep going while the lease
+                    // still holds (a blip must not kill every task); once
+                    // it may have lapsed, another replica may read the task
+                    // `failed`, so the body stops.
+                    Err(e) if renewed.elapsed() >= self.config.lease => {
+                        tracing::warn!(error = %e.message, "task could not renew its lease; its body is stopped");
+                        join.abort();
+                        return;
+                    }
+                    Err(e) => tracing::warn!(error = %e.message, "task lease renewal failed; retrying"),
+                },
                 _ = bumped.changed() => self.look(task_id, &cancel).await,
+                () = super::announced(&mut remote, task_id) => self.look(task_id, &cancel).await,
                 _ = recheck.tick() => self.look(task_id, &cancel).await,
                 () = sink.changed.notified() => {
                     let message = sink.take();
@@ -320,7 +335,7 @@ impl Tasks {
     }
 
     /// Renews the lease and keeps a running task from expiring.
-    async fn renew(&self, task_id: &str, token: &str) -> bool {
+    async fn renew(&self, task_id: &str, token: &str) -> Result<bool, ErrorObject> {
         let lease = ms(self.config.lease);
         let ttl = ms(self.config.ttl);
         self.fenced(task_id, token, |r, now| {
@@ -337,7 +352,6 @@ impl Tasks {
             }
         })
         .await
-        .unwrap_or(false)
     }
 
     /// Reads the record for a cancellation written by `tasks/cancel`.
@@ -486,6 +500,9 @@ impl AnswerSource for Answers {
                 // Wait for answers to any of them.
                 loop {
                     let mut bumped = this.local.bump.subscribe();
+                    // Answers written through another replica: the store's
+                    // announcement wakes us (the record is the truth).
+                    let mut remote = this.tasks.store.changes();
                     let mut taken = Vec::new();
                     let mut cancel_asked = false;
                     let done = this
@@ -548,6 +565,7 @@ impl AnswerSource for Answers {
                     }
                     tokio::select! {
                         _ = bumped.changed() => {}
+                        () = super::announced(&mut remote, &this.task_id) => {}
                         () = tokio::time::sleep(this.tasks.config.recheck) => {}
                         () = this.cancel.cancelled() => return Err(cancelled_error()),
                     }

@@ -197,4 +197,22 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
     /// Records survive the process (SQLite, Redis). A fresh process serving
     /// over stdio only knows tasks in a durable store.
     fn is_durable(&self) -> bool;
+
+    /// Every process of a fleet sees the same records (Redis), so
+    /// [`crate::ServerBuilder::multi_instance`] accepts this store. Default
+    /// `false`: this process's memory, or a file only it opens.
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    /// The ids of records written by *any* process sharing this store (a
+    /// shared store announces each successful `create`, `replace` and
+    /// `remove`; Redis: pub/sub). A wake-up only, never the data: whoever
+    /// hears an id re-reads the record, and a lost announcement only delays
+    /// a reader until its slow re-check ([`super::TaskConfig::recheck`]).
+    /// `None` (the default): only this process writes, and it wakes its own
+    /// runners and subscribers directly.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
 }

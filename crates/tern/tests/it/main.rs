@@ -15,8 +15,13 @@
 
 mod await_demo;
 mod cli;
+mod cluster;
 mod demo;
 mod demo_tasks;
 mod fake;
+mod fleet;
+mod fleet_mode;
+#[cfg(feature = "otel")]
+mod otel;
 mod process;
 mod terminal;

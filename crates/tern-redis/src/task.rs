@@ -1,0 +1,385 @@
+//! [`RedisTaskStore`]: the task store contract ([`tern_server::task::store`])
+//! kept by one Redis that every replica shares, so `tasks/get`,
+//! `tasks/update` and `tasks/cancel` work on any replica.
+//!
+//! The task rules themselves (the runner's lease and its fencing token, a
+//! lapsed lease turning the task `failed` with "outcome unknown", a late
+//! result from a runner that lost its lease being dropped, answers and
+//! cancellations taken from the record) are written once in
+//! `tern_server::task` on top of the store's compare-and-swap; this store
+//! makes that swap atomic across replicas with Lua scripts, and announces
+//! every write on a channel so runners and `subscriptions/listen` streams on
+//! other replicas wake at once. The announcement is only a wake-up: the
+//! record is always re-read, and a lost message only delays a reader until
+//! its slow re-check (`TaskConfig::recheck`).
+//!
+//! # Keys
+//!
+//! | key | type | what |
+//! |---|---|---|
+//! | `P:{tasks}:t:ID` | hash, expires at the record's `expires_at` | `json` (the whole [`TaskRecord`]), `v` (version), `key`, `owner`, `live` (1 while not terminal), `bytes` (stored result bytes), `exp` (ms, empty: never) |
+//! | `P:{tasks}:k:KEY` | string, same expiry | the task id holding dedupe key `KEY` |
+//! | `P:{tasks}:o:OWNER` | set | the owner's task ids (swept of expired ones on every create); `-` is the anonymous owner |
+//! | channel `P:tasks` | pub/sub | the id of every record written |
+//!
+//! Every key shares the hash tag `{tasks}`: the per-owner quota and the
+//! dedupe key are checked atomically with the insert, and a task is looked up
+//! by its id alone, so every task script touches the one slot of the tag (in
+//! a Redis Cluster, all of a server's tasks live on one shard; give each
+//! logical server its own prefix to spread them).
+//!
+//! Expiry is checked against the caller's clock (the `now` of the contract)
+//! and also left to Redis (`PEXPIREAT`) to reclaim the memory: the replicas'
+//! clocks and Redis's must agree to within the lease margin (NTP).
+
+use std::fmt;
+use std::sync::Arc;
+
+use redis::Script;
+use redis::aio::ConnectionManager;
+use tern_server::replay::BoxFuture;
+use tern_server::task::{Created, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
+use tokio::sync::broadcast;
+
+use crate::replay::{ConnectError, RedisOptions, connect, listen, once_more};
+
+/// KEYS: record, dedupe key, owner set. ARGV: tag prefix (`P:{tasks}:`),
+/// now, id, key, owner, version, live, bytes, exp ('' never), json,
+/// max live, max bytes, channel.
+const CREATE: &str = r"
+local P, now = ARGV[1], tonumber(ARGV[2])
+local function live_fields(id)
+  local f = redis.call('HMGET', P .. 't:' .. id, 'exp', 'live', 'bytes', 'json')
+  if not f[4] then return nil end
+  if f[1] ~= '' and tonumber(f[1]) <= now then return nil end
+  return f
+end
+local holder = redis.call('GET', KEYS[2])
+if holder then
+  local f = live_fields(holder)
+  if f then return {'existing', f[4]} end
+end
+local live, bytes = 0, 0
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  local f = live_fields(id)
+  if f then
+    live = live + tonumber(f[2])
+    bytes = bytes + tonumber(f[3])
+  else
+    redis.call('SREM', KEYS[3], id)
+  end
+end
+if live >= tonumber(ARGV[11]) or bytes > tonumber(ARGV[12]) then
+  return {'over'}
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'json', ARGV[10], 'v', ARGV[6], 'key', ARGV[4], 'owner', ARGV[5],
+  'live', ARGV[7], 'bytes', ARGV[8], 'exp', ARGV[9])
+redis.call('SET', KEYS[2], ARGV[3])
+if ARGV[9] ~= '' then
+  redis.call('PEXPIREAT', KEYS[1], ARGV[9])
+  redis.call('PEXPIREAT', KEYS[2], ARGV[9])
+end
+redis.call('SADD', KEYS[3], ARGV[3])
+redis.call('PUBLISH', ARGV[13], ARGV[3])
+return {'new'}
+";
+
+/// KEYS: record. ARGV: tag prefix, expected version, version, live, bytes,
+/// exp ('' never), json, channel, id.
+const REPLACE: &str = r"
+local f = redis.call('HMGET', KEYS[1], 'v', 'key', 'json')
+if not f[1] then return 0 end
+-- The same write again (a retry whose first reply was lost): done.
+if f[1] == ARGV[3] and f[3] == ARGV[7] then return 1 end
+if f[1] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'json', ARGV[7], 'v', ARGV[3], 'live', ARGV[4], 'bytes', ARGV[5],
+  'exp', ARGV[6])
+local k = ARGV[1] .. 'k:' .. f[2]
+local holds = redis.call('GET', k) == ARGV[9]
+if ARGV[6] ~= '' then
+  redis.call('PEXPIREAT', KEYS[1], ARGV[6])
+  if holds then redis.call('PEXPIREAT', k, ARGV[6]) end
+else
+  redis.call('PERSIST', KEYS[1])
+  if holds then redis.call('PERSIST', k) end
+end
+redis.call('PUBLISH', ARGV[8], ARGV[9])
+return 1
+";
+
+/// KEYS: record. ARGV: tag prefix, id, channel.
+const REMOVE: &str = r"
+local f = redis.call('HMGET', KEYS[1], 'key', 'owner')
+if not f[1] then return 0 end
+local k = ARGV[1] .. 'k:' .. f[1]
+if redis.call('GET', k) == ARGV[2] then redis.call('DEL', k) end
+redis.call('SREM', ARGV[1] .. 'o:' .. f[2], ARGV[2])
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[3], ARGV[2])
+return 1
+";
+
+fn err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> TaskStoreError {
+    TaskStoreError::new(e)
+}
+
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "used as `map_err(redis_err)`"
+)]
+fn redis_err(e: redis::RedisError) -> TaskStoreError {
+    err(format!("redis: {e}"))
+}
+
+fn decode(json: &str) -> Result<TaskRecord, TaskStoreError> {
+    serde_json::from_str(json).map_err(err)
+}
+
+struct Scripts {
+    create: Script,
+    replace: Script,
+    remove: Script,
+}
+
+/// The task store of a fleet: every replica sharing one Redis sees every
+/// task. See the [module docs](self) for the keys and scripts.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use tern_redis::{RedisOptions, RedisTaskStore};
+///
+/// let tasks = RedisTaskStore::connect("redis://127.0.0.1:6379", RedisOptions::new()).await?;
+/// let server = tern_server::Server::builder("inventory", "1.0.0")
+///     .keys(tern_server::KeyRing::parse(&std::env::var("TERN_KEYS")?)?)
+///     .task_store(Arc::new(tasks))
+///     .build()?;
+/// # drop(server); Ok(()) }
+/// ```
+pub struct RedisTaskStore {
+    conn: ConnectionManager,
+    scripts: Arc<Scripts>,
+    /// `P:{tasks}:`.
+    tag: String,
+    channel: String,
+    changes: broadcast::Sender<String>,
+    listener: tokio::task::JoinHandle<()>,
+}
+
+impl fmt::Debug for RedisTaskStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisTaskStore")
+            .field("tag", &self.tag)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for RedisTaskStore {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
+/// A task id or an announced one: 1 to 128 printable ASCII characters.
+fn task_id(text: &str) -> Option<String> {
+    (!text.is_empty() && text.len() <= 128 && text.bytes().all(|b| b.is_ascii_graphic()))
+        .then(|| text.to_owned())
+}
+
+impl RedisTaskStore {
+    /// Connects to the Redis at `url` (`redis://`, or `rediss://` with the
+    /// `tls` feature). Uses [`RedisOptions::prefix`] and the timeouts; the
+    /// byte limits are the replay store's (a task's bounds are its
+    /// `TaskConfig`'s). Commands during an outage fail within
+    /// [`RedisOptions::response_timeout`]; the connection comes back by
+    /// itself.
+    pub async fn connect(url: &str, options: RedisOptions) -> Result<Self, ConnectError> {
+        let (client, conn) = connect(url, &options).await?;
+        let channel = format!("{}:tasks", options.prefix);
+        let (changes, _) = broadcast::channel(1024);
+        let listener = tokio::spawn(listen(client, channel.clone(), changes.clone(), task_id));
+        Ok(Self {
+            conn,
+            scripts: Arc::new(Scripts {
+                create: Script::new(CREATE),
+                replace: Script::new(REPLACE),
+                remove: Script::new(REMOVE),
+            }),
+            tag: format!("{}:{{tasks}}:", options.prefix),
+            channel,
+            changes,
+            listener,
+        })
+    }
+
+    fn record_key(&self, task_id: &str) -> String {
+        format!("{}t:{task_id}", self.tag)
+    }
+
+    async fn create_record(
+        &self,
+        record: TaskRecord,
+        quota: TaskQuota,
+        now: u64,
+    ) -> Result<Created, TaskStoreError> {
+        let json = serde_json::to_string(&record).map_err(err)?;
+        let owner = record.owner.clone().unwrap_or_else(|| "-".to_owned());
+        let keys = [
+            self.record_key(&record.task_id),
+            format!("{}k:{}", self.tag, record.key),
+            format!("{}o:{owner}", self.tag),
+        ];
+        let exp = record.expires_at.map(|e| e.to_string()).unwrap_or_default();
+        let answer: Vec<String> = once_more(|| {
+            let mut conn = self.conn.clone();
+            let mut call = self.scripts.create.prepare_invoke();
+            for k in &keys {
+                call.key(k);
+            }
+            call.arg(&self.tag)
+                .arg(now)
+                .arg(&record.task_id)
+                .arg(&record.key);
+            call.arg(&owner).arg(record.version);
+            call.arg(u8::from(!record.status.is_terminal()))
+                .arg(record.result_bytes);
+            call.arg(&exp).arg(&json);
+            call.arg(quota.max_live).arg(quota.max_result_bytes);
+            call.arg(&self.channel);
+            async move { call.invoke_async(&mut conn).await }
+        })
+        .await
+        .map_err(redis_err)?;
+        match answer.first().map(String::as_str) {
+            Some("new") => Ok(Created::New),
+            Some("over") => Ok(Created::OverQuota),
+            Some("existing") => {
+                let json = answer
+                    .get(1)
+                    .ok_or_else(|| err("redis: an existing task without its record"))?;
+                let existing = decode(json)?;
+                // Our own insert, seen again by a retry whose first reply
+                // was lost.
+                if existing.task_id == record.task_id {
+                    return Ok(Created::New);
+                }
+                Ok(Created::Existing(Box::new(existing)))
+            }
+            other => Err(err(format!("redis: unexpected create answer {other:?}"))),
+        }
+    }
+
+    async fn load_record(
+        &self,
+        task_id: &str,
+        now: u64,
+    ) -> Result<Option<TaskRecord>, TaskStoreError> {
+        let key = self.record_key(task_id);
+        let (json, exp): (Option<String>, Option<String>) = once_more(|| {
+            let mut conn = self.conn.clone();
+            let key = key.clone();
+            async move {
+                redis::cmd("HMGET")
+                    .arg(key)
+                    .arg("json")
+                    .arg("exp")
+                    .query_async(&mut conn)
+                    .await
+            }
+        })
+        .await
+        .map_err(redis_err)?;
+        let Some(json) = json else {
+            return Ok(None);
+        };
+        let expired = match exp.as_deref() {
+            None | Some("") => false,
+            Some(at) => at.parse::<u64>().map_err(err)? <= now,
+        };
+        if expired {
+            return Ok(None);
+        }
+        decode(&json).map(Some)
+    }
+
+    async fn replace_record(&self, record: TaskRecord) -> Result<bool, TaskStoreError> {
+        let json = serde_json::to_string(&record).map_err(err)?;
+        let key = self.record_key(&record.task_id);
+        let exp = record.expires_at.map(|e| e.to_string()).unwrap_or_default();
+        let done: i64 = once_more(|| {
+            let mut conn = self.conn.clone();
+            let mut call = self.scripts.replace.prepare_invoke();
+            call.key(&key).arg(&self.tag);
+            call.arg(record.version.saturating_sub(1))
+                .arg(record.version);
+            call.arg(u8::from(!record.status.is_terminal()))
+                .arg(record.result_bytes);
+            call.arg(&exp)
+                .arg(&json)
+                .arg(&self.channel)
+                .arg(&record.task_id);
+            async move { call.invoke_async(&mut conn).await }
+        })
+        .await
+        .map_err(redis_err)?;
+        Ok(done == 1)
+    }
+
+    async fn remove_record(&self, task_id: &str) -> Result<(), TaskStoreError> {
+        let key = self.record_key(task_id);
+        let _: i64 = once_more(|| {
+            let mut conn = self.conn.clone();
+            let mut call = self.scripts.remove.prepare_invoke();
+            call.key(&key)
+                .arg(&self.tag)
+                .arg(task_id)
+                .arg(&self.channel);
+            async move { call.invoke_async(&mut conn).await }
+        })
+        .await
+        .map_err(redis_err)?;
+        Ok(())
+    }
+}
+
+impl TaskStore for RedisTaskStore {
+    fn create(
+        &self,
+        record: TaskRecord,
+        quota: TaskQuota,
+        now: u64,
+    ) -> BoxFuture<'_, Result<Created, TaskStoreError>> {
+        Box::pin(self.create_record(record, quota, now))
+    }
+
+    fn load(
+        &self,
+        task_id: &str,
+        now: u64,
+    ) -> BoxFuture<'_, Result<Option<TaskRecord>, TaskStoreError>> {
+        let task_id = task_id.to_owned();
+        Box::pin(async move { self.load_record(&task_id, now).await })
+    }
+
+    fn replace(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, TaskStoreError>> {
+        Box::pin(self.replace_record(record))
+    }
+
+    fn remove(&self, task_id: &str) -> BoxFuture<'_, Result<(), TaskStoreError>> {
+        let task_id = task_id.to_owned();
+        Box::pin(async move { self.remove_record(&task_id).await })
+    }
+
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    fn changes(&self) -> Option<broadcast::Receiver<String>> {
+        Some(self.changes.subscribe())
+    }
+}

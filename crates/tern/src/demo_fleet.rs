@@ -1,0 +1,300 @@
+//! The demo as one replica of a fleet (`tern serve demo --http ADDR --redis
+//! URL --keys FILE`): shared keys, the replay and task stores in Redis
+//! (`tern-redis`), `transfer_funds` recording each transfer in a Redis
+//! ledger that `demo://ledger` reads back (its updates published on the
+//! fleet's change bus, so a `subscriptions/listen` on any replica hears
+//! them), health endpoints for a load balancer, and the key ring reloaded
+//! on `SIGHUP`.
+//!
+//! | path | what |
+//! |---|---|
+//! | `/mcp` | the MCP endpoint |
+//! | `/healthz` | liveness: 200 while the process serves |
+//! | `/readyz` | readiness: 200 until the replica drains (`SIGTERM`); it does **not** fail on a Redis outage (every replica shares the Redis, so a failing readiness would drain them all at once: requests needing Redis fail fast instead); the body names Redis's state and the key ids |
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::routing::get;
+use redis::aio::ConnectionManager;
+use tern_redis::{RedisChangeBus, RedisOptions, RedisReplayStore, RedisTaskStore};
+use tern_server::task::TaskConfig;
+use tern_server::transport::accept::ServeOptions;
+use tern_server::transport::http::Http;
+use tern_server::{CallLimits, Changes, KeyRing, Server, ServerBuilder};
+
+/// The ledger's resource.
+pub const LEDGER_URI: &str = "demo://ledger";
+
+/// The transfers of a fleet, in one Redis list every replica appends to.
+#[derive(Clone)]
+pub struct Ledger {
+    conn: ConnectionManager,
+    key: String,
+    /// Told of every transfer (`demo://ledger` updated), on every replica
+    /// through the fleet's change bus.
+    changes: Arc<std::sync::OnceLock<Changes>>,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ledger {
+    /// Connects to the ledger of the Redis at `url`, under `prefix`.
+    ///
+    /// # Errors
+    /// Redis cannot be reached (or the URL is malformed).
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, String> {
+        let client = redis::Client::open(url).map_err(|e| format!("--redis {url}: {e}"))?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(1);
+        let conn = client
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(|e| format!("cannot reach Redis at {url}: {e}"))?;
+        Ok(Self {
+            conn,
+            key: format!("{prefix}:ledger"),
+            changes: Arc::default(),
+        })
+    }
+
+    /// Appends one transfer (`AMOUNT_CENTS RECIPIENT`); its number in the
+    /// ledger. Never retried here: a write whose reply was lost may have
+    /// happened (the guarded leg's store records what the caller saw).
+    ///
+    /// # Errors
+    /// Redis failed.
+    pub async fn record(&self, amount: u64, to: &str) -> Result<u64, String> {
+        let mut conn = self.conn.clone();
+        let n = redis::cmd("RPUSH")
+            .arg(&self.key)
+            .arg(format!("{amount} {to}"))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| format!("the ledger is unreachable: {e}"))?;
+        if let Some(changes) = self.changes.get() {
+            changes.resource_updated(LEDGER_URI);
+        }
+        Ok(n)
+    }
+
+    /// Every transfer, one line each, oldest first.
+    ///
+    /// # Errors
+    /// Redis failed.
+    pub async fn lines(&self) -> Result<Vec<String>, String> {
+        let mut conn = self.conn.clone();
+        redis::cmd("LRANGE")
+            .arg(&self.key)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| format!("the ledger is unreachable: {e}"))
+    }
+
+    /// Redis answers `PING` within `within`.
+    async fn reachable(&self, within: Duration) -> bool {
+        let mut conn = self.conn.clone();
+        let ping = async move {
+            redis::cmd("PING")
+                .query_async::<String>(&mut conn)
+                .await
+                .is_ok()
+        };
+        tokio::time::timeout(within, ping).await.unwrap_or(false)
+    }
+}
+
+fn unreachable(url: &str, e: &tern_redis::ConnectError) -> String {
+    use std::error::Error as _;
+    match e.source() {
+        Some(why) => format!("cannot reach Redis at {url}: {why}"),
+        None => format!("cannot reach Redis at {url}: {e}"),
+    }
+}
+
+/// Reads and parses a key file.
+///
+/// # Errors
+/// The file cannot be read or is not a key ring.
+pub fn read_keys(path: &Path) -> Result<KeyRing, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    KeyRing::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Makes `builder` one replica of a fleet: the keys of `keys_file`, the
+/// replay and task stores in the Redis at `url`, `multi_instance` (so a
+/// random key or an in-process store is refused), and a ledger for
+/// `transfer_funds`; guarded legs and tasks hold `lease`. The prefix of
+/// every Redis key is `tern-demo`.
+///
+/// # Errors
+/// The key file, or Redis.
+pub async fn fleet(
+    url: &str,
+    keys_file: &Path,
+    lease: Duration,
+) -> Result<(ServerBuilder, Ledger), String> {
+    let keys = read_keys(keys_file)?;
+    let options = RedisOptions::new().prefix("tern-demo");
+    let replay = RedisReplayStore::connect(url, options.clone())
+        .await
+        .map_err(|e| unreachable(url, &e))?;
+    let tasks = RedisTaskStore::connect(url, options.clone())
+        .await
+        .map_err(|e| unreachable(url, &e))?;
+    let ledger = Ledger::connect(url, "tern-demo").await?;
+    let builder = crate::demo::builder_with_ledger(Some(ledger.clone()));
+    // Resource updates reach the listen streams of every replica.
+    let changes = builder.changes();
+    let bus = RedisChangeBus::connect(url, options.clone(), changes.clone())
+        .await
+        .map_err(|e| unreachable(url, &e))?;
+    changes.relay_through(Arc::new(bus));
+    let _ = ledger.changes.set(changes);
+    let builder = builder
+        .keys(keys)
+        .replay_store(Arc::new(replay))
+        .task_store(Arc::new(tasks))
+        // A replica that dies leaves its guarded legs and tasks to lapse
+        // into "outcome unknown" within `lease`.
+        .call_limits(CallLimits::default().lease(lease))
+        .task_config(
+            TaskConfig::default()
+                .poll_interval(Duration::from_millis(200))
+                .lease(lease),
+        )
+        .multi_instance();
+    Ok((builder, ledger))
+}
+
+/// Serves one replica at `listener` until `SIGINT` or `SIGTERM`: `/mcp`,
+/// `/healthz`, `/readyz`; `SIGHUP` reloads `keys_file`.
+///
+/// # Errors
+/// Serving failed.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    server: Server,
+    endpoint: Http,
+    ledger: Ledger,
+    keys_file: PathBuf,
+) -> std::io::Result<()> {
+    let draining = Arc::new(AtomicBool::new(false));
+    spawn_key_reload(server.clone(), keys_file);
+    let ready = {
+        let draining = Arc::clone(&draining);
+        let server = server.clone();
+        move || {
+            let draining = Arc::clone(&draining);
+            let server = server.clone();
+            let ledger = ledger.clone();
+            async move { readiness(&draining, &server, &ledger).await }
+        }
+    };
+    let app = axum::Router::new()
+        .route_service("/mcp", endpoint.into_service())
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready));
+    let shutdown = {
+        let server = server.clone();
+        async move {
+            stop_signal().await;
+            // Readiness fails first so the balancer stops sending new calls.
+            draining.store(true, Ordering::SeqCst);
+            server.shutdown();
+            server.stop_tasks().await;
+        }
+    };
+    tern_server::transport::accept::serve_service(listener, app, ServeOptions::default(), shutdown)
+        .await
+}
+
+async fn readiness(
+    draining: &AtomicBool,
+    server: &Server,
+    ledger: &Ledger,
+) -> (axum::http::StatusCode, String) {
+    let redis = if ledger.reachable(Duration::from_millis(500)).await {
+        "up"
+    } else {
+        "down"
+    };
+    let keys = server.key_ids().join(",");
+    if draining.load(Ordering::SeqCst) {
+        return (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!("draining redis={redis} keys={keys}\n"),
+        );
+    }
+    (
+        axum::http::StatusCode::OK,
+        format!("ready redis={redis} keys={keys}\n"),
+    )
+}
+
+/// `SIGINT` or `SIGTERM`.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// On each `SIGHUP`, reads `keys_file` again and swaps the server's key
+/// ring; a file that does not parse leaves the current ring in place.
+fn spawn_key_reload(server: Server, keys_file: PathBuf) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            tracing::warn!("cannot listen for SIGHUP: the key ring reloads only on restart");
+            return;
+        };
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                match read_keys(&keys_file) {
+                    Ok(ring) => {
+                        server.reload_keys(ring);
+                        let ids = server.key_ids().join(",");
+                        eprintln!("tern: key ring reloaded ({ids})");
+                    }
+                    Err(e) => {
+                        eprintln!("tern: key ring not reloaded, keeping the current one: {e}");
+                    }
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (server, keys_file);
+    }
+}

@@ -1,0 +1,535 @@
+//! A fleet on loopback for the cluster tests: a real `redis-server` (AOF on,
+//! `appendfsync always`, `noeviction`), replicas of `tern serve demo --redis`
+//! (the real binary, one process each) and a real nginx in front (round
+//! robin, no stickiness, buffering off), with a small JSON-RPC client over
+//! HTTP. Every process is killed and every scratch folder removed on drop,
+//! so a failing test tears the fleet down too. nginx and redis-server come
+//! from Debian's packages (`scripts/test` installs them); a missing binary
+//! fails the test with that advice.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+#[path = "../../../tern-redis/tests/it/redis_server.rs"]
+pub mod redis_server;
+
+pub use redis_server::RedisServer;
+
+/// A port free on 127.0.0.1 at the time of asking.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A scratch folder, removed on drop.
+#[derive(Debug)]
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(what: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "tern-it-{what}-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes a fresh key ring (`tern keys generate`) to `path`.
+pub async fn generate_keys(path: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["keys", "generate"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(path, out.stdout).unwrap();
+}
+
+/// One `tern serve demo --redis` process.
+#[derive(Debug)]
+pub struct Replica {
+    pub port: u16,
+    child: Option<Child>,
+    args: Vec<String>,
+    log: PathBuf,
+}
+
+impl Replica {
+    /// Starts a replica on a free port and waits (bounded) for `/healthz`.
+    pub async fn start(redis_url: &str, keys: &Path, lease_secs: u64, log_dir: &Path) -> Self {
+        let port = free_port();
+        let args = vec![
+            "serve".into(),
+            "demo".into(),
+            "--http".into(),
+            format!("127.0.0.1:{port}"),
+            "--redis".into(),
+            redis_url.into(),
+            "--keys".into(),
+            keys.display().to_string(),
+            "--lease".into(),
+            lease_secs.to_string(),
+        ];
+        let mut replica = Self {
+            port,
+            child: None,
+            args,
+            log: log_dir.join(format!("replica-{port}.log")),
+        };
+        replica.spawn().await;
+        replica
+    }
+
+    async fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_tern"))
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        for _ in 0..400 {
+            if let Ok((200, _)) = get(&self.url("/healthz")).await {
+                return;
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "replica {} exited ({status}): {}",
+                    self.port,
+                    self.log_text()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!(
+            "replica {} never became healthy: {}",
+            self.port,
+            self.log_text()
+        );
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().and_then(Child::id).expect("running")
+    }
+
+    /// SIGKILL: no goodbye, no clean task shutdown.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().await.unwrap();
+        }
+    }
+
+    /// Starts it again on the same port.
+    pub async fn restart(&mut self) {
+        self.kill().await;
+        self.spawn().await;
+    }
+
+    /// Sends a signal by name (`HUP`, `TERM`) with the system's `kill`.
+    pub async fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.pid().to_string())
+            .status()
+            .await
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+/// The nginx binary: `TERN_NGINX`, else `nginx` on the `PATH`, else Debian's.
+fn nginx_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("TERN_NGINX") {
+        return path.into();
+    }
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("nginx"))
+            .find(|candidate| candidate.is_file())
+    });
+    on_path.unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"))
+}
+
+/// A real nginx in front of the replicas.
+#[derive(Debug)]
+pub struct Nginx {
+    child: std::process::Child,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl Nginx {
+    /// Round robin over `upstreams` (nginx's default: no stickiness),
+    /// buffering off (SSE), the upstream of every request logged with the
+    /// request's `X-Test-Id`. `max_fails=0`: a replica is never marked
+    /// down, so one restarted a moment ago takes traffic at once (a refused
+    /// connection moves the request to the next replica anyway).
+    pub fn start(upstreams: &[String], dir: &Path) -> Self {
+        let bin = nginx_binary();
+        assert!(
+            bin.is_file(),
+            "nginx is needed at {} (scripts/test installs it: apt-get install nginx)",
+            bin.display()
+        );
+        let port = free_port();
+        let d = dir.display();
+        let mut servers = String::new();
+        for u in upstreams {
+            let _ = writeln!(servers, "        server {u} max_fails=0;");
+        }
+        let conf = format!(
+            "daemon off;
+master_process off;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    log_format upstream '$http_x_test_id $upstream_addr $status';
+    access_log {d}/access.log upstream;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    upstream tern {{
+{servers}    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://tern;
+            proxy_http_version 1.1;
+            proxy_set_header Host $host;
+            proxy_buffering off;
+            proxy_request_buffering off;
+            proxy_read_timeout 60s;
+            proxy_connect_timeout 2s;
+        }}
+    }}
+}}
+"
+        );
+        let path = dir.join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = std::process::Command::new(&bin)
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(&path)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx starts");
+        let mut nginx = Self {
+            child,
+            port,
+            dir: dir.to_owned(),
+        };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        for _ in 0..200 {
+            if let Ok(Some(status)) = nginx.child.try_wait() {
+                let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+                panic!("nginx exited ({status}): {log}");
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+                return nginx;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        let _ = nginx.child.kill();
+        panic!("nginx did not accept connections within 5 s");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The upstreams nginx logged for each test id, in order.
+    pub fn upstreams(&self) -> HashMap<String, Vec<String>> {
+        let log = std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default();
+        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        for line in log.lines() {
+            // `ID UPSTREAMS STATUS`; UPSTREAMS is `a, b` when nginx tried a
+            // dead replica first: the last one served.
+            let Some((id, rest)) = line.split_once(' ') else {
+                continue;
+            };
+            let Some((upstreams, _status)) = rest.rsplit_once(' ') else {
+                continue;
+            };
+            let served = upstreams.rsplit(", ").next().unwrap_or(upstreams);
+            out.entry(id.to_owned())
+                .or_default()
+                .push(served.to_owned());
+        }
+        out
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client() -> Client<HttpConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// GET `url`: status and body (bounded: 5 s).
+pub async fn get(url: &str) -> Result<(u16, String), String> {
+    let request = hyper::Request::get(url)
+        .body(Full::new(Bytes::new()))
+        .map_err(|e| e.to_string())?;
+    let call = async {
+        let response = client().request(request).await.map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    };
+    tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .map_err(|_| "timed out".to_owned())?
+}
+
+/// The `_meta` of every request: 2026-07-28, form elicitation and tasks.
+pub fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+        "io.modelcontextprotocol/clientInfo": {"name": "tern-cluster-test", "version": "0"}
+    })
+}
+
+/// How a JSON-RPC call over HTTP ended.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// The `result`.
+    Result(Value),
+    /// The `error` (with its HTTP status).
+    Error(u16, Value),
+    /// No JSON-RPC answer: the connection failed, timed out, or a proxy
+    /// answered (its status).
+    Transport(String),
+}
+
+impl Reply {
+    pub fn result(&self) -> &Value {
+        match self {
+            Self::Result(v) => v,
+            other => panic!("expected a result, got {other:?}"),
+        }
+    }
+
+    pub fn kind(&self) -> String {
+        match self {
+            Self::Result(v) if v["isError"] == true => "complete (isError)".to_owned(),
+            Self::Result(v) => v["resultType"].as_str().unwrap_or("result").to_owned(),
+            Self::Error(status, e) => format!("error {} (HTTP {status})", e["code"]),
+            Self::Transport(why) => format!("transport ({why})"),
+        }
+    }
+}
+
+/// Posts one JSON-RPC request to `base` (`http://host:port`) with the
+/// headers the 2026-07-28 HTTP transport requires; bounded by `timeout`.
+pub async fn call(
+    base: &str,
+    test_id: &str,
+    method: &str,
+    mut params: Value,
+    timeout: Duration,
+) -> Reply {
+    params["_meta"] = meta();
+    let name = match method {
+        "tools/call" | "prompts/get" => params["name"].as_str().map(str::to_owned),
+        "resources/read" => params["uri"].as_str().map(str::to_owned),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            params["taskId"].as_str().map(str::to_owned)
+        }
+        _ => None,
+    };
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = hyper::Request::post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("x-test-id", test_id);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    let Ok(request) = request.body(Full::new(Bytes::from(body.to_string()))) else {
+        return Reply::Transport("bad request".into());
+    };
+    let exchange = async {
+        let response = client()
+            .request(request)
+            .await
+            .map_err(|e| format!("{e}"))?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("{e}"))?
+            .to_bytes();
+        Ok::<_, String>((status, String::from_utf8_lossy(&bytes).into_owned()))
+    };
+    let (status, text) = match tokio::time::timeout(timeout, exchange).await {
+        Err(_) => return Reply::Transport("timed out".into()),
+        Ok(Err(e)) => return Reply::Transport(e),
+        Ok(Ok(answer)) => answer,
+    };
+    // JSON, or an SSE stream whose last `data:` line is the answer.
+    let json = if text.trim_start().starts_with('{') {
+        text.clone()
+    } else {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .next_back()
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    match serde_json::from_str::<Value>(&json) {
+        Ok(v) if v.get("result").is_some() => Reply::Result(v["result"].clone()),
+        Ok(v) if v.get("error").is_some() => Reply::Error(status, v["error"].clone()),
+        _ => Reply::Transport(format!("HTTP {status}")),
+    }
+}
+
+/// An open `subscriptions/listen` stream (SSE), read message by message.
+pub struct Listen {
+    body: hyper::body::Incoming,
+    buffer: String,
+}
+
+impl std::fmt::Debug for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listen").finish_non_exhaustive()
+    }
+}
+
+impl Listen {
+    /// Opens `subscriptions/listen` at `base` with `filter`.
+    pub async fn open(base: &str, filter: Value) -> Self {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+            "params": {"notifications": filter, "_meta": meta()}});
+        let request = hyper::Request::post(format!("{base}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(5), client().request(request))
+            .await
+            .expect("the listen stream opens within 5 s")
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        Self {
+            body: response.into_body(),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next JSON-RPC message of the stream, within `within`.
+    pub async fn next(&mut self, within: Duration) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim)
+                    .collect();
+                if let Ok(v) = serde_json::from_str(&data) {
+                    return Some(v);
+                }
+                continue;
+            }
+            let frame = tokio::time::timeout_at(deadline, self.body.frame())
+                .await
+                .ok()??
+                .ok()?;
+            if let Some(bytes) = frame.data_ref() {
+                self.buffer
+                    .push_str(&String::from_utf8_lossy(bytes).replace("\r\n", "\n"));
+            }
+        }
+    }
+
+    /// Reads until a message `accept`s (at most 100 messages, each within
+    /// `within`).
+    pub async fn until(&mut self, within: Duration, accept: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..100 {
+            let Some(message) = self.next(within).await else {
+                panic!("the listen stream went quiet or closed");
+            };
+            if accept(&message) {
+                return message;
+            }
+        }
+        panic!("no matching message in 100");
+    }
+}

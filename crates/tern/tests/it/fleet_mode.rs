@@ -1,0 +1,164 @@
+//! `tern serve demo --redis`: what fleet mode refuses, and the key ring
+//! rotated by `SIGHUP` without a restart (states sealed with a key still in
+//! the ring open; once the key leaves the ring, they are refused).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::fleet::{RedisServer, Replica, Reply, Scratch, call, generate_keys, get};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+#[tokio::test]
+async fn fleet_mode_refuses_an_in_process_task_store_and_a_missing_key_file() {
+    let with_tasks = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args([
+            "serve",
+            "demo",
+            "--http",
+            "127.0.0.1:0",
+            "--redis",
+            "redis://127.0.0.1:1",
+        ])
+        .args(["--keys", "unused", "--tasks", "memory"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(with_tasks.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&with_tasks.stderr).contains("in fleet mode"));
+    let without_keys = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args([
+            "serve",
+            "demo",
+            "--http",
+            "127.0.0.1:0",
+            "--redis",
+            "redis://127.0.0.1:1",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(without_keys.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&without_keys.stderr).contains("--keys"));
+    let no_redis = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args([
+            "serve",
+            "demo",
+            "--http",
+            "127.0.0.1:0",
+            "--redis",
+            "redis://127.0.0.1:1",
+        ])
+        .args(["--keys", "Cargo.toml"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        no_redis.status.code(),
+        Some(2),
+        "a key file that does not parse"
+    );
+}
+
+async fn first_leg(base: &str) -> (Value, String) {
+    let args = json!({"name": "orders"});
+    let r = call(
+        base,
+        "k",
+        "tools/call",
+        json!({"name": "provision_database", "arguments": args}),
+        TIMEOUT,
+    )
+    .await;
+    let state = r.result()["requestState"].as_str().unwrap().to_owned();
+    (args, state)
+}
+
+async fn final_leg(base: &str, args: &Value, state: &str) -> Reply {
+    call(
+        base,
+        "k",
+        "tools/call",
+        json!({
+            "name": "provision_database",
+            "arguments": args,
+            "inputResponses": {"region": {"action": "accept", "content": {"region": "us-east-1"}}},
+            "requestState": state,
+        }),
+        TIMEOUT,
+    )
+    .await
+}
+
+/// Polls `/readyz` until it names `keys` (bounded: 200 × 25 ms).
+async fn until_keys(replica: &Replica, keys: &str) {
+    let mut last = String::new();
+    for _ in 0..200 {
+        let (status, body) = get(&replica.url("/readyz")).await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        if body.contains(&format!("keys={keys}\n")) {
+            return;
+        }
+        last = body;
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the key ring never became {keys}: {last}");
+}
+
+fn key_id(ring_text: &str) -> String {
+    ring_text.split(':').next().unwrap().trim().to_owned()
+}
+
+#[tokio::test]
+async fn sighup_rotates_the_key_ring_without_a_restart() {
+    let dir = Scratch::new("rotate");
+    let redis = RedisServer::start().await;
+    let (old_file, new_file, keys) = (dir.0.join("old"), dir.0.join("new"), dir.0.join("keys"));
+    generate_keys(&old_file).await;
+    generate_keys(&new_file).await;
+    let (old, new) = (
+        std::fs::read_to_string(&old_file).unwrap(),
+        std::fs::read_to_string(&new_file).unwrap(),
+    );
+    std::fs::write(&keys, &old).unwrap();
+    let replica = Replica::start(&redis.url(), &keys, 15, &dir.0).await;
+    let base = replica.url("");
+    until_keys(&replica, &key_id(&old)).await;
+    let (args, sealed_old_1) = first_leg(&base).await;
+    let (_, sealed_old_2) = first_leg(&base).await;
+
+    // Rotation: the new key first (it seals), the old one kept (it opens).
+    std::fs::write(&keys, format!("{new}{old}")).unwrap();
+    replica.signal("HUP").await;
+    until_keys(&replica, &format!("{},{}", key_id(&new), key_id(&old))).await;
+    let done = final_leg(&base, &args, &sealed_old_1).await;
+    assert_eq!(
+        done.result()["content"][0]["text"],
+        "Created database orders in us-east-1."
+    );
+    let (_, sealed_new) = first_leg(&base).await;
+
+    // A file that does not parse leaves the ring as it is.
+    std::fs::write(&keys, "not a key ring").unwrap();
+    replica.signal("HUP").await;
+    // Then the old key retires.
+    std::fs::write(&keys, &new).unwrap();
+    replica.signal("HUP").await;
+    until_keys(&replica, &key_id(&new)).await;
+    assert!(
+        replica.log_text().contains("key ring not reloaded"),
+        "the bad file was reported: {}",
+        replica.log_text()
+    );
+    let refused = final_leg(&base, &args, &sealed_old_2).await;
+    let Reply::Error(_, e) = &refused else {
+        panic!("a state sealed with a retired key must be refused: {refused:?}");
+    };
+    assert_eq!(e["code"], -32602, "{e}");
+    let done = final_leg(&base, &args, &sealed_new).await;
+    assert_eq!(
+        done.result()["content"][0]["text"],
+        "Created database orders in us-east-1."
+    );
+}
