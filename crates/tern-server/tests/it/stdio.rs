@@ -353,3 +353,27 @@ async fn a_cancelled_guarded_leg_finishes_and_its_retry_gets_the_outcome() {
     );
     assert_eq!(counters.transfers.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn overload_is_answered_32603_with_a_retry_hint() {
+    // One slot, a queue of 16: the 17th request beyond the running one is
+    // refused as overload (-32603 + data.retryAfterMs), not -32600.
+    let (mut p, _) = start(StdioOptions {
+        max_concurrent: 1,
+        retry_after: std::time::Duration::from_millis(250),
+        ..StdioOptions::default()
+    });
+    for id in 0..16 {
+        p.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": meta()}}).to_string()).await;
+    }
+    p.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "server/discover", "params": {"_meta": meta()}}).to_string()).await;
+    let e = p.recv().await;
+    assert_eq!(e["id"], 99);
+    assert_eq!(e["error"]["code"], -32603);
+    assert_eq!(e["error"]["data"]["retryAfterMs"], 250);
+    for id in 0..16 {
+        p.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}).to_string()).await;
+    }
+    let rest = p.finish().await;
+    assert!(rest.iter().all(|m| m.get("error").is_none()), "{rest:?}");
+}
