@@ -29,7 +29,6 @@ pub(crate) async fn all(
                 ("state-cross-tool", "S10c"),
                 ("state-cross-argument", "S10c"),
                 ("state-cross-resource", "S10c"),
-                ("state-replayed", "S11"),
             ] {
                 out.push(Check::new(
                     id,
@@ -39,7 +38,8 @@ pub(crate) async fn all(
                 ));
             }
         }
-        Some(state) => {
+        Some(_) => {
+            let state = &fresh(s, asked).await?.state.unwrap_or_default();
             let tampered = tamper(state);
             out.push(
                 forged(s, asked, "state-tampered", "S8 S9", "one character changed", &call(asked, &asked.args), &tampered, effects).await?,
@@ -52,6 +52,7 @@ pub(crate) async fn all(
             out.push(
                 forged(s, asked, "state-extended", "S9", "\"-TAMPERED\" appended", &call(asked, &asked.args), &extended, effects).await?,
             );
+            let state = &fresh(s, asked).await?.state.unwrap_or_default();
             out.push(match other {
                 Some(o) => {
                     let params = json!({"name": o.tool, "arguments": o.args});
@@ -64,6 +65,7 @@ pub(crate) async fn all(
                     "no second tool that asks (--other-tool NAME, or --allow-effects to look for one)",
                 ),
             });
+            let state = &fresh(s, asked).await?.state.unwrap_or_default();
             out.push(match sample::changed(&asked.args, &asked.schema) {
                 Some(changed) => {
                     let what = format!(
@@ -79,8 +81,8 @@ pub(crate) async fn all(
                     "the tool has no argument to change",
                 ),
             });
+            let state = &fresh(s, asked).await?.state.unwrap_or_default();
             out.push(cross_resource(s, asked, state, effects).await?);
-            out.push(replayed(s, asked, state, effects).await?);
         }
     }
     out.push(unasked_key(s, asked).await?);
@@ -94,7 +96,28 @@ pub(crate) async fn all(
     out.push(duplicate_name(s, asked, other).await?);
     out.push(duplicate_argument(s, asked).await?);
     out.extend(aggressive(s, args).await?);
+    // Last: a single-use server consumes the state here.
+    out.push(match &asked.state {
+        Some(_) => {
+            let asked = &fresh(s, asked).await?;
+            replayed(s, asked, asked.state.as_deref().unwrap_or_default(), effects).await?
+        }
+        None => Check::new("state-replayed", "S11", Status::NotApplicable, "the first leg carried no requestState"),
+    });
     Ok(out)
+}
+
+/// A new first leg of the chosen tool, so each check presents a state no
+/// other check used (a single-use server consumes a state on its first
+/// retry, and asks again with a new one).
+async fn fresh(s: &mut Session, asked: &Asked) -> Io<Asked> {
+    let tool = json!({"name": asked.tool, "inputSchema": asked.schema});
+    let (x, again) = super::first_leg(s, &tool, Some(asked.args.clone())).await?;
+    Ok(if x.result_type() == Some("input_required") {
+        again
+    } else {
+        asked.clone()
+    })
 }
 
 /// The chosen tool's `tools/call` params with these arguments.
@@ -242,6 +265,7 @@ fn asks_again(x: &Exchange, asked: &Asked) -> bool {
 
 /// The chosen tool's retry with `responses` (and the first leg's state).
 async fn retry(s: &mut Session, asked: &Asked, responses: Option<Map<String, Value>>) -> Io<Exchange> {
+    let asked = &fresh(s, asked).await?;
     let mut p = call(asked, &asked.args).1;
     if let Some(state) = &asked.state {
         p["requestState"] = json!(state);

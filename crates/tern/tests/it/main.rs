@@ -13,6 +13,7 @@
     reason = "test code reads best with values passed and helpers declared where used"
 )]
 
+mod audit;
 mod await_demo;
 mod cli;
 mod demo;
