@@ -18,6 +18,7 @@ mod await_strategy;
 mod call;
 mod exactly_once;
 mod fixture;
+mod fuzz;
 mod http;
 mod legacy;
 mod protocol;
