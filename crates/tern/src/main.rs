@@ -308,6 +308,10 @@ fn main() -> ExitCode {
     // Logs go to standard error: standard output carries protocol only.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A closed standard error must not break requests: tracing's own
+        // report of a failed write would panic in `eprintln!` (found when
+        // a log line met a closed pipe and the request's connection died).
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")

@@ -20,6 +20,7 @@ mod exactly_once;
 mod fixture;
 mod fuzz;
 mod http;
+mod limits;
 mod legacy;
 mod protocol;
 mod rules;

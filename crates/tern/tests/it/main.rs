@@ -19,5 +19,6 @@ mod cli;
 mod demo;
 mod demo_tasks;
 mod fake;
+mod limits;
 mod process;
 mod terminal;
