@@ -105,7 +105,9 @@ pub fn flatten(schema: &Value) -> Result<RequestedSchema, String> {
         .flatten()
         .find(|name| !properties.contains_key(name.as_str()))
     {
-        return Err(format!("required field `{missing}` is not among the properties"));
+        return Err(format!(
+            "required field `{missing}` is not among the properties"
+        ));
     }
     Ok(RequestedSchema {
         properties,

@@ -3,6 +3,7 @@
 //! subscription id, until the client goes away or the server closes the
 //! subscription gracefully.
 
+use std::sync::Arc;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::meta::{NotificationMeta, NotificationParams};
 use tern_protocol::resource::ResourceUpdatedNotificationParams;
@@ -12,7 +13,6 @@ use tern_protocol::subscription::{
 };
 use tern_protocol::task::TaskStatusNotificationParams;
 use tern_protocol::{RequestId, ServerNotification};
-use std::sync::Arc;
 
 use tokio::sync::broadcast::error::RecvError;
 
@@ -109,6 +109,10 @@ impl Server {
         Ok(Some(followed).filter(|f| !f.is_empty()))
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one loop over every kind of change a listen follows"
+    )]
     pub(crate) async fn listen(
         &self,
         id: &RequestId,

@@ -113,7 +113,8 @@ fn json_tree() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
-        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
         Just(json!("2026-07-28")),
         ".{0,12}".prop_map(Value::String),
     ];
@@ -161,7 +162,13 @@ fn field_schema() -> impl Strategy<Value = Value> {
         prop::option::of(-5..5i64),
         prop::option::of(-5..5i64),
         prop::option::of(prop::collection::vec("[a-c]{0,2}", 0..4)),
-        prop::option::of(prop_oneof![Just("email"), Just("uri"), Just("date"), Just("date-time"), Just("bogus")]),
+        prop::option::of(prop_oneof![
+            Just("email"),
+            Just("uri"),
+            Just("date"),
+            Just("date-time"),
+            Just("bogus")
+        ]),
     )
         .prop_map(|(kind, min_len, max_len, min, max, options, format)| {
             let mut f = Map::new();
@@ -199,7 +206,8 @@ fn elicit_value() -> impl Strategy<Value = ElicitValue> {
         Just(ElicitValue::String("audit@example.com".into())),
         Just(ElicitValue::String("2030-01-01T09:00:00Z".into())),
         any::<i32>().prop_map(|n| ElicitValue::Number(n.into())),
-        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(ElicitValue::Bool(false), ElicitValue::Number)),
+        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f)
+            .map_or(ElicitValue::Bool(false), ElicitValue::Number)),
         any::<bool>().prop_map(ElicitValue::Bool),
         prop::collection::vec("[a-c]{0,2}", 0..4).prop_map(ElicitValue::Strings),
     ]

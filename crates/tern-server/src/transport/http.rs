@@ -295,8 +295,10 @@ impl Drop for PrincipalSlot {
 /// for SSE, the stream permit.
 #[derive(Default)]
 struct Held {
-    _principal: Option<PrincipalSlot>,
-    _stream: Option<tokio::sync::OwnedSemaphorePermit>,
+    #[allow(dead_code, reason = "held for its drop")]
+    principal: Option<PrincipalSlot>,
+    #[allow(dead_code, reason = "held for its drop")]
+    stream: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// A response body that holds [`Held`] until it ends or is dropped.
@@ -405,7 +407,7 @@ impl Http {
 
     /// Most requests in flight for one authenticated principal (default
     /// [`DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL`]); one more is answered `503`
-    /// + `Retry-After`, and other principals are not affected. Anonymous
+    /// and `Retry-After`, and other principals are not affected. Anonymous
     /// callers are bounded per address by the accept loop instead.
     #[must_use]
     pub fn max_in_flight_per_principal(mut self, n: usize) -> Self {
@@ -534,11 +536,7 @@ fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<B
     response
 }
 
-fn error_response(
-    status: StatusCode,
-    id: Option<RequestId>,
-    error: ErrorObject,
-) -> Response<Body> {
+fn error_response(status: StatusCode, id: Option<RequestId>, error: ErrorObject) -> Response<Body> {
     json_response(status, &ErrorResponse::new(id, error))
 }
 
@@ -847,18 +845,22 @@ impl Http {
         };
         let mut held = Held::default();
         if let Some(id) = principal.id() {
-            match self
+            let Some(slot) = self
                 .per_principal
                 .take(id, self.max_in_flight_per_principal)
-            {
-                Some(slot) => held._principal = Some(slot),
-                None => {
-                    tracing::warn!("one principal's requests in flight at the cap: 503");
-                    return overloaded(self.retry_after, None, "too many requests in flight for this principal; retry later");
-                }
-            }
+            else {
+                tracing::warn!("one principal's requests in flight at the cap: 503");
+                return overloaded(
+                    self.retry_after,
+                    None,
+                    "too many requests in flight for this principal; retry later",
+                );
+            };
+            held.principal = Some(slot);
         }
-        let response = self.handle_as(parts, body, principal, peer, legacy_method, &mut held).await;
+        let response = self
+            .handle_as(parts, body, principal, peer, legacy_method, &mut held)
+            .await;
         holding(response, held)
     }
 
@@ -979,7 +981,7 @@ impl Http {
                     "too many streams open; retry later",
                 );
             };
-            held._stream = Some(permit);
+            held.stream = Some(permit);
             let (n, rx) = Notifier::channel(self.stream_buffer);
             (Some(n), Some(rx))
         } else {

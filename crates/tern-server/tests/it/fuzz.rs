@@ -22,7 +22,9 @@ fn server() -> Server {
         "n": {"type": "integer", "x-mcp-header": "N"}
     }});
     Server::builder("fuzz", "1")
-        .tool(ToolDef::new("place", "Echoes", echo).input_schema(schema.as_object().unwrap().clone()))
+        .tool(
+            ToolDef::new("place", "Echoes", echo).input_schema(schema.as_object().unwrap().clone()),
+        )
         .build()
         .unwrap()
 }
@@ -118,22 +120,50 @@ proptest! {
 /// nested.
 fn schema_tree() -> impl Strategy<Value = Value> {
     let keyword = prop_oneof![
-        Just("type"), Just("properties"), Just("required"), Just("enum"), Just("oneOf"), Just("anyOf"),
-        Just("const"), Just("title"), Just("items"), Just("minLength"), Just("maxLength"), Just("minimum"),
-        Just("maximum"), Just("format"), Just("default"), Just("$ref"), Just("$defs"), Just("allOf"),
-        Just("description"), Just("enumNames"), Just("minItems"), Just("maxItems"), Just("x"),
+        Just("type"),
+        Just("properties"),
+        Just("required"),
+        Just("enum"),
+        Just("oneOf"),
+        Just("anyOf"),
+        Just("const"),
+        Just("title"),
+        Just("items"),
+        Just("minLength"),
+        Just("maxLength"),
+        Just("minimum"),
+        Just("maximum"),
+        Just("format"),
+        Just("default"),
+        Just("$ref"),
+        Just("$defs"),
+        Just("allOf"),
+        Just("description"),
+        Just("enumNames"),
+        Just("minItems"),
+        Just("maxItems"),
+        Just("x"),
     ];
     let leaf = prop_oneof![
-        Just(json!("object")), Just(json!("string")), Just(json!("integer")), Just(json!("number")),
-        Just(json!("boolean")), Just(json!("array")), Just(json!("null")), Just(json!("#/$defs/a")),
-        any::<i64>().prop_map(|n| json!(n)), any::<bool>().prop_map(Value::Bool), Just(Value::Null),
+        Just(json!("object")),
+        Just(json!("string")),
+        Just(json!("integer")),
+        Just(json!("number")),
+        Just(json!("boolean")),
+        Just(json!("array")),
+        Just(json!("null")),
+        Just(json!("#/$defs/a")),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<bool>().prop_map(Value::Bool),
+        Just(Value::Null),
         "[a-c]{0,3}".prop_map(Value::String),
     ];
     leaf.prop_recursive(5, 64, 6, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::vec((keyword.clone(), inner.clone()), 0..6)
-                .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+            prop::collection::vec((keyword.clone(), inner.clone()), 0..6).prop_map(|kv| {
+                Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+            }),
             prop::collection::vec(("[a-c]{1,2}", inner), 0..4)
                 .prop_map(|kv| Value::Object(kv.into_iter().collect())),
         ]

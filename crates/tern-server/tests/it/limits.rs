@@ -39,9 +39,15 @@ async fn start(
         "bob" => Some(Principal::new("bob")),
         _ => None,
     }));
-    tokio::spawn(serve_with(listener, http(authenticated), "/mcp", options, async move {
-        let _ = stopped.await;
-    }));
+    tokio::spawn(serve_with(
+        listener,
+        http(authenticated),
+        "/mcp",
+        options,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     Running {
         port,
         _stop: stop,
@@ -94,7 +100,11 @@ async fn head(stream: &mut TcpStream) -> String {
             .unwrap();
         raw.extend_from_slice(&buf[..n]);
         let text = String::from_utf8_lossy(&raw).into_owned();
-        if n == 0 || text.split_once("\r\n\r\n").is_some_and(|(_, b)| !b.is_empty()) {
+        if n == 0
+            || text
+                .split_once("\r\n\r\n")
+                .is_some_and(|(_, b)| !b.is_empty())
+        {
             return text;
         }
     }
@@ -119,14 +129,36 @@ async fn listen_uris_must_be_known_unique_and_few() {
     let r = start(|b| b.max_listen_uris(3), |h| h, ServeOptions::default()).await;
     let known = |s: &str| s.to_string();
     // Known: a resource and a URI a template matches.
-    let mut ok = post(r.port, &listen(1, &[known("res://ask"), known("res://item/7")]), None).await;
+    let mut ok = post(
+        r.port,
+        &listen(1, &[known("res://ask"), known("res://item/7")]),
+        None,
+    )
+    .await;
     let ack = head(&mut ok).await;
     assert_eq!(status(&ack), 200, "{ack}");
-    assert!(ack.contains("notifications/subscriptions/acknowledged"), "{ack}");
+    assert!(
+        ack.contains("notifications/subscriptions/acknowledged"),
+        "{ack}"
+    );
     for (uris, says) in [
-        (vec![known("res://ask"), known("res://nope-secret-text")], "resourceSubscriptions[1] names no resource"),
-        (vec![known("res://ask"), known("res://ask")], "resourceSubscriptions[1] repeats"),
-        (vec![known("res://item/1"), known("res://item/2"), known("res://item/3"), known("res://item/4")], "at most 3"),
+        (
+            vec![known("res://ask"), known("res://nope-secret-text")],
+            "resourceSubscriptions[1] names no resource",
+        ),
+        (
+            vec![known("res://ask"), known("res://ask")],
+            "resourceSubscriptions[1] repeats",
+        ),
+        (
+            vec![
+                known("res://item/1"),
+                known("res://item/2"),
+                known("res://item/3"),
+                known("res://item/4"),
+            ],
+            "at most 3",
+        ),
     ] {
         let mut s = post(r.port, &listen(2, &uris), None).await;
         let response = head(&mut s).await;
@@ -134,7 +166,10 @@ async fn listen_uris_must_be_known_unique_and_few() {
         assert_eq!(v["error"]["code"], -32602, "{response}");
         let message = v["error"]["message"].as_str().unwrap();
         assert!(message.contains(says), "{message}");
-        assert!(!response.contains("nope-secret-text"), "the URI is not echoed");
+        assert!(
+            !response.contains("nope-secret-text"),
+            "the URI is not echoed"
+        );
     }
 }
 
@@ -150,7 +185,10 @@ async fn listen_streams_over_the_cap_get_503_with_retry_after() {
     let mut third = post(r.port, &listen(9, &[]), None).await;
     let response = head(&mut third).await;
     assert_eq!(status(&response), 503, "{response}");
-    assert!(response.to_ascii_lowercase().contains("retry-after: 1"), "{response}");
+    assert!(
+        response.to_ascii_lowercase().contains("retry-after: 1"),
+        "{response}"
+    );
     assert_eq!(body_json(&response)["error"]["data"]["retryAfterMs"], 1000);
     drop(open);
 }
@@ -166,14 +204,20 @@ async fn sse_streams_over_the_cap_get_503() {
     assert_eq!(status(&response), 503, "{response}");
     assert_eq!(body_json(&response)["error"]["code"], -32603);
     // A plain call (no stream) still goes through.
-    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta()}});
+    let list =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta()}});
     let mut plain = post(r.port, &list, None).await;
     assert_eq!(status(&head(&mut plain).await), 200);
 }
 
 #[tokio::test]
 async fn one_principal_filling_its_share_does_not_refuse_another() {
-    let r = start(|b| b, |h| h.max_in_flight_per_principal(2), ServeOptions::default()).await;
+    let r = start(
+        |b| b,
+        |h| h.max_in_flight_per_principal(2),
+        ServeOptions::default(),
+    )
+    .await;
     let mut alice = Vec::new();
     for id in 0..2 {
         let mut s = post(r.port, &slow(id), Some("alice")).await;
@@ -183,7 +227,10 @@ async fn one_principal_filling_its_share_does_not_refuse_another() {
     let mut more = post(r.port, &slow(5), Some("alice")).await;
     let response = head(&mut more).await;
     assert_eq!(status(&response), 503, "{response}");
-    assert!(response.to_ascii_lowercase().contains("retry-after"), "{response}");
+    assert!(
+        response.to_ascii_lowercase().contains("retry-after"),
+        "{response}"
+    );
     let mut bob = post(r.port, &slow(6), Some("bob")).await;
     let response = head(&mut bob).await;
     assert_eq!(status(&response), 200, "bob is served: {response}");
@@ -214,8 +261,12 @@ async fn a_reader_that_stops_reading_is_dropped_and_its_request_cancelled() {
     let c = Arc::clone(&counters);
     let r = start(
         move |b| {
-            b.tool(tern_server::ToolDef::new("flood", "Floods", move |ctx: Ctx| flood(ctx, Arc::clone(&c))))
-                .progress_interval(Duration::ZERO)
+            b.tool(tern_server::ToolDef::new(
+                "flood",
+                "Floods",
+                move |ctx: Ctx| flood(ctx, Arc::clone(&c)),
+            ))
+            .progress_interval(Duration::ZERO)
         },
         |h| h.stream_buffer(4),
         ServeOptions::default().write_timeout(Duration::from_millis(300)),

@@ -11,6 +11,10 @@ use super::{Asked, AuditArgs, Check, Session, Status, VERSION, sample};
 type Io<T> = std::io::Result<T>;
 
 /// Runs every check.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the checks in report order, one after another"
+)]
 pub(crate) async fn all(
     s: &mut Session,
     asked: &Asked,
@@ -20,8 +24,8 @@ pub(crate) async fn all(
     let mut out = Vec::new();
     let effects = args.allow_effects;
     // requestState forgeries (S8-S11).
-    match &asked.state {
-        None => {
+    if asked.state.is_none() {
+        {
             for (id, rule) in [
                 ("state-tampered", "S8 S9"),
                 ("state-truncated", "S9"),
@@ -38,19 +42,50 @@ pub(crate) async fn all(
                 ));
             }
         }
-        Some(_) => {
+    } else {
+        {
             let state = &fresh(s, asked).await?.state.unwrap_or_default();
             let tampered = tamper(state);
             out.push(
-                forged(s, asked, "state-tampered", "S8 S9", "one character changed", &call(asked, &asked.args), &tampered, effects).await?,
+                forged(
+                    s,
+                    asked,
+                    "state-tampered",
+                    "S8 S9",
+                    "one character changed",
+                    &call(asked, &asked.args),
+                    &tampered,
+                    effects,
+                )
+                .await?,
             );
             let cut = state.len().saturating_sub(8).max(state.len() / 2);
             out.push(
-                forged(s, asked, "state-truncated", "S9", "its last characters cut", &call(asked, &asked.args), &state[..cut], effects).await?,
+                forged(
+                    s,
+                    asked,
+                    "state-truncated",
+                    "S9",
+                    "its last characters cut",
+                    &call(asked, &asked.args),
+                    &state[..cut],
+                    effects,
+                )
+                .await?,
             );
             let extended = format!("{state}-TAMPERED");
             out.push(
-                forged(s, asked, "state-extended", "S9", "\"-TAMPERED\" appended", &call(asked, &asked.args), &extended, effects).await?,
+                forged(
+                    s,
+                    asked,
+                    "state-extended",
+                    "S9",
+                    "\"-TAMPERED\" appended",
+                    &call(asked, &asked.args),
+                    &extended,
+                    effects,
+                )
+                .await?,
             );
             let state = &fresh(s, asked).await?.state.unwrap_or_default();
             out.push(match other {
@@ -72,7 +107,17 @@ pub(crate) async fn all(
                         "presented with argument {} changed",
                         changed.keys().next().map_or("", String::as_str)
                     );
-                    forged(s, asked, "state-cross-argument", "S10c", &what, &call(asked, &changed), state, effects).await?
+                    forged(
+                        s,
+                        asked,
+                        "state-cross-argument",
+                        "S10c",
+                        &what,
+                        &call(asked, &changed),
+                        state,
+                        effects,
+                    )
+                    .await?
                 }
                 None => Check::new(
                     "state-cross-argument",
@@ -100,9 +145,20 @@ pub(crate) async fn all(
     out.push(match &asked.state {
         Some(_) => {
             let asked = &fresh(s, asked).await?;
-            replayed(s, asked, asked.state.as_deref().unwrap_or_default(), effects).await?
+            replayed(
+                s,
+                asked,
+                asked.state.as_deref().unwrap_or_default(),
+                effects,
+            )
+            .await?
         }
-        None => Check::new("state-replayed", "S11", Status::NotApplicable, "the first leg carried no requestState"),
+        None => Check::new(
+            "state-replayed",
+            "S11",
+            Status::NotApplicable,
+            "the first leg carried no requestState",
+        ),
     });
     Ok(out)
 }
@@ -147,7 +203,10 @@ fn answers(asked: &Asked) -> Map<String, Value> {
 /// A forged state on `target`: refused with a JSON-RPC error passes.
 /// Without `effects` it carries no answers, so a server that takes the
 /// forgery asks again rather than finishing.
-#[allow(clippy::too_many_arguments, reason = "one call per forgery, each spelled out")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call per forgery, each spelled out"
+)]
 async fn forged(
     s: &mut Session,
     asked: &Asked,
@@ -164,11 +223,26 @@ async fn forged(
     if effects {
         p.insert("inputResponses".into(), Value::Object(answers(asked)));
     }
-    let x = s.send(method, &Value::Object(p), &sample::all_capabilities()).await?;
+    let x = s
+        .send(method, &Value::Object(p), &sample::all_capabilities())
+        .await?;
     Ok(if x.error_code().is_some() {
-        Check::new(id, rule, Status::Pass, format!("requestState {what}: refused ({})", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!("requestState {what}: refused ({})", x.describe()),
+        )
     } else {
-        Check::new(id, rule, Status::Fail, format!("requestState {what}: served ({}), not refused", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!(
+                "requestState {what}: served ({}), not refused",
+                x.describe()
+            ),
+        )
     })
 }
 
@@ -185,7 +259,17 @@ async fn cross_resource(s: &mut Session, asked: &Asked, state: &str, effects: bo
         .map(str::to_string);
     if let Some(uri) = uri {
         let target = ("resources/read", json!({"uri": uri}));
-        return forged(s, asked, "state-cross-resource", "S10c", &format!("presented on resources/read {uri}"), &target, state, effects).await;
+        return forged(
+            s,
+            asked,
+            "state-cross-resource",
+            "S10c",
+            &format!("presented on resources/read {uri}"),
+            &target,
+            state,
+            effects,
+        )
+        .await;
     }
     let prompts = s.send("prompts/list", &json!({}), &caps).await?;
     let prompt = prompts
@@ -207,7 +291,17 @@ async fn cross_resource(s: &mut Session, asked: &Asked, state: &str, effects: bo
         .map(str::to_string);
     if let Some(name) = prompt {
         let target = ("prompts/get", json!({"name": name}));
-        return forged(s, asked, "state-cross-resource", "S10c", &format!("presented on prompts/get {name}"), &target, state, effects).await;
+        return forged(
+            s,
+            asked,
+            "state-cross-resource",
+            "S10c",
+            &format!("presented on prompts/get {name}"),
+            &target,
+            state,
+            effects,
+        )
+        .await;
     }
     Ok(Check::new(
         "state-cross-resource",
@@ -233,7 +327,12 @@ fn outcome(x: &Exchange) -> Value {
 async fn replayed(s: &mut Session, asked: &Asked, state: &str, effects: bool) -> Io<Check> {
     let (id, rule) = ("state-replayed", "S11");
     if !effects {
-        return Ok(Check::new(id, rule, Status::NotApplicable, "a replay follows a finished call: needs --allow-effects"));
+        return Ok(Check::new(
+            id,
+            rule,
+            Status::NotApplicable,
+            "a replay follows a finished call: needs --allow-effects",
+        ));
     }
     let mut p = call(asked, &asked.args).1;
     p["requestState"] = json!(state);
@@ -241,30 +340,66 @@ async fn replayed(s: &mut Session, asked: &Asked, state: &str, effects: bool) ->
     let caps = sample::all_capabilities();
     let first = s.send("tools/call", &p, &caps).await?;
     if first.error_code().is_some() {
-        return Ok(Check::new(id, rule, Status::NotApplicable, format!("the answered leg itself failed ({}), nothing to replay", first.describe())));
+        return Ok(Check::new(
+            id,
+            rule,
+            Status::NotApplicable,
+            format!(
+                "the answered leg itself failed ({}), nothing to replay",
+                first.describe()
+            ),
+        ));
     }
     let again = s.send("tools/call", &p, &caps).await?;
     Ok(if again.error_code().is_some() {
-        Check::new(id, rule, Status::Pass, format!("the answered state sent again: refused ({})", again.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!(
+                "the answered state sent again: refused ({})",
+                again.describe()
+            ),
+        )
     } else if outcome(&first) == outcome(&again) {
-        Check::new(id, rule, Status::Pass, format!("the answered state sent again: the same outcome ({})", again.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!(
+                "the answered state sent again: the same outcome ({})",
+                again.describe()
+            ),
+        )
     } else {
-        Check::new(id, rule, Status::Fail, format!("the answered state sent again ran the call again with another outcome ({} then {})", first.describe(), again.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!(
+                "the answered state sent again ran the call again with another outcome ({} then {})",
+                first.describe(),
+                again.describe()
+            ),
+        )
     })
 }
 
 /// Whether `x` asks again for every key of the first leg.
 fn asks_again(x: &Exchange, asked: &Asked) -> bool {
     x.result_type() == Some("input_required")
-        && x
-            .result()
+        && x.result()
             .and_then(|r| r.get("inputRequests"))
             .and_then(Value::as_object)
             .is_some_and(|r| asked.requests.keys().all(|k| r.contains_key(k)))
 }
 
 /// The chosen tool's retry with `responses` (and the first leg's state).
-async fn retry(s: &mut Session, asked: &Asked, responses: Option<Map<String, Value>>) -> Io<Exchange> {
+async fn retry(
+    s: &mut Session,
+    asked: &Asked,
+    responses: Option<Map<String, Value>>,
+) -> Io<Exchange> {
     let asked = &fresh(s, asked).await?;
     let mut p = call(asked, &asked.args).1;
     if let Some(state) = &asked.state {
@@ -279,12 +414,28 @@ async fn retry(s: &mut Session, asked: &Asked, responses: Option<Map<String, Val
 async fn unasked_key(s: &mut Session, asked: &Asked) -> Io<Check> {
     let (id, rule) = ("answer-unasked-key", "S14 S15");
     let mut r = Map::new();
-    r.insert("tern-audit-never-asked".into(), json!({"action": "accept", "content": {"x": "y"}}));
+    r.insert(
+        "tern-audit-never-asked".into(),
+        json!({"action": "accept", "content": {"x": "y"}}),
+    );
     let x = retry(s, asked, Some(r)).await?;
     Ok(if asks_again(&x, asked) {
-        Check::new(id, rule, Status::Pass, "an answer for a key never asked (and none for those asked): ignored, asked again")
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            "an answer for a key never asked (and none for those asked): ignored, asked again",
+        )
     } else {
-        Check::new(id, rule, Status::Fail, format!("an answer for a key never asked: {}, not ignored and asked again", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!(
+                "an answer for a key never asked: {}, not ignored and asked again",
+                x.describe()
+            ),
+        )
     })
 }
 
@@ -297,9 +448,22 @@ async fn wrong_shape(s: &mut Session, asked: &Asked) -> Io<Check> {
         .collect();
     let x = retry(s, asked, Some(r)).await?;
     Ok(if x.error_code().is_some() {
-        Check::new(id, rule, Status::Pass, format!("answers of the wrong shape: refused ({})", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!("answers of the wrong shape: refused ({})", x.describe()),
+        )
     } else {
-        Check::new(id, rule, Status::Fail, format!("answers of the wrong shape: {}, not a JSON-RPC error", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!(
+                "answers of the wrong shape: {}, not a JSON-RPC error",
+                x.describe()
+            ),
+        )
     })
 }
 
@@ -313,11 +477,32 @@ async fn changed_question(s: &mut Session, asked: &Asked) -> Io<Check> {
     let x = retry(s, asked, Some(r)).await?;
     let tool_error = x.result().and_then(|r| r.get("isError")) == Some(&Value::Bool(true));
     Ok(if x.error_code().is_some() || asks_again(&x, asked) {
-        Check::new(id, rule, Status::Pass, format!("answers made for another question: not used ({})", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!(
+                "answers made for another question: not used ({})",
+                x.describe()
+            ),
+        )
     } else if tool_error {
-        Check::new(id, rule, Status::Fail, "answers made for another question: the call ended with a tool error (isError), not a JSON-RPC error (S13) or a new question (S15)")
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            "answers made for another question: the call ended with a tool error (isError), not a JSON-RPC error (S13) or a new question (S15)",
+        )
     } else {
-        Check::new(id, rule, Status::Fail, format!("answers made for another question: {}, taken as answers", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!(
+                "answers made for another question: {}, taken as answers",
+                x.describe()
+            ),
+        )
     })
 }
 
@@ -325,9 +510,22 @@ async fn missing(s: &mut Session, asked: &Asked) -> Io<Check> {
     let (id, rule) = ("answer-missing", "S12 S15");
     let x = retry(s, asked, Some(Map::new())).await?;
     Ok(if asks_again(&x, asked) {
-        Check::new(id, rule, Status::Pass, "a retry without the answers: asked again")
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            "a retry without the answers: asked again",
+        )
     } else {
-        Check::new(id, rule, Status::Fail, format!("a retry without the answers: {}, not asked again", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!(
+                "a retry without the answers: {}, not asked again",
+                x.describe()
+            ),
+        )
     })
 }
 
@@ -373,21 +571,46 @@ async fn capability_none(s: &mut Session, asked: &Asked) -> Io<Check> {
     let (method, params) = call(asked, &asked.args);
     let x = s.send(method, &params, &caps).await?;
     Ok(match gated(&x, &caps) {
-        Ok(what) => Check::new(id, rule, Status::Pass, format!("first leg declaring no capability: {what}")),
-        Err(what) => Check::new(id, rule, Status::Fail, format!("first leg declaring no capability: {what}")),
+        Ok(what) => Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!("first leg declaring no capability: {what}"),
+        ),
+        Err(what) => Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!("first leg declaring no capability: {what}"),
+        ),
     })
 }
 
 async fn capability_mode(s: &mut Session, asked: &Asked) -> Io<Check> {
     let (id, rule) = ("capability-other-kind", "S7 -32021");
     let Some(caps) = asked.requests.values().next().and_then(sample::without) else {
-        return Ok(Check::new(id, rule, Status::NotApplicable, "the question has no sub-capability to leave out"));
+        return Ok(Check::new(
+            id,
+            rule,
+            Status::NotApplicable,
+            "the question has no sub-capability to leave out",
+        ));
     };
     let (method, params) = call(asked, &asked.args);
     let x = s.send(method, &params, &caps).await?;
     Ok(match gated(&x, &caps) {
-        Ok(what) => Check::new(id, rule, Status::Pass, format!("first leg declaring only {caps}: {what}")),
-        Err(what) => Check::new(id, rule, Status::Fail, format!("first leg declaring only {caps}: {what}")),
+        Ok(what) => Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!("first leg declaring only {caps}: {what}"),
+        ),
+        Err(what) => Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!("first leg declaring only {caps}: {what}"),
+        ),
     })
 }
 
@@ -407,16 +630,35 @@ async fn not_mrtr_methods(s: &mut Session, asked: &Asked) -> Io<Check> {
         "resources/list",
         "resources/templates/list",
     ] {
-        let x = s.send(method, &Value::Object(extra.clone()), &sample::all_capabilities()).await?;
+        let x = s
+            .send(
+                method,
+                &Value::Object(extra.clone()),
+                &sample::all_capabilities(),
+            )
+            .await?;
         if x.result_type() == Some("input_required") {
             bad.push(method);
         }
         seen.push(format!("{method}: {}", x.describe()));
     }
     Ok(if bad.is_empty() {
-        Check::new(id, rule, Status::Pass, format!("requestState and inputResponses on other methods: none answered input_required ({})", seen.join("; ")))
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!(
+                "requestState and inputResponses on other methods: none answered input_required ({})",
+                seen.join("; ")
+            ),
+        )
     } else {
-        Check::new(id, rule, Status::Fail, format!("input_required answered on {}", bad.join(", ")))
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!("input_required answered on {}", bad.join(", ")),
+        )
     })
 }
 
@@ -426,10 +668,28 @@ fn header_verdict(id: &'static str, what: &str, x: &Exchange, also: &[i64]) -> C
     let rule = "-32020 HTTP";
     match x.error_code() {
         Some(code) if (code == -32020 || also.contains(&code)) && x.status == Some(400) => {
-            Check::new(id, rule, Status::Pass, format!("{what}: refused ({})", x.describe()))
+            Check::new(
+                id,
+                rule,
+                Status::Pass,
+                format!("{what}: refused ({})", x.describe()),
+            )
         }
-        Some(_) => Check::new(id, rule, Status::Fail, format!("{what}: refused, but {} (expected -32020 with 400)", x.describe())),
-        None => Check::new(id, rule, Status::Fail, format!("{what}: served ({})", x.describe())),
+        Some(_) => Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!(
+                "{what}: refused, but {} (expected -32020 with 400)",
+                x.describe()
+            ),
+        ),
+        None => Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!("{what}: served ({})", x.describe()),
+        ),
     }
 }
 
@@ -466,20 +726,45 @@ async fn headers(s: &mut Session, asked: &Asked, other: Option<&Asked>) -> Io<Ve
     let mut out = Vec::new();
     let h = replace(&standard, "Mcp-Name", Some(other_name));
     let x = s.send_with(method, &params, &caps, &h).await?;
-    out.push(header_verdict(ids[0], &format!("Mcp-Name {other_name} on a call to {}", asked.tool), &x, &[]));
+    out.push(header_verdict(
+        ids[0],
+        &format!("Mcp-Name {other_name} on a call to {}", asked.tool),
+        &x,
+        &[],
+    ));
     let h = replace(&standard, "Mcp-Name", None);
     let x = s.send_with(method, &params, &caps, &h).await?;
-    out.push(header_verdict(ids[1], "tools/call without Mcp-Name", &x, &[]));
+    out.push(header_verdict(
+        ids[1],
+        "tools/call without Mcp-Name",
+        &x,
+        &[],
+    ));
     let h = replace(&standard, "Mcp-Method", Some("tools/list"));
     let x = s.send_with(method, &params, &caps, &h).await?;
-    out.push(header_verdict(ids[2], "Mcp-Method tools/list on a tools/call", &x, &[]));
+    out.push(header_verdict(
+        ids[2],
+        "Mcp-Method tools/list on a tools/call",
+        &x,
+        &[],
+    ));
     let h = replace(&standard, "MCP-Protocol-Version", Some("1999-01-01"));
     let x = s.send_with(method, &params, &caps, &h).await?;
-    out.push(header_verdict(ids[3], &format!("MCP-Protocol-Version 1999-01-01, body {VERSION}"), &x, &[-32022]));
+    out.push(header_verdict(
+        ids[3],
+        &format!("MCP-Protocol-Version 1999-01-01, body {VERSION}"),
+        &x,
+        &[-32022],
+    ));
     let mut h = standard.clone();
     h.push(("Mcp-Name".into(), other_name.to_string()));
     let x = s.send_with(method, &params, &caps, &h).await?;
-    out.push(header_verdict(ids[4], &format!("a second Mcp-Name ({other_name})"), &x, &[]));
+    out.push(header_verdict(
+        ids[4],
+        &format!("a second Mcp-Name ({other_name})"),
+        &x,
+        &[],
+    ));
     Ok(out)
 }
 
@@ -509,16 +794,39 @@ async fn duplicate_name(s: &mut Session, asked: &Asked, other: Option<&Asked>) -
     h.push(("Mcp-Name".into(), decoy.to_string()));
     let x = s.send_raw("tools/call", &params, &h).await?;
     Ok(if x.error_code().is_some() {
-        Check::new(id, rule, Status::Pass, format!("params with \"name\" twice ({decoy}, then {}): refused ({})", asked.tool, x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!(
+                "params with \"name\" twice ({decoy}, then {}): refused ({})",
+                asked.tool,
+                x.describe()
+            ),
+        )
     } else {
-        Check::new(id, rule, Status::Fail, format!("params with \"name\" twice ({decoy}, then {}): served ({})", asked.tool, x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!(
+                "params with \"name\" twice ({decoy}, then {}): served ({})",
+                asked.tool,
+                x.describe()
+            ),
+        )
     })
 }
 
 async fn duplicate_argument(s: &mut Session, asked: &Asked) -> Io<Check> {
     let (id, rule) = ("duplicate-key-argument", "S8");
     let Some((name, value)) = asked.args.iter().next() else {
-        return Ok(Check::new(id, rule, Status::NotApplicable, "the tool has no argument"));
+        return Ok(Check::new(
+            id,
+            rule,
+            Status::NotApplicable,
+            "the tool has no argument",
+        ));
     };
     let changed = sample::changed(&asked.args, &asked.schema)
         .and_then(|c| c.get(name).cloned())
@@ -534,9 +842,19 @@ async fn duplicate_argument(s: &mut Session, asked: &Asked) -> Io<Check> {
     let h = Session::headers("tools/call", &json!({"name": asked.tool}));
     let x = s.send_raw("tools/call", &params, &h).await?;
     Ok(if x.error_code().is_some() {
-        Check::new(id, rule, Status::Pass, format!("arguments with {name} twice: refused ({})", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!("arguments with {name} twice: refused ({})", x.describe()),
+        )
     } else {
-        Check::new(id, rule, Status::Fail, format!("arguments with {name} twice: served ({})", x.describe()))
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!("arguments with {name} twice: served ({})", x.describe()),
+        )
     })
 }
 
@@ -556,16 +874,66 @@ async fn aggressive(s: &mut Session, args: &AuditArgs) -> Io<Vec<Check>> {
     }
     let mut out = Vec::new();
     let limit = Duration::from_secs(65);
-    out.push(match wire::slow_headers(endpoint, Duration::from_secs(1), limit).await? {
-        Some(held) if held <= Duration::from_secs(61) => Check::new(slow.0, slow.1, Status::Pass, format!("headers a byte a second: dropped after {} s", held.as_secs())),
-        Some(held) => Check::new(slow.0, slow.1, Status::Fail, format!("headers a byte a second: held {} s (more than 60)", held.as_secs())),
-        None => Check::new(slow.0, slow.1, Status::Fail, format!("headers a byte a second: still open after {} s", limit.as_secs())),
-    });
+    out.push(
+        match wire::slow_headers(endpoint, Duration::from_secs(1), limit).await? {
+            Some(held) if held <= Duration::from_secs(61) => Check::new(
+                slow.0,
+                slow.1,
+                Status::Pass,
+                format!(
+                    "headers a byte a second: dropped after {} s",
+                    held.as_secs()
+                ),
+            ),
+            Some(held) => Check::new(
+                slow.0,
+                slow.1,
+                Status::Fail,
+                format!(
+                    "headers a byte a second: held {} s (more than 60)",
+                    held.as_secs()
+                ),
+            ),
+            None => Check::new(
+                slow.0,
+                slow.1,
+                Status::Fail,
+                format!(
+                    "headers a byte a second: still open after {} s",
+                    limit.as_secs()
+                ),
+            ),
+        },
+    );
     let (declared, most) = (1u64 << 30, 64u64 << 20);
-    out.push(match wire::oversize_body(endpoint, extra, declared, most, Duration::from_secs(60)).await? {
-        Some((status, sent)) if sent < most => Check::new(big.0, big.1, Status::Pass, format!("a 1 GiB body announced: refused after {} KiB ({})", sent >> 10, status.map_or("closed".to_string(), |s| format!("HTTP {s}")))),
-        Some((status, _)) => Check::new(big.0, big.1, Status::Fail, format!("a 1 GiB body announced: 64 MiB taken before {}", status.map_or("a close".to_string(), |s| format!("HTTP {s}")))),
-        None => Check::new(big.0, big.1, Status::Fail, "a 1 GiB body announced: 64 MiB taken without an answer"),
-    });
+    out.push(
+        match wire::oversize_body(endpoint, extra, declared, most, Duration::from_secs(60)).await? {
+            Some((status, sent)) if sent < most => Check::new(
+                big.0,
+                big.1,
+                Status::Pass,
+                format!(
+                    "a 1 GiB body announced: refused after {} KiB ({})",
+                    sent >> 10,
+                    status.map_or("closed".to_string(), |s| format!("HTTP {s}"))
+                ),
+            ),
+            Some((status, _)) => Check::new(
+                big.0,
+                big.1,
+                Status::Fail,
+                format!(
+                    "a 1 GiB body announced: 64 MiB taken before {}",
+                    status.map_or("a close".to_string(), |s| format!("HTTP {s}"))
+                ),
+            ),
+            None => Check::new(
+                big.0,
+                big.1,
+                Status::Fail,
+                "a 1 GiB body announced: 64 MiB taken without an answer",
+            ),
+        },
+    );
     Ok(out)
 }

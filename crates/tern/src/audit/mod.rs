@@ -54,6 +54,7 @@ const VERSION: &str = "2026-07-28";
 
 /// `tern audit`'s arguments.
 #[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools, reason = "command-line flags")]
 pub(crate) struct AuditArgs {
     /// Audit the Streamable HTTP endpoint at URL (http:// only).
     #[arg(long, value_name = "URL")]
@@ -126,7 +127,12 @@ pub(crate) struct Check {
 }
 
 impl Check {
-    fn new(id: &'static str, rule: &'static str, status: Status, detail: impl Into<String>) -> Self {
+    fn new(
+        id: &'static str,
+        rule: &'static str,
+        status: Status,
+        detail: impl Into<String>,
+    ) -> Self {
         Self {
             id,
             rule,
@@ -245,7 +251,7 @@ impl Session {
     }
 
     /// Sends a request whose params are the raw JSON text `params` (for
-    /// bodies serde_json would not write, such as a doubled key).
+    /// bodies `serde_json` would not write, such as a doubled key).
     pub(crate) async fn send_raw(
         &mut self,
         method: &str,
@@ -343,7 +349,11 @@ pub(crate) async fn run(args: AuditArgs) -> Result<u8, Stop> {
         summary,
     };
     print_report(&report, args.json);
-    Ok(if failed == 0 { EXIT_PASSED } else { EXIT_FAILED })
+    Ok(if failed == 0 {
+        EXIT_PASSED
+    } else {
+        EXIT_FAILED
+    })
 }
 
 fn pairs(words: &[String], sep: char, what: &str) -> Result<Vec<(String, String)>, Stop> {
@@ -424,8 +434,15 @@ pub(crate) async fn first_leg(
     tool: &Value,
     args: Option<Map<String, Value>>,
 ) -> std::io::Result<(Exchange, Asked)> {
-    let name = tool.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-    let schema = tool.get("inputSchema").cloned().unwrap_or_else(|| json!({}));
+    let name = tool
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let schema = tool
+        .get("inputSchema")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let args = args.unwrap_or_else(|| sample::arguments(&schema));
     let x = session
         .send(
@@ -472,7 +489,9 @@ async fn audit(session: &mut Session, args: &AuditArgs) -> Result<(Asked, Vec<Ch
     let mut tried = Vec::new();
     if let Some(name) = &args.tool {
         let tool = by_name(name).ok_or_else(|| usage(format!("no tool {name} in tools/list")))?;
-        let (x, a) = first_leg(session, &tool, explicit_args).await.map_err(|e| transport(&e))?;
+        let (x, a) = first_leg(session, &tool, explicit_args)
+            .await
+            .map_err(|e| transport(&e))?;
         if x.result_type() != Some("input_required") {
             return Err(usage(format!(
                 "tool {name} did not ask on its first leg ({}): name a tool that asks",
@@ -482,7 +501,9 @@ async fn audit(session: &mut Session, args: &AuditArgs) -> Result<(Asked, Vec<Ch
         asked = Some(a);
     } else {
         for tool in &list {
-            let (x, a) = first_leg(session, tool, None).await.map_err(|e| transport(&e))?;
+            let (x, a) = first_leg(session, tool, None)
+                .await
+                .map_err(|e| transport(&e))?;
             tried.push(format!("{} ({})", a.tool, x.describe()));
             match x.result_type() {
                 Some("input_required") => {
@@ -509,9 +530,14 @@ async fn audit(session: &mut Session, args: &AuditArgs) -> Result<(Asked, Vec<Ch
     let mut other: Option<Asked> = None;
     if let Some(name) = &args.other_tool {
         let tool = by_name(name).ok_or_else(|| usage(format!("no tool {name} in tools/list")))?;
-        let (x, a) = first_leg(session, &tool, None).await.map_err(|e| transport(&e))?;
+        let (x, a) = first_leg(session, &tool, None)
+            .await
+            .map_err(|e| transport(&e))?;
         if x.result_type() != Some("input_required") {
-            return Err(usage(format!("--other-tool {name} did not ask ({})", x.describe())));
+            return Err(usage(format!(
+                "--other-tool {name} did not ask ({})",
+                x.describe()
+            )));
         }
         other = Some(a);
     } else if args.allow_effects {
@@ -520,7 +546,9 @@ async fn audit(session: &mut Session, args: &AuditArgs) -> Result<(Asked, Vec<Ch
             if name == asked.tool {
                 continue;
             }
-            let (x, a) = first_leg(session, tool, None).await.map_err(|e| transport(&e))?;
+            let (x, a) = first_leg(session, tool, None)
+                .await
+                .map_err(|e| transport(&e))?;
             if x.result_type() == Some("input_required") {
                 other = Some(a);
                 break;

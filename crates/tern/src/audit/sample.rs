@@ -27,7 +27,11 @@ pub(crate) fn value_for(schema: &Value) -> Value {
     if let Some(c) = schema.get("const") {
         return c.clone();
     }
-    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
         return first.clone();
     }
     for key in ["oneOf", "anyOf"] {
@@ -82,11 +86,9 @@ pub(crate) fn changed(args: &Map<String, Value>, schema: &Value) -> Option<Map<S
         .and_then(Value::as_array)
         .cloned()
         .or_else(|| {
-            prop.get("oneOf").and_then(Value::as_array).map(|a| {
-                a.iter()
-                    .filter_map(|v| v.get("const").cloned())
-                    .collect()
-            })
+            prop.get("oneOf")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|v| v.get("const").cloned()).collect())
         })
         .unwrap_or_default();
     let other = if let Some(v) = alternatives.iter().find(|v| *v != value) {
@@ -114,7 +116,11 @@ pub(crate) fn kind(request: &Value) -> (&str, &str) {
     let mode = request
         .pointer("/params/mode")
         .and_then(Value::as_str)
-        .unwrap_or(if method == "elicitation/create" { "form" } else { "" });
+        .unwrap_or(if method == "elicitation/create" {
+            "form"
+        } else {
+            ""
+        });
     (method, mode)
 }
 
@@ -189,7 +195,9 @@ pub(crate) fn without(request: &Value) -> Option<Value> {
     match kind(request) {
         ("elicitation/create", "url") => Some(json!({"elicitation": {"form": {}}})),
         ("elicitation/create", _) => Some(json!({"elicitation": {"url": {}}})),
-        ("sampling/createMessage", _) => Some(json!({"elicitation": {"form": {}, "url": {}}, "roots": {}})),
+        ("sampling/createMessage", _) => {
+            Some(json!({"elicitation": {"form": {}, "url": {}}, "roots": {}}))
+        }
         ("roots/list", _) => Some(json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}})),
         _ => None,
     }

@@ -4,6 +4,7 @@
 //! on one connection per request (`Connection: close`), read to its end;
 //! stdio is one child process, one line per message.
 
+use std::fmt::Write as _;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -34,8 +35,11 @@ impl Exchange {
 
     /// The result's `resultType` (absent = "complete", R5).
     pub(crate) fn result_type(&self) -> Option<&str> {
-        self.result()
-            .map(|r| r.get("resultType").and_then(Value::as_str).unwrap_or("complete"))
+        self.result().map(|r| {
+            r.get("resultType")
+                .and_then(Value::as_str)
+                .unwrap_or("complete")
+        })
     }
 
     /// A short account for a report line: the status and the code or
@@ -43,11 +47,13 @@ impl Exchange {
     pub(crate) fn describe(&self) -> String {
         let mut s = String::new();
         if let Some(status) = self.status {
-            s.push_str(&format!("HTTP {status}, "));
+            let _ = write!(s, "HTTP {status}, ");
         }
         match (&self.message, self.error_code(), self.result_type()) {
             (None, _, _) => s.push_str("no JSON-RPC answer"),
-            (_, Some(code), _) => s.push_str(&format!("error {code}")),
+            (_, Some(code), _) => {
+                let _ = write!(s, "error {code}");
+            }
             (_, _, Some(kind)) => {
                 s.push_str(kind);
                 if self.result().and_then(|r| r.get("isError")) == Some(&Value::Bool(true)) {
@@ -141,7 +147,10 @@ impl Wire {
             })
             .kill_on_drop(true)
             .spawn()?;
-        let stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
         let stdout = child
             .stdout
             .take()
@@ -177,7 +186,9 @@ impl Wire {
                 all.extend(extra.iter().cloned());
                 let raw = tokio::time::timeout(*timeout, http_post(endpoint, body, &all))
                     .await
-                    .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time"))??;
+                    .map_err(|_| {
+                        std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time")
+                    })??;
                 Ok(parse_http(&raw, id))
             }
             Self::Stdio(child) => child.send(id, body).await,
@@ -206,7 +217,9 @@ impl StdioChild {
             let left = deadline.saturating_duration_since(Instant::now());
             let next = tokio::time::timeout(left, self.stdout.next_line())
                 .await
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time"))??;
+                .map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time")
+                })??;
             let Some(line) = next else {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
@@ -248,13 +261,17 @@ async fn http_post(
 ) -> std::io::Result<Vec<u8>> {
     let mut head = format!("POST {} HTTP/1.1\r\n", endpoint.path);
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: {}\r\n", endpoint.authority));
+        let _ = write!(head, "Host: {}\r\n", endpoint.authority);
     }
     head.push_str("Content-Type: application/json\r\n");
     head.push_str("Accept: application/json, text/event-stream\r\n");
-    head.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n", body.len()));
+    let _ = write!(
+        head,
+        "Content-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
     for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
+        let _ = write!(head, "{name}: {value}\r\n");
     }
     head.push_str("\r\n");
     let mut stream = TcpStream::connect(&endpoint.authority).await?;
@@ -287,7 +304,10 @@ fn parse_http(raw: &[u8], id: &str) -> Exchange {
     let mut sse = false;
     for line in lines {
         if let Some((name, value)) = line.split_once(':') {
-            let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_ascii_lowercase());
+            let (name, value) = (
+                name.trim().to_ascii_lowercase(),
+                value.trim().to_ascii_lowercase(),
+            );
             if name == "transfer-encoding" && value.contains("chunked") {
                 chunked = true;
             }
@@ -296,7 +316,11 @@ fn parse_http(raw: &[u8], id: &str) -> Exchange {
             }
         }
     }
-    let body = if chunked { dechunk(body) } else { body.to_string() };
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
     let message = if sse {
         sse_messages(&body).into_iter().find(|m| answers(m, id))
     } else {
@@ -397,7 +421,7 @@ pub(crate) async fn oversize_body(
         endpoint.path, endpoint.authority
     );
     for (n, v) in extra {
-        head.push_str(&format!("{n}: {v}\r\n"));
+        let _ = write!(head, "{n}: {v}\r\n");
     }
     head.push_str("\r\n");
     let stream = TcpStream::connect(&endpoint.authority).await?;

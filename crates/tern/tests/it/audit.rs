@@ -4,7 +4,7 @@
 //! test's own) behind a tower service that breaks one rule: it drops the
 //! requestState, trusts the headers, decodes duplicate keys last-wins,
 //! widens the capabilities, refuses a retry without every answer, takes any
-//! answer, or answers input_required on a list.
+//! answer, or answers `input_required` on a list.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -81,7 +81,7 @@ enum Fault {
     RefuseIncomplete,
     /// Takes any answer: an accepted form becomes the first region.
     TakeAnyAnswer,
-    /// Answers input_required to a list that carries a requestState.
+    /// Answers `input_required` to a list that carries a `requestState`.
     InputRequiredOnLists,
 }
 
@@ -94,17 +94,17 @@ struct Front {
 fn json_response(status: u16, body: &Value) -> Response<Body> {
     let mut r = Response::new(Body::from(body.to_string()));
     *r.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
-    r.headers_mut().insert(
-        "content-type",
-        HeaderValue::from_static("application/json"),
-    );
+    r.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
     r
 }
 
 impl Front {
     async fn handle(mut self, request: Request<Body>) -> Response<Body> {
         let (mut parts, body) = request.into_parts();
-        let bytes = axum::body::to_bytes(body, 8 << 20).await.unwrap_or_default();
+        let bytes = axum::body::to_bytes(body, 8 << 20)
+            .await
+            .unwrap_or_default();
         let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
         // A body with a doubled key is shorter once decoded and re-encoded:
         // only the last-wins fault changes such a body.
@@ -115,17 +115,25 @@ impl Front {
         if let Some(mut v) = parsed.filter(|_| !doubled || self.fault == Fault::LastWins) {
             let method = v["method"].as_str().unwrap_or("").to_string();
             let params = &mut v["params"];
-            let mrtr = matches!(method.as_str(), "tools/call" | "prompts/get" | "resources/read");
+            let mrtr = matches!(
+                method.as_str(),
+                "tools/call" | "prompts/get" | "resources/read"
+            );
             let changed = match self.fault {
-                Fault::IgnoreState if mrtr => params.as_object_mut().and_then(|p| p.remove("requestState")).is_some(),
+                Fault::IgnoreState if mrtr => params
+                    .as_object_mut()
+                    .and_then(|p| p.remove("requestState"))
+                    .is_some(),
                 Fault::WidenCapabilities => {
-                    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-                        json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}});
+                    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}});
                     true
                 }
                 Fault::LastWins => doubled,
                 Fault::TakeAnyAnswer => {
-                    if let Some(r) = params.get_mut("inputResponses").and_then(Value::as_object_mut) {
+                    if let Some(r) = params
+                        .get_mut("inputResponses")
+                        .and_then(Value::as_object_mut)
+                    {
                         for answer in r.values_mut() {
                             *answer = json!({"action": "accept", "content": {"region": "eu-west-1", "confirm": true}});
                         }
@@ -135,21 +143,38 @@ impl Front {
                 Fault::RefuseIncomplete
                     if mrtr
                         && params.get("requestState").is_some()
-                        && !params["inputResponses"].as_object().is_some_and(|r| r.contains_key("region") || r.contains_key("confirm")) =>
+                        && !params["inputResponses"].as_object().is_some_and(|r| {
+                            r.contains_key("region") || r.contains_key("confirm")
+                        }) =>
                 {
-                    return json_response(200, &json!({"jsonrpc": "2.0", "id": v["id"], "error": {"code": -32602, "message": "missing answers"}}));
+                    return json_response(
+                        200,
+                        &json!({"jsonrpc": "2.0", "id": v["id"], "error": {"code": -32602, "message": "missing answers"}}),
+                    );
                 }
-                Fault::InputRequiredOnLists if method.ends_with("/list") && params.get("requestState").is_some() => {
-                    return json_response(200, &json!({"jsonrpc": "2.0", "id": v["id"], "result": {"resultType": "input_required", "requestState": "again"}}));
+                Fault::InputRequiredOnLists
+                    if method.ends_with("/list") && params.get("requestState").is_some() =>
+                {
+                    return json_response(
+                        200,
+                        &json!({"jsonrpc": "2.0", "id": v["id"], "result": {"resultType": "input_required", "requestState": "again"}}),
+                    );
                 }
                 Fault::TrustHeaders => {
                     let h = &mut parts.headers;
                     h.remove("mcp-name");
-                    if let Some(name) = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str) {
+                    if let Some(name) = params
+                        .get("name")
+                        .or_else(|| params.get("uri"))
+                        .and_then(Value::as_str)
+                    {
                         h.insert("mcp-name", HeaderValue::from_str(name).unwrap());
                     }
                     h.insert("mcp-method", HeaderValue::from_str(&method).unwrap());
-                    h.insert("mcp-protocol-version", HeaderValue::from_static("2026-07-28"));
+                    h.insert(
+                        "mcp-protocol-version",
+                        HeaderValue::from_static("2026-07-28"),
+                    );
                     false
                 }
                 _ => false,
@@ -159,22 +184,29 @@ impl Front {
                     // serde_json keeps the last of a duplicated key; the
                     // header then matches what is served.
                     if let Some(name) = v["params"]["name"].as_str() {
-                        parts.headers.insert("mcp-name", HeaderValue::from_str(name).unwrap());
+                        parts
+                            .headers
+                            .insert("mcp-name", HeaderValue::from_str(name).unwrap());
                     }
                 }
                 bytes = v.to_string().into_bytes();
-                parts.headers.insert("content-length", HeaderValue::from(bytes.len()));
+                parts
+                    .headers
+                    .insert("content-length", HeaderValue::from(bytes.len()));
             }
         }
         let request = Request::from_parts(parts, Body::from(bytes));
-        tower::Service::call(&mut self.inner, request).await.unwrap_or_else(|e| match e {})
+        tower::Service::call(&mut self.inner, request)
+            .await
+            .unwrap_or_else(|e| match e {})
     }
 }
 
 impl tower::Service<Request<Body>> for Front {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+    type Future =
+        std::pin::Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -195,15 +227,27 @@ async fn serve(server: Server, fault: Fault) -> (String, tokio::sync::oneshot::S
         fault,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(serve_service(listener, front, ServeOptions::default(), async move {
-        let _ = stopped.await;
-    }));
+    tokio::spawn(serve_service(
+        listener,
+        front,
+        ServeOptions::default(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     (url, stop)
 }
 
 async fn demo_behind(fault: Fault, extra: &[&str]) -> (i32, BTreeMap<String, (String, String)>) {
     let (url, _stop) = serve(tern::demo::server().unwrap(), fault).await;
-    let mut args = vec!["--url", &url, "--tool", "provision_database", "--other-tool", "book_table"];
+    let mut args = vec![
+        "--url",
+        &url,
+        "--tool",
+        "provision_database",
+        "--other-tool",
+        "book_table",
+    ];
     args.extend_from_slice(extra);
     audit(&args).await
 }
@@ -214,10 +258,20 @@ async fn every_check_passes_against_the_demo_over_stdio() {
     let (code, checks) = audit(&["--allow-effects", "--", tern, "serve", "demo", "--stdio"]).await;
     assert_eq!(failed(&checks), Vec::<&str>::new());
     assert_eq!(code, 0);
-    for id in ["state-tampered", "state-cross-tool", "state-replayed", "answer-missing", "capability-none", "duplicate-key-name"] {
+    for id in [
+        "state-tampered",
+        "state-cross-tool",
+        "state-replayed",
+        "answer-missing",
+        "capability-none",
+        "duplicate-key-name",
+    ] {
         assert_eq!(checks[id].0, "pass", "{id}: {}", checks[id].1);
     }
-    assert_eq!(checks["header-name-mismatch"].0, "n/a", "header checks are HTTP only");
+    assert_eq!(
+        checks["header-name-mismatch"].0, "n/a",
+        "header checks are HTTP only"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -226,7 +280,10 @@ async fn every_check_passes_against_the_demo_over_http() {
     assert_eq!(failed(&checks), Vec::<&str>::new());
     assert_eq!(code, 0);
     let applicable = checks.values().filter(|(s, _)| s == "pass").count();
-    assert_eq!(applicable, 21, "all but the two --aggressive probes ran: {checks:?}");
+    assert_eq!(
+        applicable, 21,
+        "all but the two --aggressive probes ran: {checks:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -242,7 +299,11 @@ async fn without_allow_effects_the_replay_is_not_tried_and_nothing_completes() {
     assert_eq!(counter.load(Ordering::SeqCst), 0, "no final leg ran");
     // Even forged states that a faulty server takes carry no answers.
     let counter = Arc::new(AtomicU64::new(0));
-    let (url, _stop) = serve(ticket_server(Arc::clone(&counter), false), Fault::IgnoreState).await;
+    let (url, _stop) = serve(
+        ticket_server(Arc::clone(&counter), false),
+        Fault::IgnoreState,
+    )
+    .await;
     let (code, _) = audit(&["--url", &url]).await;
     assert_eq!(code, 1);
     assert_eq!(counter.load(Ordering::SeqCst), 0, "no final leg ran");
@@ -253,7 +314,14 @@ async fn a_server_that_ignores_request_state_fails_the_state_checks() {
     let (code, checks) = demo_behind(Fault::IgnoreState, &[]).await;
     assert_eq!(code, 1);
     let f = failed(&checks);
-    for id in ["state-tampered", "state-truncated", "state-extended", "state-cross-tool", "state-cross-argument", "state-cross-resource"] {
+    for id in [
+        "state-tampered",
+        "state-truncated",
+        "state-extended",
+        "state-cross-tool",
+        "state-cross-argument",
+        "state-cross-resource",
+    ] {
         assert!(f.contains(&id), "{id} detects the fault: {checks:?}");
     }
 }
@@ -263,24 +331,39 @@ async fn a_server_that_trusts_headers_fails_the_header_checks() {
     let (code, checks) = demo_behind(Fault::TrustHeaders, &[]).await;
     assert_eq!(code, 1);
     let f = failed(&checks);
-    for id in ["header-name-mismatch", "header-name-missing", "header-method-mismatch", "header-version-mismatch", "header-name-repeated"] {
+    for id in [
+        "header-name-mismatch",
+        "header-name-missing",
+        "header-method-mismatch",
+        "header-version-mismatch",
+        "header-name-repeated",
+    ] {
         assert!(f.contains(&id), "{id} detects the fault: {checks:?}");
     }
-    assert_eq!(checks["state-tampered"].0, "pass", "only the headers are broken");
+    assert_eq!(
+        checks["state-tampered"].0, "pass",
+        "only the headers are broken"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_last_wins_decoder_fails_the_duplicate_key_checks() {
     let (code, checks) = demo_behind(Fault::LastWins, &[]).await;
     assert_eq!(code, 1);
-    assert_eq!(failed(&checks), vec!["duplicate-key-argument", "duplicate-key-name"]);
+    assert_eq!(
+        failed(&checks),
+        vec!["duplicate-key-argument", "duplicate-key-name"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_asks_what_was_not_declared_fails_capability_gating() {
     let (code, checks) = demo_behind(Fault::WidenCapabilities, &[]).await;
     assert_eq!(code, 1);
-    assert_eq!(failed(&checks), vec!["capability-none", "capability-other-kind"]);
+    assert_eq!(
+        failed(&checks),
+        vec!["capability-none", "capability-other-kind"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -288,7 +371,10 @@ async fn a_server_that_refuses_an_incomplete_retry_fails_the_reask_checks() {
     let (code, checks) = demo_behind(Fault::RefuseIncomplete, &[]).await;
     assert_eq!(code, 1);
     let f = failed(&checks);
-    assert!(f.contains(&"answer-missing") && f.contains(&"answer-unasked-key"), "{checks:?}");
+    assert!(
+        f.contains(&"answer-missing") && f.contains(&"answer-unasked-key"),
+        "{checks:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -296,7 +382,10 @@ async fn a_server_that_takes_any_answer_fails_the_answer_checks() {
     let (code, checks) = demo_behind(Fault::TakeAnyAnswer, &[]).await;
     assert_eq!(code, 1);
     let f = failed(&checks);
-    assert!(f.contains(&"answer-wrong-shape") && f.contains(&"answer-changed-question"), "{checks:?}");
+    assert!(
+        f.contains(&"answer-wrong-shape") && f.contains(&"answer-changed-question"),
+        "{checks:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -319,15 +408,26 @@ struct Ticket {
 }
 
 fn ticket_server(counter: Arc<AtomicU64>, single_use: bool) -> Server {
-    let tool = ToolDef::new("issue_ticket", "Issues a numbered ticket after a confirmation", move |ctx: Ctx, Args(t): Args<Ticket>| {
-        let counter = Arc::clone(&counter);
-        async move {
-            let Answer::Accept(Confirm { confirm: true }) = ctx.ask(Elicit::<Confirm>::form("Issue it?").key("confirm")).await? else {
-                return Ok::<_, ToolError>("not issued".to_string());
-            };
-            Ok(format!("ticket #{} for {}", counter.fetch_add(1, Ordering::SeqCst) + 1, t.who))
-        }
-    })
+    let tool = ToolDef::new(
+        "issue_ticket",
+        "Issues a numbered ticket after a confirmation",
+        move |ctx: Ctx, Args(t): Args<Ticket>| {
+            let counter = Arc::clone(&counter);
+            async move {
+                let Answer::Accept(Confirm { confirm: true }) = ctx
+                    .ask(Elicit::<Confirm>::form("Issue it?").key("confirm"))
+                    .await?
+                else {
+                    return Ok::<_, ToolError>("not issued".to_string());
+                };
+                Ok(format!(
+                    "ticket #{} for {}",
+                    counter.fetch_add(1, Ordering::SeqCst) + 1,
+                    t.who
+                ))
+            }
+        },
+    )
     .elicits::<Confirm>();
     let tool = if single_use { tool.single_use() } else { tool };
     Server::builder("tickets", "1").tool(tool).build().unwrap()
@@ -340,7 +440,11 @@ async fn a_replayable_effect_fails_the_replay_check_and_single_use_passes_it() {
     let (code, checks) = audit(&["--url", &url, "--allow-effects"]).await;
     assert_eq!(code, 1);
     assert_eq!(failed(&checks), vec!["state-replayed"], "{checks:?}");
-    assert_eq!(counter.load(Ordering::SeqCst), 2, "the replay ran the effect again");
+    assert_eq!(
+        counter.load(Ordering::SeqCst),
+        2,
+        "the replay ran the effect again"
+    );
 
     let counter = Arc::new(AtomicU64::new(0));
     let (url, _stop) = serve(ticket_server(Arc::clone(&counter), true), Fault::None).await;
@@ -348,19 +452,51 @@ async fn a_replayable_effect_fails_the_replay_check_and_single_use_passes_it() {
     assert_eq!(checks["state-replayed"].0, "pass", "{checks:?}");
     assert_eq!(failed(&checks), Vec::<&str>::new());
     assert_eq!(code, 0);
-    assert_eq!(counter.load(Ordering::SeqCst), 1, "single use: the effect ran once");
+    assert_eq!(
+        counter.load(Ordering::SeqCst),
+        1,
+        "single use: the effect ran once"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn usage_mistakes_exit_2_with_a_reason() {
     let tern = env!("CARGO_BIN_EXE_tern");
     for (args, says) in [
-        (vec!["audit", "--tool", "no_such_tool", "--", tern, "serve", "demo", "--stdio"], "no tool no_such_tool"),
-        (vec!["audit", "--tool", "nightly_report", "--", tern, "serve", "demo", "--stdio"], "did not ask"),
+        (
+            vec![
+                "audit",
+                "--tool",
+                "no_such_tool",
+                "--",
+                tern,
+                "serve",
+                "demo",
+                "--stdio",
+            ],
+            "no tool no_such_tool",
+        ),
+        (
+            vec![
+                "audit",
+                "--tool",
+                "nightly_report",
+                "--",
+                tern,
+                "serve",
+                "demo",
+                "--stdio",
+            ],
+            "did not ask",
+        ),
         (vec!["audit", "--url", "ftp://example"], "http://"),
         (vec!["audit"], "name the server"),
     ] {
-        let out = tokio::process::Command::new(tern).args(&args).output().await.unwrap();
+        let out = tokio::process::Command::new(tern)
+            .args(&args)
+            .output()
+            .await
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");

@@ -46,19 +46,22 @@ async fn one_principal_at_its_cap_does_not_refuse_another() {
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .to_string();
-    let mut held = Vec::new();
+    let mut open = Vec::new();
     for id in 0..32 {
         let (s, head) = listen(&authority, "alice-token", id).await;
         assert!(head.starts_with("HTTP/1.1 200"), "listen {id}: {head}");
-        held.push(s);
+        open.push(s);
     }
     let (_s, head) = listen(&authority, "alice-token", 99).await;
     assert!(head.starts_with("HTTP/1.1 503"), "alice's 33rd: {head}");
     assert!(head.to_ascii_lowercase().contains("retry-after"), "{head}");
     let (_s, head) = listen(&authority, "bob-token", 100).await;
     assert!(head.starts_with("HTTP/1.1 200"), "bob is served: {head}");
-    assert!(head.contains("notifications/subscriptions/acknowledged"), "{head}");
-    drop(held);
+    assert!(
+        head.contains("notifications/subscriptions/acknowledged"),
+        "{head}"
+    );
+    drop(open);
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
