@@ -721,7 +721,7 @@ async fn headers(s: &mut Session, asked: &Asked, other: Option<&Asked>) -> Io<Ve
     }
     let caps = sample::all_capabilities();
     let (method, params) = call(asked, &asked.args);
-    let standard = Session::headers(method, &params);
+    let standard = s.headers(method, &params);
     let other_name = other.map_or("tern_audit_other_tool", |o| o.tool.as_str());
     let mut out = Vec::new();
     let h = replace(&standard, "Mcp-Name", Some(other_name));
@@ -789,7 +789,7 @@ async fn duplicate_name(s: &mut Session, asked: &Asked, other: Option<&Asked>) -
         &format!(r#""name":{},"#, Value::String(decoy.to_string())),
         &Value::Object(asked.args.clone()).to_string(),
     );
-    let mut h = Session::headers("tools/call", &json!({"name": decoy}));
+    let mut h = s.headers("tools/call", &json!({"name": decoy}));
     h.retain(|(n, _)| n != "Mcp-Name");
     h.push(("Mcp-Name".into(), decoy.to_string()));
     let x = s.send_raw("tools/call", &params, &h).await?;
@@ -839,7 +839,7 @@ async fn duplicate_argument(s: &mut Session, asked: &Asked) -> Io<Check> {
     members.push(format!("{}:{changed}", Value::String(name.clone())));
     let arguments = format!("{{{}}}", members.join(","));
     let params = raw_params(asked, "", &arguments);
-    let h = Session::headers("tools/call", &json!({"name": asked.tool}));
+    let h = s.headers("tools/call", &json!({"name": asked.tool, "arguments": asked.args}));
     let x = s.send_raw("tools/call", &params, &h).await?;
     Ok(if x.error_code().is_some() {
         Check::new(

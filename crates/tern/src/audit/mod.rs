@@ -181,6 +181,8 @@ pub(crate) struct Asked {
 pub(crate) struct Session {
     wire: Wire,
     next: u64,
+    /// Each tool's `x-mcp-header` arguments (from `tools/list`).
+    header_params: std::collections::HashMap<String, Vec<tern_protocol::header::HeaderParam>>,
 }
 
 impl Session {
@@ -195,8 +197,9 @@ impl Session {
         self.wire.is_http()
     }
 
-    /// The standard headers of a request (HTTP).
-    pub(crate) fn headers(method: &str, params: &Value) -> Vec<(String, String)> {
+    /// The standard headers of a request (HTTP): version, method, name,
+    /// and `Mcp-Param-*` for the tool's `x-mcp-header` arguments.
+    pub(crate) fn headers(&self, method: &str, params: &Value) -> Vec<(String, String)> {
         let mut h = vec![
             ("MCP-Protocol-Version".to_string(), VERSION.to_string()),
             ("Mcp-Method".to_string(), method.to_string()),
@@ -208,6 +211,23 @@ impl Session {
         };
         if let Some(Value::String(name)) = name {
             h.push(("Mcp-Name".to_string(), name.clone()));
+            if method == "tools/call"
+                && let Some(annotated) = self.header_params.get(name)
+            {
+                for p in annotated {
+                    let mut v = params.get("arguments");
+                    for step in &p.path {
+                        v = v.and_then(|v| v.get(step));
+                    }
+                    let text = match v {
+                        Some(Value::String(s)) => tern_protocol::header::encode_value(s),
+                        Some(Value::Number(n)) => n.to_string(),
+                        Some(Value::Bool(b)) => b.to_string(),
+                        _ => continue,
+                    };
+                    h.push((format!("Mcp-Param-{}", p.name), text));
+                }
+            }
         }
         h
     }
@@ -233,7 +253,7 @@ impl Session {
         params: &Value,
         caps: &Value,
     ) -> std::io::Result<Exchange> {
-        let headers = Self::headers(method, params);
+        let headers = self.headers(method, params);
         self.send_with(method, params, caps, &headers).await
     }
 
@@ -327,7 +347,11 @@ pub(crate) async fn run(args: AuditArgs) -> Result<u8, Stop> {
         }
         _ => return Err(usage("name the server: --url URL or -- COMMAND ARGS...")),
     };
-    let mut session = Session { wire, next: 0 };
+    let mut session = Session {
+        wire,
+        next: 0,
+        header_params: std::collections::HashMap::new(),
+    };
     let outcome = audit(&mut session, &args).await;
     session.wire.close().await;
     let (asked, checks) = outcome?;
@@ -473,6 +497,15 @@ pub(crate) async fn first_leg(
 /// every check.
 async fn audit(session: &mut Session, args: &AuditArgs) -> Result<(Asked, Vec<Check>), Stop> {
     let list = tools(session).await?;
+    for tool in &list {
+        if let (Some(name), Some(Value::Object(schema))) = (
+            tool.get("name").and_then(Value::as_str),
+            tool.get("inputSchema"),
+        ) && let Ok(annotated) = tern_protocol::header::header_params(schema)
+        {
+            session.header_params.insert(name.to_string(), annotated);
+        }
+    }
     let by_name = |name: &str| {
         list.iter()
             .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
