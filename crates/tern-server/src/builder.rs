@@ -47,7 +47,16 @@ pub(crate) struct Config {
     pub(crate) progress_interval: Duration,
     /// 2025 clients are served (`None`: modern only).
     pub(crate) legacy: Option<crate::legacy::LegacyOptions>,
+    /// Most resource URIs one `subscriptions/listen` may name.
+    pub(crate) max_listen_uris: usize,
+    /// Most `subscriptions/listen` streams open at once.
+    pub(crate) max_listens: usize,
 }
+
+/// Default cap on the resource URIs of one `subscriptions/listen`: 256.
+pub const DEFAULT_MAX_LISTEN_URIS: usize = 256;
+/// Default cap on `subscriptions/listen` streams open at once: 64.
+pub const DEFAULT_MAX_LISTENS: usize = 64;
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
@@ -116,6 +125,8 @@ impl ServerBuilder {
                 read_cache: CacheHints::new(Duration::ZERO, CacheScope::Private),
                 progress_interval: Duration::from_millis(10),
                 legacy: Some(crate::legacy::LegacyOptions::default()),
+                max_listen_uris: DEFAULT_MAX_LISTEN_URIS,
+                max_listens: DEFAULT_MAX_LISTENS,
             },
         }
     }
@@ -247,6 +258,25 @@ impl ServerBuilder {
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Most resource URIs one `subscriptions/listen` may name (default
+    /// [`DEFAULT_MAX_LISTEN_URIS`]); more are refused with `-32602`, as are
+    /// a URI named twice and one that names no resource of this server.
+    #[must_use]
+    pub fn max_listen_uris(mut self, n: usize) -> Self {
+        self.config.max_listen_uris = n;
+        self
+    }
+
+    /// Most `subscriptions/listen` streams open at once, over every
+    /// transport (default [`DEFAULT_MAX_LISTENS`]); one more is refused
+    /// with `-32603` and `data.retryAfterMs` (over HTTP `503` +
+    /// `Retry-After`).
+    #[must_use]
+    pub fn max_listens(mut self, n: usize) -> Self {
+        self.config.max_listens = n.max(1);
         self
     }
 
@@ -451,6 +481,7 @@ impl ServerBuilder {
                 progress_interval: self.config.progress_interval,
                 tasks,
             }),
+            listen_slots: Arc::new(tokio::sync::Semaphore::new(self.config.max_listens)),
             config: self.config,
         };
         Ok(Server {

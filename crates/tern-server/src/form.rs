@@ -98,6 +98,17 @@ pub fn flatten(schema: &Value) -> Result<RequestedSchema, String> {
         ),
         Some(_) => return Err("required must be an array".into()),
     };
+    // A required name that is no field could never be answered: every
+    // answer would be refused (found by tests/it/fuzz.rs).
+    if let Some(missing) = required
+        .iter()
+        .flatten()
+        .find(|name| !properties.contains_key(name.as_str()))
+    {
+        return Err(format!(
+            "required field `{missing}` is not among the properties"
+        ));
+    }
     Ok(RequestedSchema {
         properties,
         required,

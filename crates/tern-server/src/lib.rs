@@ -93,7 +93,8 @@ pub mod tool;
 pub mod transport;
 
 pub use builder::{
-    CacheHints, DEFAULT_MAX_STATE_LEN, DEFAULT_PAGE_SIZE, DEFAULT_STATE_TTL, ServerBuilder,
+    CacheHints, DEFAULT_MAX_LISTEN_URIS, DEFAULT_MAX_LISTENS, DEFAULT_MAX_STATE_LEN,
+    DEFAULT_PAGE_SIZE, DEFAULT_STATE_TTL, ServerBuilder,
 };
 pub use call::{CallContext, Reply};
 pub use completion::{CompletionDef, CompletionRequest};

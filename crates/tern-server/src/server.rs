@@ -23,6 +23,8 @@ pub(crate) struct Inner {
     pub(crate) shutdown: CancellationToken,
     pub(crate) engine: Arc<Engine>,
     pub(crate) config: Config,
+    /// One permit per open `subscriptions/listen` stream.
+    pub(crate) listen_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// An MCP server: what it offers, and the dispatcher that answers requests

@@ -3,6 +3,7 @@
 //! subscription id, until the client goes away or the server closes the
 //! subscription gracefully.
 
+use std::sync::Arc;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::meta::{NotificationMeta, NotificationParams};
 use tern_protocol::resource::ResourceUpdatedNotificationParams;
@@ -12,6 +13,7 @@ use tern_protocol::subscription::{
 };
 use tern_protocol::task::TaskStatusNotificationParams;
 use tern_protocol::{RequestId, ServerNotification};
+
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::call::CallContext;
@@ -19,6 +21,43 @@ use crate::registry::Change;
 use crate::server::Server;
 
 impl Server {
+    /// The resource URIs of a listen: at most the configured number, none
+    /// twice, each a resource this server has (or a URI one of its
+    /// templates matches) when it offers resources at all. Refusals name
+    /// the position, never echo the URI (attacker input).
+    fn check_listen_uris(&self, asked: &SubscriptionFilter) -> Result<(), ErrorObject> {
+        let Some(uris) = asked.resource_subscriptions.as_deref() else {
+            return Ok(());
+        };
+        let max = self.inner.config.max_listen_uris;
+        if uris.len() > max {
+            return Err(ErrorObject::invalid_params(format!(
+                "at most {max} resource URIs per subscription"
+            )));
+        }
+        let registry = self.registry();
+        let offered = !registry.resources.is_empty() || !registry.templates.is_empty();
+        let mut seen = std::collections::HashSet::with_capacity(uris.len());
+        for (i, uri) in uris.iter().enumerate() {
+            if !seen.insert(uri.as_str()) {
+                return Err(ErrorObject::invalid_params(format!(
+                    "resourceSubscriptions[{i}] repeats an earlier URI"
+                )));
+            }
+            let known = registry.resources.contains_key(uri)
+                || registry
+                    .templates
+                    .iter()
+                    .any(|t| t.matcher.as_ref().is_some_and(|m| m.matches(uri).is_some()));
+            if offered && !known {
+                return Err(ErrorObject::invalid_params(format!(
+                    "resourceSubscriptions[{i}] names no resource of this server"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The subset of `asked` this server honours: what its capabilities
     /// cover. Task ids are set apart by [`Self::followed_tasks`].
     fn honoured(&self, asked: &SubscriptionFilter) -> SubscriptionFilter {
@@ -70,6 +109,10 @@ impl Server {
         Ok(Some(followed).filter(|f| !f.is_empty()))
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one loop over every kind of change a listen follows"
+    )]
     pub(crate) async fn listen(
         &self,
         id: &RequestId,
@@ -81,6 +124,15 @@ impl Server {
                 code::INTERNAL_ERROR,
                 "this transport cannot stream a subscription",
             ));
+        };
+        self.check_listen_uris(&params.notifications)?;
+        let Ok(_slot) = Arc::clone(&self.inner.listen_slots).try_acquire_owned() else {
+            tracing::warn!("subscriptions/listen streams at the cap: refused");
+            return Err(ErrorObject::new(
+                code::INTERNAL_ERROR,
+                "too many subscriptions open; retry later",
+            )
+            .with_data(serde_json::json!({ "retryAfterMs": 1000 })));
         };
         let tasks = &self.inner.engine.tasks;
         // Subscribe before reading the tasks and acknowledging, so nothing

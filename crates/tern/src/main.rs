@@ -13,6 +13,8 @@
 //! tern servers [--config FILE]
 //! tern completions SHELL
 //! tern serve demo (--stdio | --http ADDR)
+//! tern audit (--url URL | -- COMMAND ARGS...) [--tool NAME] [--allow-effects]
+//!            [--aggressive] [--json]
 //! tern keys generate
 //!
 //! SERVER: (--url URL [--header NAME:VALUE]... | --demo | --server NAME
@@ -56,6 +58,7 @@ use tern_server::transport::stdio::{StdioOptions, serve_stdio};
 use tern::demo;
 
 mod answers;
+mod audit;
 mod cmd;
 mod config;
 mod era_cache;
@@ -193,6 +196,13 @@ enum Command {
         #[command(subcommand)]
         action: TaskCommand,
     },
+    /// Audit a server of your own: forged requestState, stray answers,
+    /// capability gating, header/body mismatches; one line per check.
+    ///
+    /// Example: `tern audit -- tern serve demo --stdio`. Exit status: 0
+    /// every check passed or did not apply, 1 a check failed, 2 usage
+    /// error, 4 the server cannot be reached.
+    Audit(audit::AuditArgs),
     /// Serve a built-in server.
     Serve {
         #[command(subcommand)]
@@ -371,6 +381,7 @@ fn main() -> ExitCode {
         }
         Command::Keys { action } => return keys(&action),
         Command::Serve { server } => return serve(server),
+        Command::Audit(args) => return run_audit(args),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -391,6 +402,28 @@ fn main() -> ExitCode {
         Err(failure) => {
             eprintln!("tern: {}", failure.message);
             ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn run_audit(args: audit::AuditArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("tern: cannot start the runtime: {e}");
+            return ExitCode::from(cmd::EXIT_TRANSPORT);
+        }
+    };
+    let outcome = runtime.block_on(audit::run(args));
+    runtime.shutdown_background();
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(stop) => {
+            eprintln!("tern audit: {}", stop.message);
+            ExitCode::from(stop.code)
         }
     }
 }

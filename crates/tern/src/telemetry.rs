@@ -32,6 +32,10 @@ fn log_filter() -> EnvFilter {
 pub fn init() -> Telemetry {
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        // A closed standard error must not break requests: tracing's own
+        // report of a failed write would panic in `eprintln!` (found when a
+        // log line met a closed pipe and the request's connection died).
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(log_filter());
     #[cfg(feature = "otel")]

@@ -217,4 +217,28 @@ proptest! {
         let candidate = format!("t1.k1.{body}");
         prop_assert!(sealer.open(&candidate, &expect, t0()).is_err());
     }
+
+    /// Target `seal-open-spliced`: two genuine tokens cut and joined at
+    /// random points (the key id of one, the body of the other, halves of
+    /// two bodies): never opens unless it is one of the two.
+    #[test]
+    fn spliced_genuine_tokens_are_refused(
+        a in proptest::collection::vec(any::<u8>(), 0..256),
+        b in proptest::collection::vec(any::<u8>(), 0..256),
+        nonces in any::<([u8; 24], [u8; 24])>(),
+        cut_a in any::<prop::sample::Index>(),
+        cut_b in any::<prop::sample::Index>(),
+    ) {
+        let arguments = arguments();
+        let expect = expect(&arguments);
+        let sealer = sealer();
+        let ta = sealer.seal(&claims(&arguments, &a), t0(), nonces.0).unwrap();
+        let tb = sealer.seal(&claims(&arguments, &b), t0(), nonces.1).unwrap();
+        let (i, j) = (cut_a.index(ta.len() + 1), cut_b.index(tb.len() + 1));
+        let candidate = format!("{}{}", &ta[..i], &tb[j..]);
+        if candidate != ta && candidate != tb {
+            let error = sealer.open(&candidate, &expect, t0()).unwrap_err();
+            prop_assert_eq!(error.to_string(), OpenError::MESSAGE);
+        }
+    }
 }

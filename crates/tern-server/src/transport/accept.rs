@@ -14,6 +14,18 @@
 //! | requests in flight from one peer address | 64 | `503` + `Retry-After` |
 //! | draining at shutdown | 10 s | remaining connections dropped |
 //!
+//! The endpoint and the server add their own, each configurable:
+//!
+//! | what | default | where | when exceeded |
+//! |---|---|---|---|
+//! | requests in flight for one authenticated principal | 32 | [`Http::max_in_flight_per_principal`](crate::transport::http::Http::max_in_flight_per_principal) | `503` + `Retry-After` (other principals unaffected) |
+//! | SSE responses open at once | 128 | [`Http::max_streams`](crate::transport::http::Http::max_streams) | `503` + `Retry-After` |
+//! | notifications buffered per response | 256 | [`Http::stream_buffer`](crate::transport::http::Http::stream_buffer) | dropped (progress is lossy); a reader that stops reading is dropped by the write timeout above, and its request cancelled |
+//! | request body | 4 MiB | [`Http::body_limit`](crate::transport::http::Http::body_limit) | `413` before it is read whole |
+//! | `subscriptions/listen` streams open at once | 64 | [`ServerBuilder::max_listens`](crate::ServerBuilder::max_listens) | `503` + `Retry-After` (stdio: `-32603` + `data.retryAfterMs`) |
+//! | resource URIs per listen | 256, known and distinct | [`ServerBuilder::max_listen_uris`](crate::ServerBuilder::max_listen_uris) | `-32602` |
+//! | stdio requests queued | 16 × 64 | [`StdioOptions`](crate::transport::stdio::StdioOptions) | `-32603` + `data.retryAfterMs` |
+//!
 //! None is longer than nginx's 60 s defaults, so a proxy in front never keeps
 //! a connection tern has given up on. The `503` carries an id-less JSON-RPC
 //! error (`-32603`, `data.retryAfterMs`) for clients that read bodies.

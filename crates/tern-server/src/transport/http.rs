@@ -28,6 +28,10 @@
 //! | missing or malformed `_meta` | 400 | `-32602` |
 //! | unsupported version / missing client capability | 400 | `-32022` / `-32021` |
 //! | unknown or removed method | 404 | `-32601` |
+//! | the principal's requests in flight at [`Http::max_in_flight_per_principal`] (default 32) | 503 + `Retry-After` | id-less `-32603`, `data.retryAfterMs` |
+//! | a streaming request with SSE responses at [`Http::max_streams`] (default 128) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
+//! | `subscriptions/listen` over the server's listen cap ([`crate::ServerBuilder::max_listens`], default 64) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
+//! | `subscriptions/listen` naming an unknown or repeated resource URI, or more than [`crate::ServerBuilder::max_listen_uris`] (default 256) | 200 | `-32602` (the URI not echoed) |
 //! | anything else | 200 | the result or error |
 //!
 //! A request that can receive notifications (it carries a `progressToken` or a
@@ -63,7 +67,7 @@ use serde_json::Value;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::header::HeaderParam;
 use tern_protocol::jsonrpc::{ErrorResponse, Message};
-use tern_protocol::{ClientRequest, JsonObject, ServerNotification, method};
+use tern_protocol::{ClientRequest, JsonObject, RequestId, ServerNotification, method};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::call::{CallContext, Reply};
@@ -221,6 +225,134 @@ pub struct Http {
     hosts: Allow,
     auth: Option<Arc<dyn Authenticate>>,
     legacy: Option<Arc<crate::legacy::http::Sessions>>,
+    /// One permit per open SSE response.
+    streams: Arc<tokio::sync::Semaphore>,
+    max_streams: usize,
+    per_principal: Arc<PerPrincipal>,
+    max_in_flight_per_principal: usize,
+    stream_buffer: usize,
+    retry_after: Duration,
+}
+
+/// Default cap on SSE responses open at once: 128 (half the accept loop's
+/// requests in flight, so plain calls still get through).
+pub const DEFAULT_MAX_STREAMS: usize = 128;
+/// Default cap on one authenticated principal's requests in flight: 32 (an
+/// SSE stream counts until it ends).
+pub const DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL: usize = 32;
+/// Default number of notifications one response buffers for a client that
+/// reads slower than they come: 256. Past it notifications are dropped
+/// (progress is lossy by nature); a client that stops reading altogether is
+/// dropped by the accept loop's write timeout, which cancels its request.
+pub const DEFAULT_STREAM_BUFFER: usize = 256;
+
+/// Requests in flight per authenticated principal.
+#[derive(Debug, Default)]
+struct PerPrincipal(std::sync::Mutex<std::collections::HashMap<Arc<str>, usize>>);
+
+/// One principal's request slot; given back when dropped.
+struct PrincipalSlot {
+    map: Arc<PerPrincipal>,
+    id: Arc<str>,
+}
+
+impl PerPrincipal {
+    fn take(self: &Arc<Self>, id: &str, max: usize) -> Option<PrincipalSlot> {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let id: Arc<str> = Arc::from(id);
+        let n = map.entry(Arc::clone(&id)).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(PrincipalSlot {
+            map: Arc::clone(self),
+            id,
+        })
+    }
+}
+
+impl Drop for PrincipalSlot {
+    fn drop(&mut self) {
+        let mut map = self
+            .map
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = map.get_mut(&self.id) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.id);
+            }
+        }
+    }
+}
+
+/// What a response holds until its body ends: the principal's slot and,
+/// for SSE, the stream permit.
+#[derive(Default)]
+struct Held {
+    #[allow(dead_code, reason = "held for its drop")]
+    principal: Option<PrincipalSlot>,
+    #[allow(dead_code, reason = "held for its drop")]
+    stream: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+/// A response body that holds [`Held`] until it ends or is dropped.
+struct HeldBody {
+    body: Body,
+    held: Option<Held>,
+}
+
+impl hyper::body::Body for HeldBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(None) = polled {
+            self.held = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+fn holding(response: Response<Body>, held: Held) -> Response<Body> {
+    let (parts, body) = response.into_parts();
+    Response::from_parts(
+        parts,
+        Body::new(HeldBody {
+            body,
+            held: Some(held),
+        }),
+    )
+}
+
+/// `503` + `Retry-After` with an id-less `-32603` carrying
+/// `data.retryAfterMs`, as the accept loop answers when full.
+fn overloaded(retry_after: Duration, id: Option<RequestId>, why: &str) -> Response<Body> {
+    let ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+    let error = ErrorObject::new(code::INTERNAL_ERROR, why)
+        .with_data(serde_json::json!({ "retryAfterMs": ms }));
+    let mut response = error_response(StatusCode::SERVICE_UNAVAILABLE, id, error);
+    if let Ok(v) = HeaderValue::from_str(&retry_after.as_secs().max(1).to_string()) {
+        response.headers_mut().insert(http::header::RETRY_AFTER, v);
+    }
+    response
 }
 
 impl std::fmt::Debug for Http {
@@ -243,6 +375,12 @@ impl Http {
             origins: Allow::Loopback(Vec::new()),
             hosts: Allow::Loopback(Vec::new()),
             auth: None,
+            streams: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_STREAMS)),
+            max_streams: DEFAULT_MAX_STREAMS,
+            per_principal: Arc::default(),
+            max_in_flight_per_principal: DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL,
+            stream_buffer: DEFAULT_STREAM_BUFFER,
+            retry_after: Duration::from_secs(1),
             legacy: server
                 .legacy_options()
                 .map(|o| Arc::new(crate::legacy::http::Sessions::new(o))),
@@ -254,6 +392,34 @@ impl Http {
     #[must_use]
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
+        self
+    }
+
+    /// Most SSE responses open at once (default [`DEFAULT_MAX_STREAMS`]);
+    /// a request that would open one more is answered `503` +
+    /// `Retry-After`.
+    #[must_use]
+    pub fn max_streams(mut self, n: usize) -> Self {
+        self.max_streams = n.max(1);
+        self.streams = Arc::new(tokio::sync::Semaphore::new(self.max_streams));
+        self
+    }
+
+    /// Most requests in flight for one authenticated principal (default
+    /// [`DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL`]); one more is answered `503`
+    /// and `Retry-After`, and other principals are not affected. Anonymous
+    /// callers are bounded per address by the accept loop instead.
+    #[must_use]
+    pub fn max_in_flight_per_principal(mut self, n: usize) -> Self {
+        self.max_in_flight_per_principal = n.max(1);
+        self
+    }
+
+    /// Notifications buffered per response for a slow reader (default
+    /// [`DEFAULT_STREAM_BUFFER`]).
+    #[must_use]
+    pub fn stream_buffer(mut self, n: usize) -> Self {
+        self.stream_buffer = n.max(1);
         self
     }
 
@@ -370,11 +536,7 @@ fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<B
     response
 }
 
-fn error_response(
-    status: StatusCode,
-    id: Option<tern_protocol::RequestId>,
-    error: ErrorObject,
-) -> Response<Body> {
+fn error_response(status: StatusCode, id: Option<RequestId>, error: ErrorObject) -> Response<Body> {
     json_response(status, &ErrorResponse::new(id, error))
 }
 
@@ -681,6 +843,41 @@ impl Http {
         } else {
             Principal::anonymous()
         };
+        let mut held = Held::default();
+        if let Some(id) = principal.id() {
+            let Some(slot) = self
+                .per_principal
+                .take(id, self.max_in_flight_per_principal)
+            else {
+                tracing::warn!("one principal's requests in flight at the cap: 503");
+                return overloaded(
+                    self.retry_after,
+                    None,
+                    "too many requests in flight for this principal; retry later",
+                );
+            };
+            held.principal = Some(slot);
+        }
+        let response = self
+            .handle_as(parts, body, principal, peer, legacy_method, &mut held)
+            .await;
+        holding(response, held)
+    }
+
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one pass over the checks of the table in the module docs"
+    )]
+    async fn handle_as(
+        &self,
+        parts: http::request::Parts,
+        body: Body,
+        principal: Principal,
+        peer: Option<Arc<str>>,
+        legacy_method: bool,
+        held: &mut Held,
+    ) -> Response<Body> {
+        let headers = &parts.headers;
         if let (true, Some(sessions)) = (legacy_method, &self.legacy) {
             return sessions.other_method(
                 &self.server,
@@ -774,7 +971,18 @@ impl Http {
         let cancel = CancellationToken::new();
         let guard = cancel.clone().drop_guard();
         let (notifier, notifications) = if streams {
-            let (n, rx) = Notifier::channel(256);
+            // A stream slot is taken before any work: over the cap the
+            // request is refused whole, not served without its stream.
+            let Ok(permit) = Arc::clone(&self.streams).try_acquire_owned() else {
+                tracing::warn!("SSE streams at the cap: 503");
+                return overloaded(
+                    self.retry_after,
+                    Some(request.id),
+                    "too many streams open; retry later",
+                );
+            };
+            held.stream = Some(permit);
+            let (n, rx) = Notifier::channel(self.stream_buffer);
             (Some(n), Some(rx))
         } else {
             (None, None)
@@ -844,6 +1052,22 @@ fn status_of(reply: &Reply) -> StatusCode {
 }
 
 fn reply_response(reply: &Reply) -> Response<Body> {
+    // An overload refusal from the server (a listen over its cap, say) is
+    // a 503 with Retry-After over HTTP, like the accept loop's.
+    if let Err(e) = &reply.outcome
+        && e.code == code::INTERNAL_ERROR
+        && let Some(ms) = e
+            .data
+            .as_ref()
+            .and_then(|d| d.get("retryAfterMs"))
+            .and_then(Value::as_u64)
+    {
+        let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, reply);
+        if let Ok(v) = HeaderValue::from_str(&ms.div_ceil(1000).max(1).to_string()) {
+            response.headers_mut().insert(http::header::RETRY_AFTER, v);
+        }
+        return response;
+    }
     json_response(status_of(reply), reply)
 }
 

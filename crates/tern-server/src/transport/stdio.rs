@@ -45,6 +45,9 @@ pub struct StdioOptions {
     /// How long end of input waits for requests in flight before cancelling
     /// them (default 30 s).
     pub drain_timeout: std::time::Duration,
+    /// What an overloaded server suggests as a wait before retrying, in the
+    /// `-32603` error's `data.retryAfterMs` (default 1 s).
+    pub retry_after: std::time::Duration,
 }
 
 impl Default for StdioOptions {
@@ -53,8 +56,17 @@ impl Default for StdioOptions {
             max_line_len: 4 * 1024 * 1024,
             max_concurrent: 64,
             drain_timeout: std::time::Duration::from_secs(30),
+            retry_after: std::time::Duration::from_secs(1),
         }
     }
+}
+
+/// The answer to a request beyond the queue: `-32603` with
+/// `data.retryAfterMs`.
+fn overloaded(retry_after: std::time::Duration) -> ErrorObject {
+    let ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+    ErrorObject::new(code::INTERNAL_ERROR, "server overloaded; retry later")
+        .with_data(serde_json::json!({ "retryAfterMs": ms }))
 }
 
 /// Serves `server` on this process's standard input and output until end of
@@ -410,16 +422,20 @@ impl Connection {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if active.contains_key(&request.id) {
-                Some("a request with this id is still in flight")
+                Some(ErrorObject::new(
+                    code::INVALID_REQUEST,
+                    "a request with this id is still in flight",
+                ))
             } else if active.len() >= self.options.max_concurrent.max(1) * 16 {
-                Some("too many requests in flight")
+                // Overload is the server's state, not a fault of the request:
+                // -32603 with a hint, as HTTP answers 503 + Retry-After.
+                Some(overloaded(self.options.retry_after))
             } else {
                 active.insert(request.id.clone(), (seq, cancel.clone()));
                 None
             }
         };
-        if let Some(why) = refused {
-            let error = ErrorObject::new(code::INVALID_REQUEST, why);
+        if let Some(error) = refused {
             self.send(&ErrorResponse::new(Some(request.id), error))
                 .await;
             return;

@@ -353,3 +353,89 @@ async fn a_cancelled_guarded_leg_finishes_and_its_retry_gets_the_outcome() {
     );
     assert_eq!(counters.transfers.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn overload_is_answered_32603_with_a_retry_hint() {
+    // One slot, a queue of 16: the 17th request beyond the running one is
+    // refused as overload (-32603 + data.retryAfterMs), not -32600.
+    let (mut p, _) = start(StdioOptions {
+        max_concurrent: 1,
+        retry_after: std::time::Duration::from_millis(250),
+        ..StdioOptions::default()
+    });
+    for id in 0..16 {
+        p.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": meta()}}).to_string()).await;
+    }
+    p.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "server/discover", "params": {"_meta": meta()}}).to_string()).await;
+    let e = p.recv().await;
+    assert_eq!(e["id"], 99);
+    assert_eq!(e["error"]["code"], -32603);
+    assert_eq!(e["error"]["data"]["retryAfterMs"], 250);
+    for id in 0..16 {
+        p.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}).to_string()).await;
+    }
+    let rest = p.finish().await;
+    assert!(rest.iter().all(|m| m.get("error").is_none()), "{rest:?}");
+}
+
+#[tokio::test]
+async fn a_listen_over_the_cap_is_32603_with_a_retry_hint_over_stdio() {
+    let counters = Arc::new(Counters::default());
+    let server = builder(&counters, TestClock::new())
+        .max_listens(1)
+        .build()
+        .unwrap();
+    let (input, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, output) = tokio::io::duplex(1 << 16);
+    let server_handle = server.clone();
+    let task = tokio::spawn(serve(
+        server,
+        server_in,
+        server_out,
+        StdioOptions::default(),
+    ));
+    let mut p = Pipe {
+        server_handle,
+        input,
+        output: BufReader::new(output).lines(),
+        server: task,
+    };
+    let listen = |id: u32| json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": true}, "_meta": meta()}});
+    p.send(&listen(1).to_string()).await;
+    assert_eq!(
+        p.recv().await["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    p.send(&listen(2).to_string()).await;
+    let e = p.recv().await;
+    assert_eq!(e["id"], 2);
+    assert_eq!(e["error"]["code"], -32603);
+    assert_eq!(e["error"]["data"]["retryAfterMs"], 1000);
+    // Cancelling the open one frees its slot: the next listen is served.
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#)
+        .await;
+    p.send(&listen(3).to_string()).await;
+    let freed = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let m = p.recv().await;
+            if m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 3 {
+                assert_eq!(m["method"], "notifications/subscriptions/acknowledged");
+                break;
+            }
+            // The first listen's close, or the refusal of a third that came
+            // before the slot was given back, is all that may come first.
+            assert!(
+                m["id"] == 1 || m["id"] == 3 || m["method"] == "notifications/cancelled",
+                "{m}"
+            );
+            if m["id"] == 3 {
+                p.send(&listen(3).to_string()).await;
+            }
+        }
+    })
+    .await;
+    assert!(freed.is_ok(), "the cancelled listen's slot is given back");
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#)
+        .await;
+    p.finish().await;
+}

@@ -172,7 +172,7 @@ async fn a_sqlite_store_is_read_by_a_fresh_child() {
 }
 
 /// The demo over HTTP on a loopback port, with `extra` options; its URL.
-struct Http(std::process::Child, String);
+pub struct Http(std::process::Child, pub String);
 
 impl Drop for Http {
     fn drop(&mut self) {
@@ -181,7 +181,7 @@ impl Drop for Http {
     }
 }
 
-fn serve_http(extra: &[&str]) -> Http {
+pub fn serve_http(extra: &[&str]) -> Http {
     use std::io::BufRead as _;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tern"))
         .args(["serve", "demo", "--http", "127.0.0.1:0"])

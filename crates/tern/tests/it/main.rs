@@ -13,6 +13,7 @@
     reason = "test code reads best with values passed and helpers declared where used"
 )]
 
+mod audit;
 mod await_demo;
 mod cli;
 mod cluster;
@@ -21,6 +22,7 @@ mod demo_tasks;
 mod fake;
 mod fleet;
 mod fleet_mode;
+mod limits;
 #[cfg(feature = "otel")]
 mod otel;
 mod process;

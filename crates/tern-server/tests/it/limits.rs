@@ -1,0 +1,284 @@
+//! The stream and principal limits, each caused from outside over loopback
+//! TCP: URIs per listen (only known ones, none twice), listen streams, SSE
+//! streams, one principal's requests in flight (another principal is not
+//! affected), and a reader that stops reading (dropped after the write
+//! timeout, its request cancelled).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tern_server::transport::http::{Bearer, Http, ServeOptions, serve_with};
+use tern_server::{Ctx, Principal, ServerBuilder};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+use crate::fixture::{Counters, TestClock, builder};
+
+struct Running {
+    port: u16,
+    _stop: oneshot::Sender<()>,
+    counters: Arc<Counters>,
+}
+
+async fn start(
+    configure: impl FnOnce(ServerBuilder) -> ServerBuilder,
+    http: impl FnOnce(Http) -> Http,
+    options: ServeOptions,
+) -> Running {
+    let counters = Arc::new(Counters::default());
+    let server = configure(builder(&counters, TestClock::new()))
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let authenticated = Http::new(server).authenticate(Bearer(|token: &str| match token {
+        "alice" => Some(Principal::new("alice")),
+        "bob" => Some(Principal::new("bob")),
+        _ => None,
+    }));
+    tokio::spawn(serve_with(
+        listener,
+        http(authenticated),
+        "/mcp",
+        options,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Running {
+        port,
+        _stop: stop,
+        counters,
+    }
+}
+
+fn meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+fn listen(id: u64, uris: &[String]) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": true, "resourceSubscriptions": uris}, "_meta": meta()}})
+}
+
+fn slow(id: u64) -> Value {
+    let mut m = meta();
+    m["progressToken"] = json!(id);
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": m}})
+}
+
+/// Sends `body` as `token` (default alice) on a new connection.
+async fn post(port: u16, body: &Value, token: Option<&str>) -> TcpStream {
+    let body = body.to_string();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let name = v["params"]["name"]
+        .as_str()
+        .map(|n| format!("Mcp-Name: {n}\r\n"))
+        .unwrap_or_default();
+    let auth = format!("Authorization: Bearer {}\r\n", token.unwrap_or("alice"));
+    let text = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {}\r\n{name}{auth}Content-Length: {}\r\n\r\n{body}",
+        v["method"].as_str().unwrap(),
+        body.len()
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(text.as_bytes()).await.unwrap();
+    stream
+}
+
+/// Reads until the response head and its first body bytes are in (an SSE
+/// stream stays open: this does not wait for its end).
+async fn head(stream: &mut TcpStream) -> String {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf))
+            .await
+            .expect("a response")
+            .unwrap();
+        raw.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        if n == 0
+            || text
+                .split_once("\r\n\r\n")
+                .is_some_and(|(_, b)| !b.is_empty())
+        {
+            return text;
+        }
+    }
+}
+
+fn status(response: &str) -> u16 {
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+fn body_json(response: &str) -> Value {
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let body = body.strip_prefix("data: ").unwrap_or(body);
+    serde_json::from_str(body.lines().next().unwrap_or("")).unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn listen_uris_must_be_known_unique_and_few() {
+    let r = start(|b| b.max_listen_uris(3), |h| h, ServeOptions::default()).await;
+    let known = |s: &str| s.to_string();
+    // Known: a resource and a URI a template matches.
+    let mut ok = post(
+        r.port,
+        &listen(1, &[known("res://ask"), known("res://item/7")]),
+        None,
+    )
+    .await;
+    let ack = head(&mut ok).await;
+    assert_eq!(status(&ack), 200, "{ack}");
+    assert!(
+        ack.contains("notifications/subscriptions/acknowledged"),
+        "{ack}"
+    );
+    for (uris, says) in [
+        (
+            vec![known("res://ask"), known("res://nope-secret-text")],
+            "resourceSubscriptions[1] names no resource",
+        ),
+        (
+            vec![known("res://ask"), known("res://ask")],
+            "resourceSubscriptions[1] repeats",
+        ),
+        (
+            vec![
+                known("res://item/1"),
+                known("res://item/2"),
+                known("res://item/3"),
+                known("res://item/4"),
+            ],
+            "at most 3",
+        ),
+    ] {
+        let mut s = post(r.port, &listen(2, &uris), None).await;
+        let response = head(&mut s).await;
+        let v = body_json(&response);
+        assert_eq!(v["error"]["code"], -32602, "{response}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{message}");
+        assert!(
+            !response.contains("nope-secret-text"),
+            "the URI is not echoed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn listen_streams_over_the_cap_get_503_with_retry_after() {
+    let r = start(|b| b.max_listens(2), |h| h, ServeOptions::default()).await;
+    let mut open = Vec::new();
+    for id in 0..2 {
+        let mut s = post(r.port, &listen(id, &[]), None).await;
+        assert_eq!(status(&head(&mut s).await), 200);
+        open.push(s);
+    }
+    let mut third = post(r.port, &listen(9, &[]), None).await;
+    let response = head(&mut third).await;
+    assert_eq!(status(&response), 503, "{response}");
+    assert!(
+        response.to_ascii_lowercase().contains("retry-after: 1"),
+        "{response}"
+    );
+    assert_eq!(body_json(&response)["error"]["data"]["retryAfterMs"], 1000);
+    drop(open);
+}
+
+#[tokio::test]
+async fn sse_streams_over_the_cap_get_503() {
+    let r = start(|b| b, |h| h.max_streams(1), ServeOptions::default()).await;
+    let mut first = post(r.port, &slow(1), None).await;
+    let response = head(&mut first).await;
+    assert!(response.contains("text/event-stream"), "{response}");
+    let mut second = post(r.port, &slow(2), None).await;
+    let response = head(&mut second).await;
+    assert_eq!(status(&response), 503, "{response}");
+    assert_eq!(body_json(&response)["error"]["code"], -32603);
+    // A plain call (no stream) still goes through.
+    let list =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta()}});
+    let mut plain = post(r.port, &list, None).await;
+    assert_eq!(status(&head(&mut plain).await), 200);
+}
+
+#[tokio::test]
+async fn one_principal_filling_its_share_does_not_refuse_another() {
+    let r = start(
+        |b| b,
+        |h| h.max_in_flight_per_principal(2),
+        ServeOptions::default(),
+    )
+    .await;
+    let mut alice = Vec::new();
+    for id in 0..2 {
+        let mut s = post(r.port, &slow(id), Some("alice")).await;
+        assert!(head(&mut s).await.contains("text/event-stream"));
+        alice.push(s);
+    }
+    let mut more = post(r.port, &slow(5), Some("alice")).await;
+    let response = head(&mut more).await;
+    assert_eq!(status(&response), 503, "{response}");
+    assert!(
+        response.to_ascii_lowercase().contains("retry-after"),
+        "{response}"
+    );
+    let mut bob = post(r.port, &slow(6), Some("bob")).await;
+    let response = head(&mut bob).await;
+    assert_eq!(status(&response), 200, "bob is served: {response}");
+    assert!(response.contains("text/event-stream"));
+}
+
+#[tokio::test]
+async fn a_reader_that_stops_reading_is_dropped_and_its_request_cancelled() {
+    // The `flood` tool writes large progress messages until it is
+    // cancelled; the client never reads. The socket buffers fill, the
+    // write stalls past the timeout, the connection is dropped, and the
+    // handler sees the cancellation.
+    async fn flood(ctx: Ctx, counters: Arc<Counters>) -> String {
+        let watcher = ctx.clone();
+        tokio::spawn(async move {
+            watcher.cancelled().await;
+            counters.cancel_seen.notify_one();
+        });
+        let big = "x".repeat(64 * 1024);
+        // About a minute of work at most: far past the write timeout.
+        for i in 0..60_000u32 {
+            ctx.progress(f64::from(i), None, Some(&big));
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        "never read".into()
+    }
+    let counters = Arc::new(Counters::default());
+    let c = Arc::clone(&counters);
+    let r = start(
+        move |b| {
+            b.tool(tern_server::ToolDef::new(
+                "flood",
+                "Floods",
+                move |ctx: Ctx| flood(ctx, Arc::clone(&c)),
+            ))
+            .progress_interval(Duration::ZERO)
+        },
+        |h| h.stream_buffer(4),
+        ServeOptions::default().write_timeout(Duration::from_millis(300)),
+    )
+    .await;
+    let mut m = meta();
+    m["progressToken"] = json!("f");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "flood", "arguments": {}, "_meta": m}});
+    let stalled = post(r.port, &body, None).await;
+    tokio::time::timeout(Duration::from_secs(30), counters.cancel_seen.notified())
+        .await
+        .expect("the handler is cancelled once the stalled reader is dropped");
+    drop(stalled);
+    let _ = r.counters;
+}
