@@ -11,9 +11,6 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use tern_protocol::jsonrpc::{Message, RequestId};
 use tern_protocol::{ServerNotification, method, version};
@@ -23,6 +20,7 @@ use super::{ServerAsk, accept_initialize, answer_text, era_of_answer, response_t
 use crate::error::ClientError;
 use crate::limits::{Limit, Limits};
 use crate::transport::sse::Decoder;
+use crate::transport::tls::{self, HttpClient, TlsOptions};
 use crate::transport::{CancelGuard, Exchange, Incoming, Outgoing};
 
 /// How long to wait before resuming a stream whose server gave no `retry`.
@@ -43,7 +41,7 @@ struct SessionState {
 /// One endpoint's legacy session.
 pub(crate) struct LegacyHttp {
     url: Uri,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HttpClient,
     headers: Vec<(String, String)>,
     limits: Limits,
     state: Mutex<SessionState>,
@@ -68,19 +66,20 @@ impl LegacyHttp {
         let parsed: Uri = url
             .parse()
             .map_err(|e| ClientError::transport(format!("invalid URL {url}")).because(e))?;
-        if parsed.scheme_str() != Some("http") {
-            return Err(ClientError::transport(
-                "only http:// URLs are supported (use a TLS proxy for https)",
-            ));
-        }
+        tls::check_scheme(&parsed)?;
         Ok(Self {
             url: parsed,
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: tls::client(&TlsOptions::default())?,
             headers: Vec::new(),
             limits: Limits::default(),
             state: Mutex::default(),
             inflight: Mutex::default(),
         })
+    }
+
+    pub(crate) fn set_tls(&mut self, options: &TlsOptions) -> Result<(), ClientError> {
+        self.client = tls::client(options)?;
+        Ok(())
     }
 
     pub(crate) fn add_header(&mut self, name: String, value: String) {

@@ -7,25 +7,23 @@ use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tern_protocol::ServerNotification;
 use tern_protocol::jsonrpc::Message;
 use tokio::sync::mpsc;
 
 use super::sse::{Decoder, SseError};
+use super::tls::{self, HttpClient, TlsOptions};
 use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, Transport};
 use crate::error::ClientError;
 use crate::headers::encode_value;
 use crate::limits::{Limit, Limits};
 
-/// A Streamable HTTP endpoint (`http://` only; put TLS in front with a
-/// proxy for now).
+/// A Streamable HTTP endpoint, `http://` or `https://` (rustls; the
+/// built-in Mozilla roots, plus a CA file with [`HttpTransport::with_tls`]).
 #[derive(Clone)]
 pub struct HttpTransport {
     url: Uri,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HttpClient,
     headers: Arc<Vec<(String, String)>>,
     limits: Limits,
 }
@@ -44,18 +42,21 @@ impl HttpTransport {
         let url: Uri = url
             .parse()
             .map_err(|e| ClientError::transport(format!("invalid URL {url}")).because(e))?;
-        if url.scheme_str() != Some("http") {
-            return Err(ClientError::transport(
-                "only http:// URLs are supported (use a TLS proxy for https)",
-            ));
-        }
-        let client = Client::builder(TokioExecutor::new()).build_http();
+        tls::check_scheme(&url)?;
+        let client = tls::client(&TlsOptions::default())?;
         Ok(Self {
             url,
             client,
             headers: Arc::new(Vec::new()),
             limits: Limits::default(),
         })
+    }
+
+    /// Trusts the CAs `options` names for `https://` (the built-in roots
+    /// stay trusted).
+    pub fn with_tls(mut self, options: &TlsOptions) -> Result<Self, ClientError> {
+        self.client = tls::client(options)?;
+        Ok(self)
     }
 
     /// Sends `name: value` on every request (an `Authorization` header, say).

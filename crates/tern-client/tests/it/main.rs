@@ -56,3 +56,4 @@ mod rules;
 mod server;
 mod stub;
 mod tasks;
+mod tls;
