@@ -371,6 +371,18 @@ impl DualEra {
         Ok(self)
     }
 
+    /// Authorizes both legs with `oauth` (for this endpoint), as
+    /// [`HttpTransport::with_oauth`] does; no effect on stdio.
+    pub fn with_oauth(mut self, oauth: crate::auth::OAuth) -> Result<Self, ClientError> {
+        if let Wire::Http { modern, legacy } = &mut self.wire {
+            *modern = modern.clone().with_oauth(oauth.clone())?;
+            if let Some(l) = Arc::get_mut(legacy) {
+                l.set_oauth(oauth);
+            }
+        }
+        Ok(self)
+    }
+
     /// Skips the probe: the server is known to speak 2025 (a conformance
     /// run told so, say).
     #[must_use]

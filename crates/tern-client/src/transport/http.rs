@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::sse::{Decoder, SseError};
 use super::tls::{self, HttpClient, TlsOptions};
 use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, Transport};
+use crate::auth::{Challenge, MAX_AUTH_ATTEMPTS, OAuth, wants_flow};
 use crate::error::ClientError;
 use crate::headers::encode_value;
 use crate::limits::{Limit, Limits};
@@ -26,6 +27,7 @@ pub struct HttpTransport {
     client: HttpClient,
     headers: Arc<Vec<(String, String)>>,
     limits: Limits,
+    oauth: Option<OAuth>,
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -49,6 +51,7 @@ impl HttpTransport {
             client,
             headers: Arc::new(Vec::new()),
             limits: Limits::default(),
+            oauth: None,
         })
     }
 
@@ -56,6 +59,23 @@ impl HttpTransport {
     /// stay trusted).
     pub fn with_tls(mut self, options: &TlsOptions) -> Result<Self, ClientError> {
         self.client = tls::client(options)?;
+        Ok(self)
+    }
+
+    /// Authorizes with `oauth` (which must be for this endpoint): its access
+    /// token on every request; a 401, or a 403 `insufficient_scope`, runs
+    /// its flow and sends the request again, at most
+    /// [`MAX_AUTH_ATTEMPTS`](crate::auth::MAX_AUTH_ATTEMPTS) times.
+    pub fn with_oauth(mut self, oauth: OAuth) -> Result<Self, ClientError> {
+        let same = Uri::try_from(oauth.url()).is_ok_and(|u| u == self.url);
+        if !same {
+            return Err(ClientError::request(format!(
+                "the OAuth given is for {}, not {}: a token is only sent to its own resource",
+                oauth.url(),
+                self.url
+            )));
+        }
+        self.oauth = Some(oauth);
         Ok(self)
     }
 
@@ -76,7 +96,7 @@ impl HttpTransport {
 
     fn request(
         &self,
-        body: String,
+        body: Bytes,
         method: &str,
         version: &str,
     ) -> Result<Request<Full<Bytes>>, ClientError> {
@@ -91,7 +111,7 @@ impl HttpTransport {
             builder = builder.header(k.as_str(), v.as_str());
         }
         builder
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(body))
             .map_err(|e| ClientError::request("the HTTP request cannot be built").because(e))
     }
 }
@@ -222,27 +242,70 @@ async fn pump(
 impl Transport for HttpTransport {
     fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>> {
         Box::pin(async move {
-            let mut request = self.request(out.body, &out.method, &out.protocol_version)?;
-            let headers = request.headers_mut();
-            if let Some(name) = &out.name {
-                let value = HeaderValue::from_str(&encode_value(name)).map_err(|e| {
-                    ClientError::request("the Mcp-Name header cannot be written").because(e)
-                })?;
-                headers.insert("Mcp-Name", value);
-            }
-            for (name, value) in &out.header_params {
-                let invalid = |e: Box<dyn std::error::Error + Send + Sync>| {
-                    ClientError::request(format!("the Mcp-Param-{name} header cannot be written"))
+            let body = Bytes::from(out.body.clone());
+            let mut attempts = 0;
+            let response = loop {
+                let mut request = self.request(body.clone(), &out.method, &out.protocol_version)?;
+                let headers = request.headers_mut();
+                if let Some(name) = &out.name {
+                    let value = HeaderValue::from_str(&encode_value(name)).map_err(|e| {
+                        ClientError::request("the Mcp-Name header cannot be written").because(e)
+                    })?;
+                    headers.insert("Mcp-Name", value);
+                }
+                for (name, value) in &out.header_params {
+                    let invalid = |e: Box<dyn std::error::Error + Send + Sync>| {
+                        ClientError::request(format!(
+                            "the Mcp-Param-{name} header cannot be written"
+                        ))
                         .because(e)
+                    };
+                    let header =
+                        http::HeaderName::from_bytes(format!("Mcp-Param-{name}").as_bytes())
+                            .map_err(|e| invalid(e.into()))?;
+                    let value = HeaderValue::from_str(value).map_err(|e| invalid(e.into()))?;
+                    headers.insert(header, value);
+                }
+                let token = match &self.oauth {
+                    Some(oauth) => oauth.access_token().await?,
+                    None => None,
                 };
-                let header = http::HeaderName::from_bytes(format!("Mcp-Param-{name}").as_bytes())
-                    .map_err(|e| invalid(e.into()))?;
-                let value = HeaderValue::from_str(value).map_err(|e| invalid(e.into()))?;
-                headers.insert(header, value);
-            }
-            let response = self.client.request(request).await.map_err(|e| {
-                ClientError::transport(format!("cannot reach {}", self.url)).because(e)
-            })?;
+                if let Some(token) = &token {
+                    let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| {
+                        ClientError::unauthorized("the access token cannot be sent in a header")
+                            .because(e)
+                    })?;
+                    request.headers_mut().insert(AUTHORIZATION, value);
+                }
+                let response = self.client.request(request).await.map_err(|e| {
+                    ClientError::transport(format!("cannot reach {}", self.url)).because(e)
+                })?;
+                let status = response.status().as_u16();
+                let Some(oauth) = &self.oauth else {
+                    break response;
+                };
+                let challenge = Challenge::parse(
+                    response
+                        .headers()
+                        .get_all(WWW_AUTHENTICATE)
+                        .iter()
+                        .filter_map(|v| v.to_str().ok()),
+                );
+                if !wants_flow(status, challenge.as_ref()) {
+                    break response;
+                }
+                if attempts == MAX_AUTH_ATTEMPTS {
+                    return Err(ClientError::unauthorized(format!(
+                        "{} still refuses the request (HTTP {status}) after {attempts} \
+                         authorizations",
+                        self.url
+                    )));
+                }
+                attempts += 1;
+                oauth
+                    .challenged(token.as_deref(), status, challenge.as_ref())
+                    .await?;
+            };
             let (tx, rx) = mpsc::channel(64);
             let task = tokio::spawn(pump(response, self.limits, tx));
             // Dropping the exchange early drops the body: the connection
