@@ -52,6 +52,7 @@ mod hardening;
 mod harness;
 mod legacy;
 mod nginx;
+mod oauth;
 mod rules;
 mod server;
 mod stub;

@@ -66,6 +66,16 @@ impl Drop for TestCa {
 /// base URL (`https://localhost:PORT`).
 pub async fn serve_https(app: axum::Router, config: Arc<rustls::ServerConfig>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_https_on(listener, app, config)
+}
+
+/// [`serve_https`] on a listener already bound (so the URL is known before
+/// the app is built).
+pub fn serve_https_on(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    config: Arc<rustls::ServerConfig>,
+) -> String {
     let port = listener.local_addr().unwrap().port();
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
     tokio::spawn(async move {
