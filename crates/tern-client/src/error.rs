@@ -115,6 +115,12 @@ impl ClientError {
         Self::new(ErrorKind::Unauthorized, m)
     }
 
+    /// An [`ErrorKind::Unauthorized`] error, for [`crate::auth::Browser`]s
+    /// and [`crate::auth::TokenStore`]s written outside this crate.
+    pub fn authorization(m: impl fmt::Display) -> Self {
+        Self::unauthorized(m)
+    }
+
     pub(crate) fn request(m: impl fmt::Display) -> Self {
         Self::new(ErrorKind::Request, m)
     }

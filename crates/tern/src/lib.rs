@@ -5,3 +5,4 @@
 //! process.
 
 pub mod demo;
+pub mod login;

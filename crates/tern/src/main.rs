@@ -168,6 +168,32 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Authorize tern at an OAuth-protected server: runs the OAuth flow in
+    /// your browser (the URL is printed too) and keeps the tokens in your
+    /// config folder (tern/tokens.json, 0600); every `--url` command then
+    /// sends them, refreshing them when they expire.
+    Login {
+        /// The server's MCP endpoint.
+        #[arg(long)]
+        url: String,
+        /// Trust the CA certificates of this PEM file (besides the built-in
+        /// roots); `TERN_CA_FILE` does the same for every command.
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<PathBuf>,
+        /// A client id registered with the authorization server out of band
+        /// (default: dynamic registration).
+        #[arg(long, value_name = "ID")]
+        client_id: Option<String>,
+        /// Its secret, for a confidential client.
+        #[arg(long, value_name = "SECRET", requires = "client_id")]
+        client_secret: Option<String>,
+    },
+    /// Forget the tokens `tern login` kept for a server.
+    Logout {
+        /// The server's MCP endpoint.
+        #[arg(long)]
+        url: String,
+    },
     /// List the servers of the config file (values of env and headers
     /// redacted).
     Servers {
@@ -232,6 +258,23 @@ enum Served {
         /// on loopback.
         #[arg(long, value_name = "FILE")]
         tokens: Option<PathBuf>,
+        /// Over HTTP, require OAuth access tokens (JWTs) of this issuer,
+        /// checked against its JWKS; the demo serves its Protected Resource
+        /// Metadata naming it. The principal is the token's issuer and
+        /// subject.
+        #[arg(long, value_name = "URL", conflicts_with = "tokens", requires = "http")]
+        issuer: Option<String>,
+        /// The audience the tokens must carry, and the resource the metadata
+        /// names (default: the served URL, `http://ADDR/mcp`).
+        #[arg(long, value_name = "AUD", requires = "issuer")]
+        audience: Option<String>,
+        /// A scope every request's token must carry (repeatable).
+        #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
+        scopes: Vec<String>,
+        /// Trust the CA certificates of this PEM file when fetching the
+        /// issuer's metadata and keys (besides the built-in roots).
+        #[arg(long, value_name = "FILE", requires = "issuer")]
+        ca_file: Option<PathBuf>,
     },
 }
 
@@ -366,6 +409,13 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Command::Keys { action } => return keys(&action),
+        Command::Login {
+            url,
+            ca_file,
+            client_id,
+            client_secret,
+        } => return login(&url, ca_file, client_id, client_secret),
+        Command::Logout { url } => return logout(&url),
         Command::Serve { server } => return serve(server),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -387,6 +437,73 @@ fn main() -> ExitCode {
         Err(failure) => {
             eprintln!("tern: {}", failure.message);
             ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn login(
+    url: &str,
+    ca_file: Option<PathBuf>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("tern: cannot start the runtime: {e}");
+            return ExitCode::from(cmd::EXIT_TRANSPORT);
+        }
+    };
+    let outcome = runtime.block_on(async {
+        let oauth = cmd::oauth_for(url, ca_file, client_id, client_secret)?;
+        oauth.authorize().await.map_err(|e| format!("{e:#}"))
+    });
+    match outcome {
+        Ok(grant) => {
+            let scopes = if grant.scopes.is_empty() {
+                String::new()
+            } else {
+                format!(", scopes {}", grant.scopes.join(" "))
+            };
+            eprintln!(
+                "tern: logged in to {url} (authorization server {}{scopes}{})",
+                grant.key.issuer,
+                if grant.refresh_token.is_some() {
+                    ", refreshable"
+                } else {
+                    ""
+                }
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("tern login: {e}");
+            ExitCode::from(cmd::EXIT_TRANSPORT)
+        }
+    }
+}
+
+fn logout(url: &str) -> ExitCode {
+    let Some(store) = tern::login::FileTokenStore::default_store() else {
+        eprintln!("tern logout: no config folder is known (set HOME or XDG_CONFIG_HOME)");
+        return ExitCode::from(2);
+    };
+    let endpoint = cmd::endpoint(url);
+    match store.remove_endpoint(&endpoint) {
+        Ok(0) => {
+            eprintln!("tern: not logged in to {url}");
+            ExitCode::SUCCESS
+        }
+        Ok(_) => {
+            eprintln!("tern: logged out of {url}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("tern logout: {}: {e}", store.path().display());
+            ExitCode::FAILURE
         }
     }
 }
@@ -436,6 +553,33 @@ fn read_tokens(
     demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The demo's resource server: JWTs of `issuer` for `audience`.
+fn demo_oauth(
+    issuer: &str,
+    audience: &str,
+    scopes: &[String],
+    ca_file: Option<PathBuf>,
+) -> tern_server::auth::ResourceServer {
+    let mut verifier = tern_server::auth::JwtVerifier::new(issuer, audience);
+    if let Some(ca) = ca_file {
+        verifier = verifier.ca_file(ca);
+    }
+    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+    let resource = tern_server::auth::ResourceServer::new(audience, issuer, verifier)
+        .scopes_supported(&scopes)
+        .required_scopes(&scopes)
+        .resource_name("tern demo");
+    eprintln!(
+        "tern: OAuth: tokens of {issuer} for {audience}; metadata at {}",
+        resource.metadata_url()
+    );
+    resource
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over the demo's flags, in the order the help lists them"
+)]
 fn serve(served: Served) -> ExitCode {
     match served {
         Served::Demo {
@@ -445,6 +589,10 @@ fn serve(served: Served) -> ExitCode {
             keys,
             tasks,
             tokens,
+            issuer,
+            audience,
+            scopes,
+            ca_file,
         } => {
             if !stdio && http.is_none() {
                 eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
@@ -508,6 +656,13 @@ fn serve(served: Served) -> ExitCode {
                             let _ = tokio::signal::ctrl_c().await;
                         };
                         let mut endpoint = Http::new(demo_server);
+                        if let Some(issuer) = issuer {
+                            let audience = audience.unwrap_or_else(|| {
+                                format!("http://{}/mcp", listener.local_addr().map_or(addr, |a| a))
+                            });
+                            endpoint =
+                                endpoint.oauth(demo_oauth(&issuer, &audience, &scopes, ca_file));
+                        }
                         if let Some(tokens) = tokens {
                             endpoint = endpoint.authenticate(Bearer(move |token: &str| {
                                 tokens.get(token).map(|p| Principal::new(p.as_str()))

@@ -324,6 +324,7 @@ async fn token_request(
         .as_secs();
     Ok(Grant {
         key,
+        endpoint: String::new(),
         access_token: access_token.to_owned(),
         // A refresh response without a new refresh token keeps the old one
         // (RFC 6749 §6).
@@ -388,7 +389,7 @@ pub(crate) async fn refresh(http: &HttpClient, grant: &Grant) -> Result<Grant, C
         ("refresh_token".into(), refresh_token.clone()),
         ("resource".into(), grant.key.resource.clone()),
     ];
-    token_request(
+    let mut fresh = token_request(
         http,
         &endpoint,
         form,
@@ -398,7 +399,9 @@ pub(crate) async fn refresh(http: &HttpClient, grant: &Grant) -> Result<Grant, C
         grant.scopes.clone(),
         Some(refresh_token),
     )
-    .await
+    .await?;
+    fresh.endpoint.clone_from(&grant.endpoint);
+    Ok(fresh)
 }
 
 #[cfg(test)]

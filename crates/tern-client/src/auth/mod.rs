@@ -45,7 +45,7 @@ mod store;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use url::Url;
+pub use url::Url;
 
 pub use challenge::Challenge;
 pub use store::{EXPIRY_MARGIN, Grant, MemoryTokenStore, TokenKey, TokenStore};
@@ -310,6 +310,12 @@ impl OAuth {
         self.0.mcp.as_str()
     }
 
+    /// Whether a grant for this endpoint is kept (in the store; a grant of
+    /// another process included).
+    pub fn has_grant(&self) -> bool {
+        self.0.store.find(self.0.mcp.as_str()).is_some()
+    }
+
     /// The grant in use, if any.
     pub async fn grant(&self) -> Option<Grant> {
         let state = self.0.state.lock().await;
@@ -332,6 +338,16 @@ impl OAuth {
             return Ok(None);
         };
         if grant.expired() && grant.refresh_token.is_some() {
+            // Another process may be refreshing the same grant: wait for it,
+            // then use what it stored if that is fresh.
+            let _guard = self.0.store.lock(&grant.key);
+            if let Some(stored) = self.0.store.get(&grant.key)
+                && !stored.expired()
+            {
+                self.adopt(&mut state, stored.clone());
+                return Ok(Some(stored.access_token));
+            }
+            let grant = self.0.store.get(&grant.key).unwrap_or(grant);
             match flow::refresh(&self.0.http, &grant).await {
                 Ok(fresh) => {
                     self.adopt(&mut state, fresh.clone());
@@ -422,6 +438,7 @@ impl OAuth {
                 // Refresh only if the resource still trusts the same server.
                 let prm =
                     discovery::protected_resource(&self.0.http, &self.0.mcp, challenge).await?;
+                let _guard = self.0.store.lock(&grant.key);
                 if prm.authorization_servers.first() == Some(&grant.key.issuer)
                     && let Ok(fresh) = flow::refresh(&self.0.http, &grant).await
                 {
@@ -463,7 +480,7 @@ impl OAuth {
         )?;
         let redirect = inner.browser.authorize(pending.url.clone()).await?;
         let code = flow::read_redirect(&meta, &pending, &redirect)?;
-        let grant = flow::exchange_code(
+        let mut grant = flow::exchange_code(
             &inner.http,
             &meta,
             &registration,
@@ -474,6 +491,7 @@ impl OAuth {
             scopes,
         )
         .await?;
+        grant.endpoint = inner.mcp.to_string();
         // The previous grant (another server's, or fewer scopes) is done.
         if let Some(old) = state.session.take()
             && old.key != grant.key

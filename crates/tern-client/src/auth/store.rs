@@ -45,6 +45,9 @@ impl TokenKey {
 pub struct Grant {
     /// Whose grant.
     pub key: TokenKey,
+    /// The MCP endpoint it was obtained for (what [`TokenStore::find`]
+    /// looks for).
+    pub endpoint: String,
     /// The access token.
     pub access_token: String,
     /// The refresh token, if the authorization server gave one.
@@ -95,12 +98,21 @@ impl Grant {
 pub trait TokenStore: Send + Sync + std::fmt::Debug + 'static {
     /// The grant for `key`.
     fn get(&self, key: &TokenKey) -> Option<Grant>;
-    /// Any grant for `resource` (a new process knows the resource only).
-    fn find(&self, resource: &str) -> Option<Grant>;
+    /// Any grant obtained for the MCP endpoint `endpoint` (a new process
+    /// knows the endpoint only).
+    fn find(&self, endpoint: &str) -> Option<Grant>;
     /// Keeps `grant` (replacing the one of its key).
     fn put(&self, grant: Grant);
     /// Forgets the grant of `key`.
     fn remove(&self, key: &TokenKey);
+
+    /// Holds other processes off `key`'s grant while it is refreshed (a
+    /// rotated refresh token must not be used twice): the guard, dropped
+    /// when the refresh is stored. `None` (the default): one process only.
+    fn lock(&self, key: &TokenKey) -> Option<Box<dyn Send>> {
+        let _ = key;
+        None
+    }
 }
 
 /// Grants in memory, for the life of the process: the default.
@@ -113,7 +125,7 @@ impl MemoryTokenStore {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TokenKey, Grant>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<TokenKey, Grant>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -122,21 +134,21 @@ impl MemoryTokenStore {
 
 impl TokenStore for MemoryTokenStore {
     fn get(&self, key: &TokenKey) -> Option<Grant> {
-        self.lock().get(key).cloned()
+        self.map().get(key).cloned()
     }
 
-    fn find(&self, resource: &str) -> Option<Grant> {
-        self.lock()
+    fn find(&self, endpoint: &str) -> Option<Grant> {
+        self.map()
             .values()
-            .find(|g| g.key.resource == resource)
+            .find(|g| g.endpoint == endpoint)
             .cloned()
     }
 
     fn put(&self, grant: Grant) {
-        self.lock().insert(grant.key.clone(), grant);
+        self.map().insert(grant.key.clone(), grant);
     }
 
     fn remove(&self, key: &TokenKey) {
-        self.lock().remove(key);
+        self.map().remove(key);
     }
 }

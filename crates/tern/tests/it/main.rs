@@ -18,5 +18,6 @@ mod cli;
 mod demo;
 mod demo_tasks;
 mod fake;
+mod login;
 mod process;
 mod terminal;
