@@ -65,7 +65,7 @@ impl HttpTransport {
     /// Authorizes with `oauth` (which must be for this endpoint): its access
     /// token on every request; a 401, or a 403 `insufficient_scope`, runs
     /// its flow and sends the request again, at most
-    /// [`MAX_AUTH_ATTEMPTS`](crate::auth::MAX_AUTH_ATTEMPTS) times.
+    /// [`MAX_AUTH_ATTEMPTS`] times.
     pub fn with_oauth(mut self, oauth: OAuth) -> Result<Self, ClientError> {
         let same = Uri::try_from(oauth.url()).is_ok_and(|u| u == self.url);
         if !same {
