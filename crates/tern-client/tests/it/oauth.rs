@@ -623,3 +623,45 @@ fn oauth_is_only_given_to_its_own_endpoint() {
         "{e}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorization_server_over_plain_http_off_loopback_is_refused_unvisited() {
+    let ca = TestCa::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "https://localhost:{}/mcp",
+        listener.local_addr().unwrap().port()
+    );
+    // Never contacted: the client refuses the URL before any request.
+    let insecure = "http://as.example";
+    let resource = ResourceServer::new(&url, insecure, JwtVerifier::new(insecure, &url));
+    let app = axum::Router::new()
+        .route_service(
+            "/mcp",
+            Http::new(server::build())
+                .oauth(resource.clone())
+                .into_service(),
+        )
+        .merge(resource.metadata_router());
+    serve_https_on(listener, app, Arc::clone(&ca.server));
+    let tls = TlsOptions::new().with_ca_file(&ca.ca_file);
+    let browser = FollowRedirect::new(REDIRECT)
+        .unwrap()
+        .with_tls(&tls)
+        .unwrap();
+    let oauth = OAuth::new(&url, OAuthConfig::new("t"), browser)
+        .unwrap()
+        .with_tls(&tls)
+        .unwrap();
+    let client = Client::builder().build(
+        HttpTransport::new(&url)
+            .unwrap()
+            .with_tls(&tls)
+            .unwrap()
+            .with_oauth(oauth)
+            .unwrap(),
+    );
+    let e = bounded(client.list_tools()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unauthorized, "{e}");
+    assert!(e.to_string().contains("is not HTTPS"), "{e}");
+}
