@@ -22,7 +22,7 @@ use tern_client::auth::{FollowRedirect, OAuth, OAuthConfig};
 use tern_client::transport::http::HttpTransport;
 use tern_client::transport::tls::TlsOptions;
 use tern_client::{CallOptions, Client, ErrorKind, Round, Started};
-use tern_server::auth::{JwtVerifier, ResourceServer};
+use tern_server::auth::{Introspection, JwtVerifier, ResourceServer};
 use tern_server::transport::http::Http;
 
 use crate::handlers::Elicit;
@@ -79,6 +79,7 @@ struct AsLog {
     token_resources: Vec<String>,
     refreshes: u32,
     jwks_fetches: u32,
+    introspections: u32,
     /// code → (`code_challenge`, scope, resource)
     codes: HashMap<String, (String, String, String)>,
     next: u32,
@@ -93,6 +94,8 @@ struct TestAs {
     subject: Mutex<String>,
     /// `expires_in` of the token responses (the JWTs live 5 minutes).
     expires_in: u64,
+    /// The resource (set once the MCP endpoint's port is known).
+    resource: Mutex<String>,
     log: Mutex<AsLog>,
 }
 
@@ -111,6 +114,10 @@ fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
 }
 
 impl TestAs {
+    fn audience(&self) -> String {
+        self.resource.lock().unwrap().clone()
+    }
+
     fn claims(&self, audience: &str, scope: &str) -> Value {
         json!({
             "iss": self.issuer, "aud": audience, "sub": *self.subject.lock().unwrap(),
@@ -157,6 +164,38 @@ impl TestAs {
                 let mut keys = vec![self.key.jwk()];
                 keys.extend(self.published.lock().unwrap().iter().cloned());
                 json_response(StatusCode::OK, &json!({ "keys": keys }))
+            }
+            "/introspect" => {
+                log.introspections += 1;
+                let basic = parts
+                    .headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Basic "))
+                    .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+                if basic.as_deref() != Some(b"rs:rs+secret".as_slice()) {
+                    return json_response(
+                        StatusCode::UNAUTHORIZED,
+                        &json!({"error": "invalid_client"}),
+                    );
+                }
+                let body = match form["token"].as_str() {
+                    "opaque-alice" => json!({
+                        "active": true, "sub": "alice", "iss": self.issuer,
+                        "aud": form.get("resource").cloned().unwrap_or_else(|| self.audience()),
+                        "scope": "mcp:basic", "exp": now() + 300,
+                    }),
+                    "opaque-other-audience" => json!({
+                        "active": true, "sub": "alice", "iss": self.issuer,
+                        "aud": "https://other.example/mcp", "scope": "mcp:basic",
+                    }),
+                    "opaque-expired" => json!({
+                        "active": true, "sub": "alice", "iss": self.issuer,
+                        "aud": self.audience(), "scope": "mcp:basic", "exp": now() - 10,
+                    }),
+                    _ => json!({"active": false}),
+                };
+                json_response(StatusCode::OK, &body)
             }
             "/register" => {
                 log.registrations += 1;
@@ -232,6 +271,12 @@ struct World {
 }
 
 async fn world(expires_in: u64) -> World {
+    world_with(expires_in, false).await
+}
+
+/// [`world`], the resource server checking tokens by introspection when
+/// `introspect`.
+async fn world_with(expires_in: u64, introspect: bool) -> World {
     let ca = TestCa::new();
     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let issuer = format!(
@@ -244,6 +289,7 @@ async fn world(expires_in: u64) -> World {
         published: Mutex::default(),
         subject: Mutex::new("alice".into()),
         expires_in,
+        resource: Mutex::default(),
         log: Mutex::default(),
     });
     let a = Arc::clone(&auth);
@@ -255,8 +301,22 @@ async fn world(expires_in: u64) -> World {
         "https://localhost:{}/mcp",
         mcp_listener.local_addr().unwrap().port()
     );
+    auth.resource.lock().unwrap().clone_from(&url);
     let verifier = Arc::new(JwtVerifier::new(&issuer, &url).ca_file(&ca.ca_file));
-    let resource = ResourceServer::new(&url, &issuer, Arc::clone(&verifier))
+    let resource = if introspect {
+        let introspection = Introspection::new(
+            format!("{issuer}/introspect"),
+            &issuer,
+            &url,
+            "rs",
+            "rs secret",
+        )
+        .ca_file(&ca.ca_file);
+        ResourceServer::new(&url, &issuer, introspection)
+    } else {
+        ResourceServer::new(&url, &issuer, Arc::clone(&verifier))
+    };
+    let resource = resource
         .scopes_supported(&["mcp:basic", "mcp:write"])
         .required_scopes(&["mcp:basic"])
         .tool_scopes("greet", &["mcp:write"]);
@@ -664,4 +724,24 @@ async fn an_authorization_server_over_plain_http_off_loopback_is_refused_unvisit
     let e = bounded(client.list_tools()).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unauthorized, "{e}");
     assert!(e.to_string().contains("is not HTTPS"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspection_serves_behind_the_same_checks() {
+    let w = world_with(3600, true).await;
+    let (status, _) = w.raw(Some("Bearer opaque-alice".into())).await;
+    assert_eq!(status, StatusCode::OK);
+    for token in ["opaque-unknown", "opaque-other-audience", "opaque-expired"] {
+        let (status, challenge) = w.raw(Some(format!("Bearer {token}"))).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{token}");
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{token}: {challenge}"
+        );
+    }
+    // No token: refused without asking the introspection endpoint.
+    let before = w.auth.log.lock().unwrap().introspections;
+    assert_eq!(w.raw(None).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(w.auth.log.lock().unwrap().introspections, before);
+    assert_eq!(before, 4);
 }
