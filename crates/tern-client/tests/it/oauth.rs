@@ -137,6 +137,44 @@ impl TestAs {
         json_response(StatusCode::OK, &body)
     }
 
+    /// RFC 7662: the resource server authenticates as `rs`.
+    fn introspect(
+        &self,
+        headers: &http::HeaderMap,
+        form: &HashMap<String, String>,
+        log: &mut AsLog,
+    ) -> Response<Body> {
+        log.introspections += 1;
+        let basic = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Basic "))
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+        if basic.as_deref() != Some(b"rs:rs+secret".as_slice()) {
+            return json_response(
+                StatusCode::UNAUTHORIZED,
+                &json!({"error": "invalid_client"}),
+            );
+        }
+        let body = match form["token"].as_str() {
+            "opaque-alice" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "aud": form.get("resource").cloned().unwrap_or_else(|| self.audience()),
+                "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            "opaque-other-audience" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "aud": "https://other.example/mcp", "scope": "mcp:basic",
+            }),
+            "opaque-expired" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "aud": self.audience(), "scope": "mcp:basic", "exp": now() - 10,
+            }),
+            _ => json!({"active": false}),
+        };
+        json_response(StatusCode::OK, &body)
+    }
+
     async fn handle(self: Arc<Self>, request: Request<Body>) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let bytes = body.collect().await.unwrap().to_bytes();
@@ -165,38 +203,7 @@ impl TestAs {
                 keys.extend(self.published.lock().unwrap().iter().cloned());
                 json_response(StatusCode::OK, &json!({ "keys": keys }))
             }
-            "/introspect" => {
-                log.introspections += 1;
-                let basic = parts
-                    .headers
-                    .get("authorization")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Basic "))
-                    .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
-                if basic.as_deref() != Some(b"rs:rs+secret".as_slice()) {
-                    return json_response(
-                        StatusCode::UNAUTHORIZED,
-                        &json!({"error": "invalid_client"}),
-                    );
-                }
-                let body = match form["token"].as_str() {
-                    "opaque-alice" => json!({
-                        "active": true, "sub": "alice", "iss": self.issuer,
-                        "aud": form.get("resource").cloned().unwrap_or_else(|| self.audience()),
-                        "scope": "mcp:basic", "exp": now() + 300,
-                    }),
-                    "opaque-other-audience" => json!({
-                        "active": true, "sub": "alice", "iss": self.issuer,
-                        "aud": "https://other.example/mcp", "scope": "mcp:basic",
-                    }),
-                    "opaque-expired" => json!({
-                        "active": true, "sub": "alice", "iss": self.issuer,
-                        "aud": self.audience(), "scope": "mcp:basic", "exp": now() - 10,
-                    }),
-                    _ => json!({"active": false}),
-                };
-                json_response(StatusCode::OK, &body)
-            }
+            "/introspect" => self.introspect(&parts.headers, &form, &mut log),
             "/register" => {
                 log.registrations += 1;
                 let body: Value = serde_json::from_slice(&bytes).unwrap();
