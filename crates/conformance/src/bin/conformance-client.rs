@@ -301,6 +301,8 @@ const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadat
 fn oauth(url: &str, context: &Value) -> Result<OAuth, ClientError> {
     let mut config =
         OAuthConfig::new("tern-conformance-client").client_metadata_url(CLIENT_METADATA_URL);
+    // The client credentials extension: the context's client, no user.
+    config.client_credentials = context["name"].as_str() == Some("auth/client-credentials-basic");
     if let Some(id) = context["client_id"].as_str() {
         config = config.pre_registered(PreRegistered::new(
             context["issuer"].as_str().map(str::to_owned),

@@ -378,6 +378,41 @@ pub(crate) async fn exchange_code(
     .await
 }
 
+/// The `client_credentials` grant (OAuth 2.1 §4.2): the client's own
+/// authority, for a confidential client only.
+pub(crate) async fn client_credentials(
+    http: &HttpClient,
+    meta: &ServerMetadata,
+    registration: &Registration,
+    resource: &str,
+    scopes: Vec<String>,
+) -> Result<Grant, ClientError> {
+    if registration.client_secret.is_none() {
+        return Err(ClientError::unauthorized(
+            "the client_credentials grant needs a pre-registered client with a secret",
+        ));
+    }
+    let mut form = vec![
+        ("grant_type".into(), "client_credentials".into()),
+        ("resource".into(), resource.to_owned()),
+    ];
+    if !scopes.is_empty() {
+        form.push(("scope".into(), scopes.join(" ")));
+    }
+    let key = TokenKey::new(resource, &meta.issuer, &registration.client_id);
+    token_request(
+        http,
+        &meta.token_endpoint,
+        form,
+        key,
+        registration.client_secret.as_deref(),
+        &registration.auth_method,
+        scopes,
+        None,
+    )
+    .await
+}
+
 /// Refreshes `grant` (OAuth 2.1 §4.3), with the same `resource`.
 pub(crate) async fn refresh(http: &HttpClient, grant: &Grant) -> Result<Grant, ClientError> {
     let Some(refresh_token) = grant.refresh_token.clone() else {

@@ -115,6 +115,10 @@ pub struct OAuthConfig {
     /// Whether to ask for `offline_access` (a refresh token) when the server
     /// lists it: yes by default.
     pub offline_access: bool,
+    /// Machine to machine: the `client_credentials` grant with the
+    /// registered client's secret instead of a user's authorization (the
+    /// OAuth client credentials extension); no browser. Off by default.
+    pub client_credentials: bool,
 }
 
 impl OAuthConfig {
@@ -127,6 +131,7 @@ impl OAuthConfig {
             pre_registered: Vec::new(),
             client_metadata_url: None,
             offline_access: true,
+            client_credentials: false,
         }
     }
 
@@ -471,6 +476,19 @@ impl OAuth {
             r
         };
         let scopes = self.scopes(scopes, &prm, &meta);
+        if inner.config.client_credentials {
+            let mut grant =
+                flow::client_credentials(&inner.http, &meta, &registration, &prm.resource, scopes)
+                    .await?;
+            grant.endpoint = inner.mcp.to_string();
+            if let Some(old) = state.session.take()
+                && old.key != grant.key
+            {
+                inner.store.remove(&old.key);
+            }
+            self.adopt(state, grant.clone());
+            return Ok(grant);
+        }
         let pending = flow::authorization_request(
             &meta,
             &registration,
