@@ -175,6 +175,10 @@ impl TestAs {
         json_response(StatusCode::OK, &body)
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the test server's endpoints, one match arm each"
+    )]
     async fn handle(self: Arc<Self>, request: Request<Body>) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let bytes = body.collect().await.unwrap().to_bytes();
@@ -250,6 +254,24 @@ impl TestAs {
                         );
                     }
                     log.token_resources.push(resource.clone());
+                    self.token_response(&resource, &scope, &mut log)
+                }
+                "client_credentials" => {
+                    let basic = parts
+                        .headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.strip_prefix("Basic "))
+                        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+                    if basic.as_deref() != Some(b"m2m:m2m-secret".as_slice()) {
+                        return json_response(
+                            StatusCode::UNAUTHORIZED,
+                            &json!({"error": "invalid_client"}),
+                        );
+                    }
+                    log.token_resources.push(form["resource"].clone());
+                    let scope = form.get("scope").cloned().unwrap_or_default();
+                    let resource = form["resource"].clone();
                     self.token_response(&resource, &scope, &mut log)
                 }
                 "refresh_token" => {
@@ -751,4 +773,26 @@ async fn introspection_serves_behind_the_same_checks() {
     assert_eq!(w.raw(None).await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(w.auth.log.lock().unwrap().introspections, before);
     assert_eq!(before, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_need_no_user_and_no_registration() {
+    let w = world(3600).await;
+    let mut config = OAuthConfig::new("m2m").pre_registered(tern_client::auth::PreRegistered::new(
+        None,
+        "m2m",
+        Some("m2m-secret".into()),
+    ));
+    config.client_credentials = true;
+    let browser = FollowRedirect::new(REDIRECT).unwrap();
+    let oauth = OAuth::new(&w.url, config, browser)
+        .unwrap()
+        .with_tls(&w.tls())
+        .unwrap();
+    let client = w.client(&oauth);
+    bounded(client.list_tools()).await.unwrap();
+    let log = w.auth.log.lock().unwrap();
+    assert!(log.authorizations.is_empty(), "no authorization request");
+    assert_eq!(log.registrations, 0);
+    assert_eq!(log.token_resources, std::slice::from_ref(&w.url));
 }
