@@ -100,7 +100,14 @@ pub(crate) async fn protected_resource(
     let mut tried = Vec::new();
     for candidate in resource_metadata_urls(mcp, challenge) {
         let url = secure_url(&candidate, "protected resource metadata URL")?;
-        let reply = net::get(http, &url).await?;
+        // An unreachable location (the challenge's, say) is one more tried.
+        let reply = match net::get(http, &url).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                tried.push(format!("{url} ({e})"));
+                continue;
+            }
+        };
         if !reply.status.is_success() {
             tried.push(format!("{url} ({})", reply.status));
             continue;

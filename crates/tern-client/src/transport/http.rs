@@ -67,7 +67,10 @@ impl HttpTransport {
     /// its flow and sends the request again, at most
     /// [`MAX_AUTH_ATTEMPTS`] times.
     pub fn with_oauth(mut self, oauth: OAuth) -> Result<Self, ClientError> {
-        let same = Uri::try_from(oauth.url()).is_ok_and(|u| u == self.url);
+        // Compared as the URL parser normalises both (host case, default
+        // port), the way OAuth itself keys its grants.
+        let same =
+            crate::auth::Url::parse(&self.url.to_string()).is_ok_and(|u| u.as_str() == oauth.url());
         if !same {
             return Err(ClientError::request(format!(
                 "the OAuth given is for {}, not {}: a token is only sent to its own resource",

@@ -796,3 +796,19 @@ async fn client_credentials_need_no_user_and_no_registration() {
     assert_eq!(log.registrations, 0);
     assert_eq!(log.token_resources, std::slice::from_ref(&w.url));
 }
+
+#[test]
+fn the_endpoint_check_normalises_as_urls_do() {
+    let oauth = OAuth::new(
+        "https://A.example:443/mcp",
+        OAuthConfig::new("t"),
+        FollowRedirect::new(REDIRECT).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        HttpTransport::new("https://a.example/mcp")
+            .unwrap()
+            .with_oauth(oauth)
+            .is_ok()
+    );
+}
