@@ -812,3 +812,23 @@ fn the_endpoint_check_normalises_as_urls_do() {
             .is_ok()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_issuer_is_not_asked_again_at_once() {
+    // An issuer on a loopback port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let issuer = format!("http://127.0.0.1:{}", closed.local_addr().unwrap().port());
+    drop(closed);
+    let w = world(3600).await;
+    let verifier = JwtVerifier::new(&issuer, &w.url);
+    let token = w.token(&w.auth.claims(&w.url, "mcp:basic"));
+    use tern_server::auth::TokenVerifier as _;
+    assert!(verifier.verify(&token).await.is_err());
+    let fetches = verifier.jwks_fetches().await;
+    let second = verifier.verify(&token).await.unwrap_err();
+    assert!(
+        second.to_string().contains("not trying again yet"),
+        "{second}"
+    );
+    assert_eq!(verifier.jwks_fetches().await, fetches);
+}

@@ -13,7 +13,8 @@
 //!   or read from the issuer's metadata, RFC 8414 then `OpenID`), kept, and
 //!   fetched again when a token names an unknown `kid` — at most once per
 //!   [`DEFAULT_REFETCH_INTERVAL`] (configurable), so a flood of made-up kids
-//!   cannot turn into a flood of fetches.
+//!   cannot turn into a flood of fetches; a failed fetch is not tried again
+//!   within that interval either.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,6 +50,9 @@ struct Keys {
     jwks_uri: Option<String>,
     set: Option<JwkSet>,
     last_refetch: Option<Instant>,
+    /// When a fetch last failed: no other is tried within the refetch
+    /// interval (an issuer that is down is not hammered).
+    last_failure: Option<Instant>,
     fetches: u64,
 }
 
@@ -181,6 +185,20 @@ impl JwtVerifier {
     }
 
     async fn fetch(&self, keys: &mut Keys) -> Result<(), VerifyError> {
+        if keys
+            .last_failure
+            .is_some_and(|at| at.elapsed() < self.refetch_interval)
+        {
+            return Err(VerifyError::Unavailable(
+                "the issuer's keys could not be fetched a moment ago; not trying again yet".into(),
+            ));
+        }
+        let outcome = self.fetch_now(keys).await;
+        keys.last_failure = outcome.is_err().then(Instant::now);
+        outcome
+    }
+
+    async fn fetch_now(&self, keys: &mut Keys) -> Result<(), VerifyError> {
         let uri = if let Some(u) = &keys.jwks_uri {
             u.clone()
         } else {
