@@ -579,10 +579,6 @@ async fn bad_tokens_are_refused_with_invalid_token() {
             w.token(&c)
         }),
         (
-            "missing required scope",
-            w.token(&with("scope", json!("mcp:write"))),
-        ),
-        (
             "signed by an unknown key",
             Key::new("k-unknown").sign(&good),
         ),
@@ -611,6 +607,18 @@ async fn bad_tokens_are_refused_with_invalid_token() {
             "{what}: {challenge}"
         );
     }
+    // A valid token without the resource's own scope: 403, a step-up.
+    let (status, challenge) = w
+        .raw(Some(format!(
+            "Bearer {}",
+            w.token(&with("scope", json!("mcp:write")))
+        )))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(
+        challenge.starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp:basic\""),
+        "{challenge}"
+    );
     // Unknown kids were fetched for at a bounded rate: the first fetch,
     // one refetch, no more for the second unknown kid.
     assert!(

@@ -20,9 +20,10 @@
 //!   [`ResourceServer::required_scopes`], plus a tool's
 //!   [`ResourceServer::tool_scopes`]): `WWW-Authenticate: Bearer
 //!   error="insufficient_scope", scope="<every scope needed>",
-//!   resource_metadata="…"`, with a JSON-RPC error body (`-32600`, the
-//!   request's id, `data.requiredScopes`) so a client without OAuth still
-//!   reads why. Per-tool scopes apply to the 2026-07-28 wire; a 2025 session
+//!   resource_metadata="…"`. A tool's 403 has a JSON-RPC error body
+//!   (`-32600`, the request's id, `data.requiredScopes`) so a client without
+//!   OAuth still reads why; the resource's own scopes are checked before the
+//!   body is read, so that 403 has no body. Per-tool scopes apply to the 2026-07-28 wire; a 2025 session
 //!   is held to the resource's scopes.
 //! - **The principal** is `"{iss} {sub}"` (the issuer has no space, being a
 //!   URL): the sealed state's principal binding (S10a) and task ownership
@@ -422,21 +423,7 @@ impl ResourceServer {
                 tracing::debug!("token refused: no subject");
                 Err(self.challenge(true))
             }
-            Ok(t) => {
-                let missing: Vec<&String> = self
-                    .required_scopes
-                    .iter()
-                    .filter(|s| !t.scopes.contains(s))
-                    .collect();
-                if missing.is_empty() {
-                    Ok(t)
-                } else {
-                    // A valid token without the resource's own scopes is
-                    // refused as a 401 naming them (its scope is the
-                    // minimum, not a step-up).
-                    Err(self.challenge(true))
-                }
-            }
+            Ok(t) => Ok(t),
             Err(VerifyError::Invalid(why)) => {
                 tracing::debug!("token refused: {why}");
                 Err(self.challenge(true))
@@ -446,6 +433,16 @@ impl ResourceServer {
                 Err(self.challenge(true))
             }
         }
+    }
+
+    /// Whether `token` lacks one of the resource's own scopes: then the
+    /// request is refused with 403 and [`Self::insufficient`] for them.
+    pub(crate) fn missing_required(&self, token: &AccessToken) -> Option<Vec<String>> {
+        let lacks = self
+            .required_scopes
+            .iter()
+            .any(|s| !token.scopes.contains(s));
+        lacks.then(|| self.required_scopes.clone())
     }
 
     /// The scopes `token` lacks for a call of tool `tool` (empty: none):

@@ -712,6 +712,13 @@ impl Http {
         let principal = if let Some(oauth) = &self.oauth {
             match oauth.authenticate(headers).await {
                 Ok(t) => {
+                    if let Some(scopes) = oauth.missing_required(&t) {
+                        let mut response = plain(StatusCode::FORBIDDEN);
+                        if let Ok(value) = HeaderValue::from_str(&oauth.insufficient(&scopes)) {
+                            response.headers_mut().insert(WWW_AUTHENTICATE, value);
+                        }
+                        return response;
+                    }
                     let p = t.principal();
                     token = Some(t);
                     p
