@@ -60,6 +60,10 @@ pub enum ErrorKind {
     /// The server no longer knows the task (`-32602` while polling: expired,
     /// never known to this server, or another principal's).
     TaskLost,
+    /// Authorization failed: the server refused the request (HTTP 401 or
+    /// 403) and OAuth could not get a token it accepts, or the OAuth flow
+    /// met a server that breaks its rules ([`crate::auth`]).
+    Unauthorized,
 }
 
 impl ClientError {
@@ -105,6 +109,16 @@ impl ClientError {
 
     pub(crate) fn answer(m: impl fmt::Display) -> Self {
         Self::new(ErrorKind::Answer, m)
+    }
+
+    pub(crate) fn unauthorized(m: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::Unauthorized, m)
+    }
+
+    /// An [`ErrorKind::Unauthorized`] error, for [`crate::auth::Browser`]s
+    /// and [`crate::auth::TokenStore`]s written outside this crate.
+    pub fn authorization(m: impl fmt::Display) -> Self {
+        Self::unauthorized(m)
     }
 
     pub(crate) fn request(m: impl fmt::Display) -> Self {

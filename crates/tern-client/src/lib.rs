@@ -28,6 +28,7 @@
 //! Transports: a child process over stdio, and Streamable HTTP (`http://`).
 //! Stability: pre-1.0.
 
+pub mod auth;
 pub mod client;
 pub mod error;
 pub mod handler;

@@ -65,6 +65,7 @@
 //!
 //! Features: none yet. Stability: pre-1.0.
 
+pub mod auth;
 pub mod builder;
 pub mod call;
 pub mod completion;

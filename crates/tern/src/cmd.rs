@@ -532,6 +532,19 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
     match target {
         Target::Url { url, headers } => {
             let mut t = DualEra::http(url).map_err(transport_failure)?;
+            if let Some(tls) = env_tls() {
+                t = t.with_tls(&tls).map_err(transport_failure)?;
+            }
+            // A grant `tern login` kept: sent, refreshed, renewed.
+            let has_authorization = headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+            if !has_authorization
+                && let Ok(oauth) = oauth_for(url, None, None, None)
+                && oauth.has_grant()
+            {
+                t = t.with_oauth(oauth).map_err(transport_failure)?;
+            }
             for (k, v) in headers {
                 t = t.with_header(k, v);
             }
@@ -557,6 +570,47 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
         }
         Target::Command { words, env } => spawn(&words[0], &words[1..], env, true),
     }
+}
+
+/// The CA file of `TERN_CA_FILE`, if set.
+fn env_tls() -> Option<tern_client::transport::tls::TlsOptions> {
+    std::env::var_os("TERN_CA_FILE")
+        .filter(|p| !p.is_empty())
+        .map(|p| tern_client::transport::tls::TlsOptions::new().with_ca_file(PathBuf::from(p)))
+}
+
+/// `url` as OAuth keys its grants (normalised by the URL parser).
+pub(crate) fn endpoint(url: &str) -> String {
+    tern_client::auth::Url::parse(url).map_or_else(|_| url.to_owned(), |u| u.to_string())
+}
+
+/// OAuth for `url` as `tern login` and the `--url` commands use it: grants in
+/// the config folder, the loopback browser, `ca_file` (else `TERN_CA_FILE`).
+pub(crate) fn oauth_for(
+    url: &str,
+    ca_file: Option<PathBuf>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+) -> Result<tern_client::auth::OAuth, String> {
+    use tern_client::auth::{OAuth, OAuthConfig, PreRegistered};
+    let store = tern::login::FileTokenStore::default_store()
+        .ok_or("no config folder is known to keep tokens in (set HOME or XDG_CONFIG_HOME)")?;
+    let browser = tern::login::LoopbackBrowser::new()
+        .map_err(|e| format!("cannot listen on loopback for the redirect: {e}"))?;
+    let mut config = OAuthConfig::new("tern");
+    if let Some(id) = client_id {
+        config = config.pre_registered(PreRegistered::new(None, id, client_secret));
+    }
+    let tls = ca_file
+        .map(|p| tern_client::transport::tls::TlsOptions::new().with_ca_file(p))
+        .or_else(env_tls);
+    let mut oauth = OAuth::new(url, config, browser)
+        .map_err(|e| format!("{e:#}"))?
+        .with_store(store);
+    if let Some(tls) = tls {
+        oauth = oauth.with_tls(&tls).map_err(|e| format!("{e:#}"))?;
+    }
+    Ok(oauth)
 }
 
 /// Advice when a program cannot be started.
@@ -603,6 +657,11 @@ fn http_advice(e: &ClientError, url: &str) -> Option<String> {
     if text.contains("dns error") || text.contains("failed to lookup") {
         return Some(format!(
             "the host of {url} is not known (check its spelling)"
+        ));
+    }
+    if text.contains("HTTP 401") {
+        return Some(format!(
+            "{url} wants authorization: run `tern login --url {url}` (or pass --header 'Authorization: Bearer TOKEN')"
         ));
     }
     if text.contains("404") {

@@ -6,4 +6,5 @@
 
 pub mod demo;
 pub mod demo_fleet;
+pub mod login;
 pub mod telemetry;

@@ -172,6 +172,32 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Authorize tern at an OAuth-protected server: runs the OAuth flow in
+    /// your browser (the URL is printed too) and keeps the tokens in your
+    /// config folder (tern/tokens.json, 0600); every `--url` command then
+    /// sends them, refreshing them when they expire.
+    Login {
+        /// The server's MCP endpoint.
+        #[arg(long)]
+        url: String,
+        /// Trust the CA certificates of this PEM file (besides the built-in
+        /// roots); `TERN_CA_FILE` does the same for every command.
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<PathBuf>,
+        /// A client id registered with the authorization server out of band
+        /// (default: dynamic registration).
+        #[arg(long, value_name = "ID")]
+        client_id: Option<String>,
+        /// Its secret, for a confidential client.
+        #[arg(long, value_name = "SECRET", requires = "client_id")]
+        client_secret: Option<String>,
+    },
+    /// Forget the tokens `tern login` kept for a server.
+    Logout {
+        /// The server's MCP endpoint.
+        #[arg(long)]
+        url: String,
+    },
     /// List the servers of the config file (values of env and headers
     /// redacted).
     Servers {
@@ -256,6 +282,23 @@ enum Served {
         /// on loopback.
         #[arg(long, value_name = "FILE")]
         tokens: Option<PathBuf>,
+        /// Over HTTP, require OAuth access tokens (JWTs) of this issuer,
+        /// checked against its JWKS; the demo serves its Protected Resource
+        /// Metadata naming it. The principal is the token's issuer and
+        /// subject.
+        #[arg(long, value_name = "URL", conflicts_with = "tokens", requires = "http")]
+        issuer: Option<String>,
+        /// The audience the tokens must carry, and the resource the metadata
+        /// names (default: the served URL, `http://ADDR/mcp`).
+        #[arg(long, value_name = "AUD", requires = "issuer")]
+        audience: Option<String>,
+        /// A scope every request's token must carry (repeatable).
+        #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
+        scopes: Vec<String>,
+        /// Trust the CA certificates of this PEM file when fetching the
+        /// issuer's metadata and keys (besides the built-in roots).
+        #[arg(long, value_name = "FILE", requires = "issuer")]
+        ca_file: Option<PathBuf>,
     },
 }
 
@@ -380,6 +423,13 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Command::Keys { action } => return keys(&action),
+        Command::Login {
+            url,
+            ca_file,
+            client_id,
+            client_secret,
+        } => return login(&url, ca_file, client_id, client_secret),
+        Command::Logout { url } => return logout(&url),
         Command::Serve { server } => return serve(server),
         Command::Audit(args) => return run_audit(args),
     };
@@ -424,6 +474,73 @@ fn run_audit(args: audit::AuditArgs) -> ExitCode {
         Err(stop) => {
             eprintln!("tern audit: {}", stop.message);
             ExitCode::from(stop.code)
+        }
+    }
+}
+
+fn login(
+    url: &str,
+    ca_file: Option<PathBuf>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("tern: cannot start the runtime: {e}");
+            return ExitCode::from(cmd::EXIT_TRANSPORT);
+        }
+    };
+    let outcome = runtime.block_on(async {
+        let oauth = cmd::oauth_for(url, ca_file, client_id, client_secret)?;
+        oauth.authorize().await.map_err(|e| format!("{e:#}"))
+    });
+    match outcome {
+        Ok(grant) => {
+            let scopes = if grant.scopes.is_empty() {
+                String::new()
+            } else {
+                format!(", scopes {}", grant.scopes.join(" "))
+            };
+            eprintln!(
+                "tern: logged in to {url} (authorization server {}{scopes}{})",
+                grant.key.issuer,
+                if grant.refresh_token.is_some() {
+                    ", refreshable"
+                } else {
+                    ""
+                }
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("tern login: {e}");
+            ExitCode::from(cmd::EXIT_TRANSPORT)
+        }
+    }
+}
+
+fn logout(url: &str) -> ExitCode {
+    let Some(store) = tern::login::FileTokenStore::default_store() else {
+        eprintln!("tern logout: no config folder is known (set HOME or XDG_CONFIG_HOME)");
+        return ExitCode::from(2);
+    };
+    let endpoint = cmd::endpoint(url);
+    match store.remove_endpoint(&endpoint) {
+        Ok(0) => {
+            eprintln!("tern: not logged in to {url}");
+            ExitCode::SUCCESS
+        }
+        Ok(_) => {
+            eprintln!("tern: logged out of {url}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("tern logout: {}: {e}", store.path().display());
+            ExitCode::FAILURE
         }
     }
 }
@@ -480,13 +597,34 @@ fn read_key_file(path: &std::path::Path) -> Option<KeyRing> {
         .ok()
 }
 
-/// `endpoint`, authenticating with `tokens` when given.
-fn with_tokens(endpoint: Http, tokens: Option<std::collections::HashMap<String, String>>) -> Http {
-    match tokens {
-        Some(tokens) => endpoint.authenticate(Bearer(move |token: &str| {
-            tokens.get(token).map(|p| Principal::new(p.as_str()))
-        })),
-        None => endpoint,
+/// Who may call the demo over HTTP: the `--tokens` file's bearer tokens,
+/// OAuth access tokens of `--issuer`, or both.
+struct Access {
+    tokens: Option<std::collections::HashMap<String, String>>,
+    oauth: Option<DemoOAuth>,
+}
+
+/// `--issuer URL [--audience AUD] [--scope S]... [--ca-file FILE]`.
+struct DemoOAuth {
+    issuer: String,
+    audience: Option<String>,
+    scopes: Vec<String>,
+    ca_file: Option<PathBuf>,
+}
+
+impl Access {
+    /// `endpoint` guarded as asked; `local` names the default audience.
+    fn apply(self, mut endpoint: Http, local: std::net::SocketAddr) -> Http {
+        if let Some(o) = self.oauth {
+            let audience = o.audience.unwrap_or_else(|| format!("http://{local}/mcp"));
+            endpoint = endpoint.oauth(demo_oauth(&o.issuer, &audience, &o.scopes, o.ca_file));
+        }
+        match self.tokens {
+            Some(tokens) => endpoint.authenticate(Bearer(move |token: &str| {
+                tokens.get(token).map(|p| Principal::new(p.as_str()))
+            })),
+            None => endpoint,
+        }
     }
 }
 
@@ -498,7 +636,7 @@ fn serve_fleet(
     keys: &std::path::Path,
     state_ttl: Option<u64>,
     lease: Duration,
-    tokens: Option<std::collections::HashMap<String, String>>,
+    access: Access,
 ) -> ExitCode {
     let outcome = runtime.block_on(async move {
         let (mut builder, ledger) = match tern::demo_fleet::fleet(url, keys, lease).await {
@@ -525,7 +663,7 @@ fn serve_fleet(
         );
         // Loopback Host and Origin only, as without --redis: the balancer
         // passes the Host it was addressed with (docs/DEPLOYMENT.md).
-        let endpoint = with_tokens(Http::new(server.clone()), tokens);
+        let endpoint = access.apply(Http::new(server.clone()), listener.local_addr()?);
         tern::demo_fleet::serve(listener, server, endpoint, ledger, keys.to_owned()).await?;
         Ok::<_, std::io::Error>(ExitCode::SUCCESS)
     });
@@ -538,6 +676,33 @@ fn serve_fleet(
     }
 }
 
+/// The demo's resource server: JWTs of `issuer` for `audience`.
+fn demo_oauth(
+    issuer: &str,
+    audience: &str,
+    scopes: &[String],
+    ca_file: Option<PathBuf>,
+) -> tern_server::auth::ResourceServer {
+    let mut verifier = tern_server::auth::JwtVerifier::new(issuer, audience);
+    if let Some(ca) = ca_file {
+        verifier = verifier.ca_file(ca);
+    }
+    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+    let resource = tern_server::auth::ResourceServer::new(audience, issuer, verifier)
+        .scopes_supported(&scopes)
+        .required_scopes(&scopes)
+        .resource_name("tern demo");
+    eprintln!(
+        "tern: OAuth: tokens of {issuer} for {audience}; metadata at {}",
+        resource.metadata_url()
+    );
+    resource
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over the demo's flags, in the order the help lists them"
+)]
 fn serve(served: Served) -> ExitCode {
     match served {
         Served::Demo {
@@ -549,6 +714,10 @@ fn serve(served: Served) -> ExitCode {
             tokens,
             redis,
             lease,
+            issuer,
+            audience,
+            scopes,
+            ca_file,
         } => {
             if !stdio && http.is_none() {
                 eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
@@ -560,6 +729,15 @@ fn serve(served: Served) -> ExitCode {
                     eprintln!("tern serve demo: {e}");
                     return ExitCode::from(2);
                 }
+            };
+            let access = Access {
+                tokens,
+                oauth: issuer.map(|issuer| DemoOAuth {
+                    issuer,
+                    audience,
+                    scopes,
+                    ca_file,
+                }),
             };
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -584,7 +762,7 @@ fn serve(served: Served) -> ExitCode {
                     return ExitCode::from(2);
                 };
                 let lease = Duration::from_secs(lease.unwrap_or(15));
-                return serve_fleet(&runtime, &url, addr, &keys, state_ttl, lease, tokens);
+                return serve_fleet(&runtime, &url, addr, &keys, state_ttl, lease, access);
             }
             let store = match demo::task_store(tasks.as_deref().unwrap_or("memory")) {
                 Ok(store) => store,
@@ -621,7 +799,7 @@ fn serve(served: Served) -> ExitCode {
                         let shutdown = async {
                             let _ = tokio::signal::ctrl_c().await;
                         };
-                        let endpoint = with_tokens(Http::new(demo_server), tokens);
+                        let endpoint = access.apply(Http::new(demo_server), listener.local_addr()?);
                         tern_server::transport::http::serve(listener, endpoint, "/mcp", shutdown)
                             .await
                     }

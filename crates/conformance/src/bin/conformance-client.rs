@@ -9,6 +9,7 @@
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
+use tern_client::auth::{FollowRedirect, OAuth, OAuthConfig, PreRegistered};
 use tern_client::legacy::DualEra;
 use tern_client::transport::BoxFuture;
 use tern_client::transport::http::HttpTransport;
@@ -291,24 +292,69 @@ async fn call_every_tool(client: &Client) -> Result<(), ClientError> {
     Ok(())
 }
 
+/// The CIMD URL the suite's `auth/basic-cimd` expects as the client id.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// OAuth for an `auth/*` scenario: the suite's mock authorization servers
+/// consent by themselves (a redirect read from `Location`); a pre-registered
+/// client when the context gives one; the suite's CIMD URL.
+fn oauth(url: &str, context: &Value) -> Result<OAuth, ClientError> {
+    let mut config =
+        OAuthConfig::new("tern-conformance-client").client_metadata_url(CLIENT_METADATA_URL);
+    // The client credentials extension: the context's client, no user.
+    config.client_credentials = context["name"].as_str() == Some("auth/client-credentials-basic");
+    if let Some(id) = context["client_id"].as_str() {
+        config = config.pre_registered(PreRegistered::new(
+            context["issuer"].as_str().map(str::to_owned),
+            id,
+            context["client_secret"].as_str().map(str::to_owned),
+        ));
+    }
+    OAuth::new(
+        url,
+        config,
+        FollowRedirect::new("http://localhost:3000/callback")?,
+    )
+}
+
+/// The authorized calls of every `auth/*` scenario: `tools/list`, then
+/// `tools/call test-tool`.
+async fn authorized_calls(client: &Client) -> Result<(), ClientError> {
+    client.list_tools().await?;
+    client.call_tool("test-tool", Some(json!({}))).await?;
+    Ok(())
+}
+
 /// The transport for the wire the harness asks for (conformance.md §6.1):
 /// `MCP_CONFORMANCE_PROTOCOL_VERSION` of a 2025 version means a 2025
 /// session (no probe: the harness said so), anything else the modern wire.
 fn transport(
     url: &str,
+    oauth: Option<OAuth>,
 ) -> Result<Box<dyn FnOnce(tern_client::ClientBuilder) -> Client>, ClientError> {
     let wire = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
     if tern_protocol::legacy::is_session_era(&wire) {
-        let t = DualEra::http(url)?.assume_legacy();
+        let mut t = DualEra::http(url)?.assume_legacy();
+        if let Some(oauth) = oauth {
+            t = t.with_oauth(oauth)?;
+        }
         Ok(Box::new(move |b| b.build(t)))
     } else {
-        let t = HttpTransport::new(url)?;
+        let mut t = HttpTransport::new(url)?;
+        if let Some(oauth) = oauth {
+            t = t.with_oauth(oauth)?;
+        }
         Ok(Box::new(move |b| b.build(t)))
     }
 }
 
 async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
-    let build = transport(url).map_err(|e| e.to_string())?;
+    let oauth = if scenario.starts_with("auth/") {
+        Some(oauth(url, context).map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    let build = transport(url, oauth).map_err(|e| e.to_string())?;
     let client = build(
         Client::builder()
             .info(Implementation::new(
@@ -336,9 +382,7 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
         "http-invalid-tool-headers" => invalid_tool_headers(&client).await,
         "json-schema-ref-no-deref" => client.list_tools().await.map(|_| ()),
         "json-schema-2020-12-preservation" => schema_preservation(&client).await,
-        other if other.starts_with("auth/") => {
-            return Err(format!("{other}: OAuth is not implemented yet"));
-        }
+        other if other.starts_with("auth/") => authorized_calls(&client).await,
         other => return Err(format!("unknown scenario {other:?}")),
     };
     outcome.map_err(|e| e.to_string())

@@ -11,18 +11,17 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use tern_protocol::jsonrpc::{Message, RequestId};
 use tern_protocol::{ServerNotification, method, version};
 use tokio::sync::mpsc;
 
 use super::{ServerAsk, accept_initialize, answer_text, era_of_answer, response_text, server_ask};
+use crate::auth::{Challenge, MAX_AUTH_ATTEMPTS, OAuth, wants_flow};
 use crate::error::ClientError;
 use crate::limits::{Limit, Limits};
 use crate::transport::sse::Decoder;
+use crate::transport::tls::{self, HttpClient, TlsOptions};
 use crate::transport::{CancelGuard, Exchange, Incoming, Outgoing};
 
 /// How long to wait before resuming a stream whose server gave no `retry`.
@@ -43,9 +42,10 @@ struct SessionState {
 /// One endpoint's legacy session.
 pub(crate) struct LegacyHttp {
     url: Uri,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HttpClient,
     headers: Vec<(String, String)>,
     limits: Limits,
+    oauth: Option<OAuth>,
     state: Mutex<SessionState>,
     /// Requests in flight: their replies, and whether they may be asked
     /// questions (`tools/call`, `prompts/get`, `resources/read`).
@@ -68,19 +68,25 @@ impl LegacyHttp {
         let parsed: Uri = url
             .parse()
             .map_err(|e| ClientError::transport(format!("invalid URL {url}")).because(e))?;
-        if parsed.scheme_str() != Some("http") {
-            return Err(ClientError::transport(
-                "only http:// URLs are supported (use a TLS proxy for https)",
-            ));
-        }
+        tls::check_scheme(&parsed)?;
         Ok(Self {
             url: parsed,
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: tls::client(&TlsOptions::default())?,
             headers: Vec::new(),
             limits: Limits::default(),
+            oauth: None,
             state: Mutex::default(),
             inflight: Mutex::default(),
         })
+    }
+
+    pub(crate) fn set_oauth(&mut self, oauth: OAuth) {
+        self.oauth = Some(oauth);
+    }
+
+    pub(crate) fn set_tls(&mut self, options: &TlsOptions) -> Result<(), ClientError> {
+        self.client = tls::client(options)?;
+        Ok(())
     }
 
     pub(crate) fn add_header(&mut self, name: String, value: String) {
@@ -137,10 +143,54 @@ impl LegacyHttp {
         &self,
         request: Request<Full<Bytes>>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
-        self.client
-            .request(request)
-            .await
-            .map_err(|e| ClientError::transport(format!("cannot reach {}", self.url)).because(e))
+        let Some(oauth) = &self.oauth else {
+            return self.client.request(request).await.map_err(|e| {
+                ClientError::transport(format!("cannot reach {}", self.url)).because(e)
+            });
+        };
+        // As the modern transport does (`HttpTransport::with_oauth`): the
+        // token on every request, the flow on 401 / 403 insufficient_scope.
+        let (parts, body) = request.into_parts();
+        let mut attempts = 0;
+        loop {
+            let mut b = Request::builder()
+                .method(parts.method.clone())
+                .uri(parts.uri.clone());
+            for (k, v) in &parts.headers {
+                b = b.header(k, v);
+            }
+            let token = oauth.access_token().await?;
+            if let Some(token) = &token {
+                b = b.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+            }
+            let request = b
+                .body(body.clone())
+                .map_err(|e| ClientError::request("the HTTP request cannot be built").because(e))?;
+            let response = self.client.request(request).await.map_err(|e| {
+                ClientError::transport(format!("cannot reach {}", self.url)).because(e)
+            })?;
+            let status = response.status().as_u16();
+            let challenge = Challenge::parse(
+                response
+                    .headers()
+                    .get_all(http::header::WWW_AUTHENTICATE)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok()),
+            );
+            if !wants_flow(status, challenge.as_ref()) {
+                return Ok(response);
+            }
+            if attempts == MAX_AUTH_ATTEMPTS {
+                return Err(ClientError::unauthorized(format!(
+                    "{} still refuses the request (HTTP {status}) after {attempts} authorizations",
+                    self.url
+                )));
+            }
+            attempts += 1;
+            oauth
+                .challenged(token.as_deref(), status, challenge.as_ref())
+                .await?;
+        }
     }
 
     /// The first JSON-RPC message of a response (JSON, or the first event of

@@ -364,6 +364,33 @@ impl DualEra {
         self
     }
 
+    /// Trusts the CAs `options` names for `https://` (both legs; no effect
+    /// on stdio).
+    pub fn with_tls(
+        mut self,
+        options: &crate::transport::tls::TlsOptions,
+    ) -> Result<Self, ClientError> {
+        if let Wire::Http { modern, legacy } = &mut self.wire {
+            *modern = modern.clone().with_tls(options)?;
+            if let Some(l) = Arc::get_mut(legacy) {
+                l.set_tls(options)?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// Authorizes both legs with `oauth` (for this endpoint), as
+    /// [`HttpTransport::with_oauth`] does; no effect on stdio.
+    pub fn with_oauth(mut self, oauth: crate::auth::OAuth) -> Result<Self, ClientError> {
+        if let Wire::Http { modern, legacy } = &mut self.wire {
+            *modern = modern.clone().with_oauth(oauth.clone())?;
+            if let Some(l) = Arc::get_mut(legacy) {
+                l.set_oauth(oauth);
+            }
+        }
+        Ok(self)
+    }
+
     /// Skips the probe: the server is known to speak 2025 (a conformance
     /// run told so, say).
     #[must_use]

@@ -3,31 +3,31 @@
 
 use std::sync::Arc;
 
-use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tern_protocol::ServerNotification;
 use tern_protocol::jsonrpc::Message;
 use tokio::sync::mpsc;
 
 use super::sse::{Decoder, SseError};
+use super::tls::{self, HttpClient, TlsOptions};
 use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, Transport};
+use crate::auth::{Challenge, MAX_AUTH_ATTEMPTS, OAuth, wants_flow};
 use crate::error::ClientError;
 use crate::headers::encode_value;
 use crate::limits::{Limit, Limits};
 
-/// A Streamable HTTP endpoint (`http://` only; put TLS in front with a
-/// proxy for now).
+/// A Streamable HTTP endpoint, `http://` or `https://` (rustls; the
+/// built-in Mozilla roots, plus a CA file with [`HttpTransport::with_tls`]).
 #[derive(Clone)]
 pub struct HttpTransport {
     url: Uri,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HttpClient,
     headers: Arc<Vec<(String, String)>>,
     limits: Limits,
+    oauth: Option<OAuth>,
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -44,18 +44,42 @@ impl HttpTransport {
         let url: Uri = url
             .parse()
             .map_err(|e| ClientError::transport(format!("invalid URL {url}")).because(e))?;
-        if url.scheme_str() != Some("http") {
-            return Err(ClientError::transport(
-                "only http:// URLs are supported (use a TLS proxy for https)",
-            ));
-        }
-        let client = Client::builder(TokioExecutor::new()).build_http();
+        tls::check_scheme(&url)?;
+        let client = tls::client(&TlsOptions::default())?;
         Ok(Self {
             url,
             client,
             headers: Arc::new(Vec::new()),
             limits: Limits::default(),
+            oauth: None,
         })
+    }
+
+    /// Trusts the CAs `options` names for `https://` (the built-in roots
+    /// stay trusted).
+    pub fn with_tls(mut self, options: &TlsOptions) -> Result<Self, ClientError> {
+        self.client = tls::client(options)?;
+        Ok(self)
+    }
+
+    /// Authorizes with `oauth` (which must be for this endpoint): its access
+    /// token on every request; a 401, or a 403 `insufficient_scope`, runs
+    /// its flow and sends the request again, at most
+    /// [`MAX_AUTH_ATTEMPTS`] times.
+    pub fn with_oauth(mut self, oauth: OAuth) -> Result<Self, ClientError> {
+        // Compared as the URL parser normalises both (host case, default
+        // port), the way OAuth itself keys its grants.
+        let same =
+            crate::auth::Url::parse(&self.url.to_string()).is_ok_and(|u| u.as_str() == oauth.url());
+        if !same {
+            return Err(ClientError::request(format!(
+                "the OAuth given is for {}, not {}: a token is only sent to its own resource",
+                oauth.url(),
+                self.url
+            )));
+        }
+        self.oauth = Some(oauth);
+        Ok(self)
     }
 
     /// Sends `name: value` on every request (an `Authorization` header, say).
@@ -75,7 +99,7 @@ impl HttpTransport {
 
     fn request(
         &self,
-        body: String,
+        body: Bytes,
         method: &str,
         version: &str,
     ) -> Result<Request<Full<Bytes>>, ClientError> {
@@ -90,7 +114,7 @@ impl HttpTransport {
             builder = builder.header(k.as_str(), v.as_str());
         }
         builder
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(body))
             .map_err(|e| ClientError::request("the HTTP request cannot be built").because(e))
     }
 }
@@ -221,27 +245,70 @@ async fn pump(
 impl Transport for HttpTransport {
     fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>> {
         Box::pin(async move {
-            let mut request = self.request(out.body, &out.method, &out.protocol_version)?;
-            let headers = request.headers_mut();
-            if let Some(name) = &out.name {
-                let value = HeaderValue::from_str(&encode_value(name)).map_err(|e| {
-                    ClientError::request("the Mcp-Name header cannot be written").because(e)
-                })?;
-                headers.insert("Mcp-Name", value);
-            }
-            for (name, value) in &out.header_params {
-                let invalid = |e: Box<dyn std::error::Error + Send + Sync>| {
-                    ClientError::request(format!("the Mcp-Param-{name} header cannot be written"))
+            let body = Bytes::from(out.body.clone());
+            let mut attempts = 0;
+            let response = loop {
+                let mut request = self.request(body.clone(), &out.method, &out.protocol_version)?;
+                let headers = request.headers_mut();
+                if let Some(name) = &out.name {
+                    let value = HeaderValue::from_str(&encode_value(name)).map_err(|e| {
+                        ClientError::request("the Mcp-Name header cannot be written").because(e)
+                    })?;
+                    headers.insert("Mcp-Name", value);
+                }
+                for (name, value) in &out.header_params {
+                    let invalid = |e: Box<dyn std::error::Error + Send + Sync>| {
+                        ClientError::request(format!(
+                            "the Mcp-Param-{name} header cannot be written"
+                        ))
                         .because(e)
+                    };
+                    let header =
+                        http::HeaderName::from_bytes(format!("Mcp-Param-{name}").as_bytes())
+                            .map_err(|e| invalid(e.into()))?;
+                    let value = HeaderValue::from_str(value).map_err(|e| invalid(e.into()))?;
+                    headers.insert(header, value);
+                }
+                let token = match &self.oauth {
+                    Some(oauth) => oauth.access_token().await?,
+                    None => None,
                 };
-                let header = http::HeaderName::from_bytes(format!("Mcp-Param-{name}").as_bytes())
-                    .map_err(|e| invalid(e.into()))?;
-                let value = HeaderValue::from_str(value).map_err(|e| invalid(e.into()))?;
-                headers.insert(header, value);
-            }
-            let response = self.client.request(request).await.map_err(|e| {
-                ClientError::transport(format!("cannot reach {}", self.url)).because(e)
-            })?;
+                if let Some(token) = &token {
+                    let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| {
+                        ClientError::unauthorized("the access token cannot be sent in a header")
+                            .because(e)
+                    })?;
+                    request.headers_mut().insert(AUTHORIZATION, value);
+                }
+                let response = self.client.request(request).await.map_err(|e| {
+                    ClientError::transport(format!("cannot reach {}", self.url)).because(e)
+                })?;
+                let status = response.status().as_u16();
+                let Some(oauth) = &self.oauth else {
+                    break response;
+                };
+                let challenge = Challenge::parse(
+                    response
+                        .headers()
+                        .get_all(WWW_AUTHENTICATE)
+                        .iter()
+                        .filter_map(|v| v.to_str().ok()),
+                );
+                if !wants_flow(status, challenge.as_ref()) {
+                    break response;
+                }
+                if attempts == MAX_AUTH_ATTEMPTS {
+                    return Err(ClientError::unauthorized(format!(
+                        "{} still refuses the request (HTTP {status}) after {attempts} \
+                         authorizations",
+                        self.url
+                    )));
+                }
+                attempts += 1;
+                oauth
+                    .challenged(token.as_deref(), status, challenge.as_ref())
+                    .await?;
+            };
             let (tx, rx) = mpsc::channel(64);
             let task = tokio::spawn(pump(response, self.limits, tx));
             // Dropping the exchange early drops the body: the connection

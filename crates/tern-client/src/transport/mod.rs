@@ -1,5 +1,5 @@
 //! Transports: a child process over stdio ([`stdio`]) and Streamable HTTP
-//! ([`http`]).
+//! ([`http`], HTTPS through [`tls`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +14,7 @@ use crate::error::ClientError;
 pub mod http;
 pub(crate) mod sse;
 pub mod stdio;
+pub mod tls;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

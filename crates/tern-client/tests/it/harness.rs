@@ -148,6 +148,11 @@ enum Target {
     Http(String),
 }
 
+/// A file name no other test uses (public for other modules).
+pub fn scratch_file(what: &str) -> PathBuf {
+    scratch(what)
+}
+
 /// A file name no other test uses.
 fn scratch(what: &str) -> PathBuf {
     static NEXT: AtomicU32 = AtomicU32::new(0);

@@ -224,6 +224,7 @@ pub struct Http {
     origins: Allow,
     hosts: Allow,
     auth: Option<Arc<dyn Authenticate>>,
+    oauth: Option<Arc<crate::auth::ResourceServer>>,
     legacy: Option<Arc<crate::legacy::http::Sessions>>,
     /// One permit per open SSE response.
     streams: Arc<tokio::sync::Semaphore>,
@@ -289,6 +290,14 @@ impl Drop for PrincipalSlot {
             }
         }
     }
+}
+
+/// Who sent a request: the principal, the peer address (for logs) and,
+/// under OAuth, the access token that named the principal.
+struct Caller {
+    principal: Principal,
+    peer: Option<Arc<str>>,
+    token: Option<crate::auth::AccessToken>,
 }
 
 /// What a response holds until its body ends: the principal's slot and,
@@ -375,6 +384,7 @@ impl Http {
             origins: Allow::Loopback(Vec::new()),
             hosts: Allow::Loopback(Vec::new()),
             auth: None,
+            oauth: None,
             streams: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_STREAMS)),
             max_streams: DEFAULT_MAX_STREAMS,
             per_principal: Arc::default(),
@@ -467,6 +477,18 @@ impl Http {
         self
     }
 
+    /// Protects the endpoint with OAuth ([`crate::auth`]): every request's
+    /// bearer token is checked by `resource`'s verifier (401 with its
+    /// challenge otherwise), tools needing more scopes answer 403
+    /// `insufficient_scope`, and the principal is the token's issuer and
+    /// subject. [`serve`] also serves its Protected Resource Metadata; mount
+    /// [`crate::auth::ResourceServer::metadata_router`] yourself otherwise.
+    #[must_use]
+    pub fn oauth(mut self, resource: crate::auth::ResourceServer) -> Self {
+        self.oauth = Some(Arc::new(resource));
+        self
+    }
+
     /// The tower service.
     pub fn into_service(self) -> McpService {
         McpService {
@@ -518,7 +540,11 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let server = http.server.clone();
-    let app = axum::Router::new().route_service(path, http.into_service());
+    let metadata = http.oauth.as_ref().map(|r| r.metadata_router());
+    let mut app = axum::Router::new().route_service(path, http.into_service());
+    if let Some(metadata) = metadata {
+        app = app.merge(metadata);
+    }
     crate::transport::accept::serve_service(listener, app, options, async move {
         shutdown.await;
         server.shutdown();
@@ -553,6 +579,25 @@ fn unauthorized(refused: &Unauthorized) -> Response<Body> {
         .as_deref()
         .and_then(|c| HeaderValue::from_str(c).ok())
     {
+        response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// 403 for a step-up: the challenge naming every scope the call needs, and
+/// a JSON-RPC error a client without OAuth can read.
+fn insufficient_scope(
+    oauth: &crate::auth::ResourceServer,
+    id: RequestId,
+    scopes: &[String],
+) -> Response<Body> {
+    let error = ErrorObject::new(
+        code::INVALID_REQUEST,
+        format!("insufficient scope: this call needs {}", scopes.join(" ")),
+    )
+    .with_data(serde_json::json!({ "requiredScopes": scopes }));
+    let mut response = error_response(StatusCode::FORBIDDEN, Some(id), error);
+    if let Ok(value) = HeaderValue::from_str(&oauth.insufficient(scopes)) {
         response.headers_mut().insert(WWW_AUTHENTICATE, value);
     }
     response
@@ -833,7 +878,28 @@ impl Http {
         if !(origin_ok && host_ok) {
             return forbidden();
         }
-        let principal = if let Some(p) = parts.extensions.get::<Principal>() {
+        let mut token = None;
+        let principal = if let Some(oauth) = &self.oauth {
+            match oauth.authenticate(headers).await {
+                Ok(t) => {
+                    if let Some(scopes) = oauth.missing_required(&t) {
+                        let mut response = plain(StatusCode::FORBIDDEN);
+                        if let Ok(value) = HeaderValue::from_str(&oauth.insufficient(&scopes)) {
+                            response.headers_mut().insert(WWW_AUTHENTICATE, value);
+                        }
+                        return response;
+                    }
+                    let p = t.principal();
+                    token = Some(t);
+                    p
+                }
+                Err(challenge) => {
+                    return unauthorized(&Unauthorized {
+                        challenge: Some(challenge),
+                    });
+                }
+            }
+        } else if let Some(p) = parts.extensions.get::<Principal>() {
             p.clone()
         } else if let Some(auth) = &self.auth {
             match auth.authenticate(&parts).await {
@@ -858,8 +924,13 @@ impl Http {
             };
             held.principal = Some(slot);
         }
+        let caller = Caller {
+            principal,
+            peer,
+            token,
+        };
         let response = self
-            .handle_as(parts, body, principal, peer, legacy_method, &mut held)
+            .handle_as(parts, body, caller, legacy_method, &mut held)
             .await;
         holding(response, held)
     }
@@ -872,11 +943,15 @@ impl Http {
         &self,
         parts: http::request::Parts,
         body: Body,
-        principal: Principal,
-        peer: Option<Arc<str>>,
+        caller: Caller,
         legacy_method: bool,
         held: &mut Held,
     ) -> Response<Body> {
+        let Caller {
+            principal,
+            peer,
+            token,
+        } = caller;
         let headers = &parts.headers;
         if let (true, Some(sessions)) = (legacy_method, &self.legacy) {
             return sessions.other_method(
@@ -962,6 +1037,14 @@ impl Http {
         };
         if let Err(error) = Self::check_headers(headers, &version, &decoded) {
             return error_response(StatusCode::BAD_REQUEST, Some(request.id), error);
+        }
+        if let (Some(oauth), Some(token), ClientRequest::CallTool(p)) =
+            (&self.oauth, &token, decoded.request())
+        {
+            let missing = oauth.missing_for_tool(token, &p.name);
+            if !missing.is_empty() {
+                return insufficient_scope(oauth, request.id, &missing);
+            }
         }
         let streams = request.method == method::SUBSCRIPTIONS_LISTEN
             || decoded

@@ -839,7 +839,10 @@ async fn duplicate_argument(s: &mut Session, asked: &Asked) -> Io<Check> {
     members.push(format!("{}:{changed}", Value::String(name.clone())));
     let arguments = format!("{{{}}}", members.join(","));
     let params = raw_params(asked, "", &arguments);
-    let h = s.headers("tools/call", &json!({"name": asked.tool, "arguments": asked.args}));
+    let h = s.headers(
+        "tools/call",
+        &json!({"name": asked.tool, "arguments": asked.args}),
+    );
     let x = s.send_raw("tools/call", &params, &h).await?;
     Ok(if x.error_code().is_some() {
         Check::new(

@@ -514,12 +514,19 @@ async fn a_tool_with_header_arguments_is_audited_with_its_mcp_param_headers() {
     // `region` is mirrored in `Mcp-Param-Region` (x-mcp-header): without
     // it the server refuses the first leg with -32020.
     let schema = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}, "required": ["region"]});
-    let tool = ToolDef::new("place", "Places after a confirmation", |ctx: Ctx, Args(p): Args<Placement>| async move {
-        let Answer::Accept(Confirm { confirm: true }) = ctx.ask(Elicit::<Confirm>::form("Place it?").key("confirm")).await? else {
-            return Ok::<_, ToolError>("not placed".to_string());
-        };
-        Ok(format!("placed in {}", p.region))
-    })
+    let tool = ToolDef::new(
+        "place",
+        "Places after a confirmation",
+        |ctx: Ctx, Args(p): Args<Placement>| async move {
+            let Answer::Accept(Confirm { confirm: true }) = ctx
+                .ask(Elicit::<Confirm>::form("Place it?").key("confirm"))
+                .await?
+            else {
+                return Ok::<_, ToolError>("not placed".to_string());
+            };
+            Ok(format!("placed in {}", p.region))
+        },
+    )
     .elicits::<Confirm>()
     .input_schema(schema.as_object().unwrap().clone());
     let server = Server::builder("placer", "1").tool(tool).build().unwrap();

@@ -23,6 +23,7 @@ mod fake;
 mod fleet;
 mod fleet_mode;
 mod limits;
+mod login;
 #[cfg(feature = "otel")]
 mod otel;
 mod process;

@@ -1,0 +1,842 @@
+//! OAuth end to end, over HTTPS with a test CA on loopback: a small
+//! authorization server of the test's own (metadata, JWKS, dynamic
+//! registration, an authorization endpoint that consents at once, a token
+//! endpoint issuing ES256 JWTs and refreshing them), tern's server as the
+//! resource server (`Http::oauth`: PRM, JWT checks, 401 / 403 challenges,
+//! per-tool scopes) and tern's client running the flow
+//! (`HttpTransport::with_oauth`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use serde_json::{Value, json};
+use sha2::Digest as _;
+use tern_client::auth::{FollowRedirect, OAuth, OAuthConfig};
+use tern_client::transport::http::HttpTransport;
+use tern_client::transport::tls::TlsOptions;
+use tern_client::{CallOptions, Client, ErrorKind, Round, Started};
+use tern_server::auth::{Introspection, JwtVerifier, ResourceServer};
+use tern_server::transport::http::Http;
+
+use crate::handlers::Elicit;
+use crate::harness::bounded;
+use crate::server;
+use crate::tls::{TestCa, serve_https_on};
+
+const REDIRECT: &str = "http://localhost:1/callback";
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// One signing key: its JWK and its encoder.
+struct Key {
+    kid: String,
+    pair: rcgen::KeyPair,
+}
+
+impl Key {
+    fn new(kid: &str) -> Self {
+        Self {
+            kid: kid.to_owned(),
+            pair: rcgen::KeyPair::generate().unwrap(),
+        }
+    }
+
+    fn jwk(&self) -> Value {
+        let raw = self.pair.public_key_raw();
+        json!({
+            "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": self.kid,
+            "x": URL_SAFE_NO_PAD.encode(&raw[1..33]),
+            "y": URL_SAFE_NO_PAD.encode(&raw[33..65]),
+        })
+    }
+
+    fn sign(&self, claims: &Value) -> String {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        header.kid = Some(self.kid.clone());
+        let key = jsonwebtoken::EncodingKey::from_ec_der(&self.pair.serialize_der());
+        jsonwebtoken::encode(&header, claims, &key).unwrap()
+    }
+}
+
+#[derive(Default)]
+struct AsLog {
+    registrations: u32,
+    /// The `scope` of each authorization request ("" when absent).
+    authorizations: Vec<String>,
+    /// The `resource` of each token request.
+    token_resources: Vec<String>,
+    refreshes: u32,
+    jwks_fetches: u32,
+    introspections: u32,
+    /// code → (`code_challenge`, scope, resource)
+    codes: HashMap<String, (String, String, String)>,
+    next: u32,
+}
+
+/// The test's authorization server.
+struct TestAs {
+    issuer: String,
+    key: Key,
+    /// Keys published besides `key` (a rotation).
+    published: Mutex<Vec<Value>>,
+    subject: Mutex<String>,
+    /// `expires_in` of the token responses (the JWTs live 5 minutes).
+    expires_in: u64,
+    /// The resource (set once the MCP endpoint's port is known).
+    resource: Mutex<String>,
+    log: Mutex<AsLog>,
+}
+
+fn query(uri: &http::Uri) -> HashMap<String, String> {
+    url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .into_owned()
+        .collect()
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+impl TestAs {
+    fn audience(&self) -> String {
+        self.resource.lock().unwrap().clone()
+    }
+
+    fn claims(&self, audience: &str, scope: &str) -> Value {
+        json!({
+            "iss": self.issuer, "aud": audience, "sub": *self.subject.lock().unwrap(),
+            "scope": scope, "exp": now() + 300, "iat": now(), "client_id": "c1",
+        })
+    }
+
+    fn token_response(&self, audience: &str, scope: &str, log: &mut AsLog) -> Response<Body> {
+        log.next += 1;
+        let body = json!({
+            "access_token": self.key.sign(&self.claims(audience, scope)),
+            "token_type": "Bearer",
+            "expires_in": self.expires_in,
+            "refresh_token": format!("refresh-{}", log.next),
+            "scope": scope,
+        });
+        json_response(StatusCode::OK, &body)
+    }
+
+    /// RFC 7662: the resource server authenticates as `rs`.
+    fn introspect(
+        &self,
+        headers: &http::HeaderMap,
+        form: &HashMap<String, String>,
+        log: &mut AsLog,
+    ) -> Response<Body> {
+        log.introspections += 1;
+        let basic = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Basic "))
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+        if basic.as_deref() != Some(b"rs:rs+secret".as_slice()) {
+            return json_response(
+                StatusCode::UNAUTHORIZED,
+                &json!({"error": "invalid_client"}),
+            );
+        }
+        let body = match form["token"].as_str() {
+            "opaque-alice" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "aud": form.get("resource").cloned().unwrap_or_else(|| self.audience()),
+                "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            "opaque-other-audience" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "aud": "https://other.example/mcp", "scope": "mcp:basic",
+            }),
+            "opaque-expired" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "aud": self.audience(), "scope": "mcp:basic", "exp": now() - 10,
+            }),
+            _ => json!({"active": false}),
+        };
+        json_response(StatusCode::OK, &body)
+    }
+
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the test server's endpoints, one match arm each"
+    )]
+    async fn handle(self: Arc<Self>, request: Request<Body>) -> Response<Body> {
+        let (parts, body) = request.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        let form: HashMap<String, String> =
+            url::form_urlencoded::parse(&bytes).into_owned().collect();
+        let mut log = self.log.lock().unwrap();
+        match parts.uri.path() {
+            "/.well-known/oauth-authorization-server" => json_response(
+                StatusCode::OK,
+                &json!({
+                    "issuer": self.issuer,
+                    "authorization_endpoint": format!("{}/authorize", self.issuer),
+                    "token_endpoint": format!("{}/token", self.issuer),
+                    "registration_endpoint": format!("{}/register", self.issuer),
+                    "jwks_uri": format!("{}/jwks", self.issuer),
+                    "response_types_supported": ["code"],
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["none"],
+                    "scopes_supported": ["mcp:basic", "mcp:write", "offline_access"],
+                    "authorization_response_iss_parameter_supported": true,
+                }),
+            ),
+            "/jwks" => {
+                log.jwks_fetches += 1;
+                let mut keys = vec![self.key.jwk()];
+                keys.extend(self.published.lock().unwrap().iter().cloned());
+                json_response(StatusCode::OK, &json!({ "keys": keys }))
+            }
+            "/introspect" => self.introspect(&parts.headers, &form, &mut log),
+            "/register" => {
+                log.registrations += 1;
+                let body: Value = serde_json::from_slice(&bytes).unwrap();
+                assert_eq!(body["application_type"], "native");
+                assert!(body["grant_types"].to_string().contains("refresh_token"));
+                json_response(StatusCode::CREATED, &json!({"client_id": "c1"}))
+            }
+            "/authorize" => {
+                let q = query(&parts.uri);
+                assert_eq!(q["code_challenge_method"], "S256");
+                let scope = q.get("scope").cloned().unwrap_or_default();
+                log.authorizations.push(scope.clone());
+                log.next += 1;
+                let code = format!("code-{}", log.next);
+                log.codes.insert(
+                    code.clone(),
+                    (q["code_challenge"].clone(), scope, q["resource"].clone()),
+                );
+                let mut to = url::Url::parse(&q["redirect_uri"]).unwrap();
+                to.query_pairs_mut()
+                    .append_pair("code", &code)
+                    .append_pair("state", &q["state"])
+                    .append_pair("iss", &self.issuer);
+                Response::builder()
+                    .status(StatusCode::FOUND)
+                    .header("location", to.as_str())
+                    .body(Body::empty())
+                    .unwrap()
+            }
+            "/token" => match form["grant_type"].as_str() {
+                "authorization_code" => {
+                    let Some((challenge, scope, resource)) = log.codes.remove(&form["code"]) else {
+                        return json_response(
+                            StatusCode::BAD_REQUEST,
+                            &json!({"error": "invalid_grant"}),
+                        );
+                    };
+                    let computed = URL_SAFE_NO_PAD
+                        .encode(sha2::Sha256::digest(form["code_verifier"].as_bytes()));
+                    if computed != challenge || form["resource"] != resource {
+                        return json_response(
+                            StatusCode::BAD_REQUEST,
+                            &json!({"error": "invalid_grant"}),
+                        );
+                    }
+                    log.token_resources.push(resource.clone());
+                    self.token_response(&resource, &scope, &mut log)
+                }
+                "client_credentials" => {
+                    let basic = parts
+                        .headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.strip_prefix("Basic "))
+                        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+                    if basic.as_deref() != Some(b"m2m:m2m-secret".as_slice()) {
+                        return json_response(
+                            StatusCode::UNAUTHORIZED,
+                            &json!({"error": "invalid_client"}),
+                        );
+                    }
+                    log.token_resources.push(form["resource"].clone());
+                    let scope = form.get("scope").cloned().unwrap_or_default();
+                    let resource = form["resource"].clone();
+                    self.token_response(&resource, &scope, &mut log)
+                }
+                "refresh_token" => {
+                    log.refreshes += 1;
+                    log.token_resources.push(form["resource"].clone());
+                    let resource = form["resource"].clone();
+                    self.token_response(&resource, "mcp:basic offline_access", &mut log)
+                }
+                _ => json_response(
+                    StatusCode::BAD_REQUEST,
+                    &json!({"error": "unsupported_grant_type"}),
+                ),
+            },
+            _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "not_found"})),
+        }
+    }
+}
+
+/// The authorization server and tern's protected fixture, both on HTTPS.
+struct World {
+    ca: TestCa,
+    auth: Arc<TestAs>,
+    verifier: Arc<JwtVerifier>,
+    /// The MCP endpoint (`https://localhost:PORT/mcp`), the resource.
+    url: String,
+}
+
+async fn world(expires_in: u64) -> World {
+    world_with(expires_in, false).await
+}
+
+/// [`world`], the resource server checking tokens by introspection when
+/// `introspect`.
+async fn world_with(expires_in: u64, introspect: bool) -> World {
+    let ca = TestCa::new();
+    let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!(
+        "https://localhost:{}",
+        as_listener.local_addr().unwrap().port()
+    );
+    let auth = Arc::new(TestAs {
+        issuer: issuer.clone(),
+        key: Key::new("k1"),
+        published: Mutex::default(),
+        subject: Mutex::new("alice".into()),
+        expires_in,
+        resource: Mutex::default(),
+        log: Mutex::default(),
+    });
+    let a = Arc::clone(&auth);
+    let app = axum::Router::new().fallback(move |r: Request<Body>| Arc::clone(&a).handle(r));
+    serve_https_on(as_listener, app, Arc::clone(&ca.server));
+
+    let mcp_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "https://localhost:{}/mcp",
+        mcp_listener.local_addr().unwrap().port()
+    );
+    auth.resource.lock().unwrap().clone_from(&url);
+    let verifier = Arc::new(JwtVerifier::new(&issuer, &url).ca_file(&ca.ca_file));
+    let resource = if introspect {
+        let introspection = Introspection::new(
+            format!("{issuer}/introspect"),
+            &issuer,
+            &url,
+            "rs",
+            "rs secret",
+        )
+        .ca_file(&ca.ca_file);
+        ResourceServer::new(&url, &issuer, introspection)
+    } else {
+        ResourceServer::new(&url, &issuer, Arc::clone(&verifier))
+    };
+    let resource = resource
+        .scopes_supported(&["mcp:basic", "mcp:write"])
+        .required_scopes(&["mcp:basic"])
+        .tool_scopes("greet", &["mcp:write"]);
+    let app = axum::Router::new()
+        .route_service(
+            "/mcp",
+            Http::new(server::build())
+                .oauth(resource.clone())
+                .into_service(),
+        )
+        .merge(resource.metadata_router());
+    serve_https_on(mcp_listener, app, Arc::clone(&ca.server));
+    World {
+        ca,
+        auth,
+        verifier,
+        url,
+    }
+}
+
+impl World {
+    fn tls(&self) -> TlsOptions {
+        TlsOptions::new().with_ca_file(&self.ca.ca_file)
+    }
+
+    fn oauth(&self) -> OAuth {
+        let browser = FollowRedirect::new(REDIRECT)
+            .unwrap()
+            .with_tls(&self.tls())
+            .unwrap();
+        OAuth::new(&self.url, OAuthConfig::new("tern-test"), browser)
+            .unwrap()
+            .with_tls(&self.tls())
+            .unwrap()
+    }
+
+    fn client(&self, oauth: &OAuth) -> Client {
+        let transport = HttpTransport::new(&self.url)
+            .unwrap()
+            .with_tls(&self.tls())
+            .unwrap()
+            .with_oauth(oauth.clone())
+            .unwrap();
+        Client::builder()
+            .elicitation(Elicit::fill(&[("name", "Grace")]))
+            .tasks(true)
+            .build(transport)
+    }
+
+    /// A client sending `token` as it is, no OAuth.
+    fn client_with_token(&self, token: &str) -> Client {
+        let transport = HttpTransport::new(&self.url)
+            .unwrap()
+            .with_tls(&self.tls())
+            .unwrap()
+            .with_header("Authorization", format!("Bearer {token}"));
+        Client::builder()
+            .elicitation(Elicit::fill(&[("name", "Grace")]))
+            .tasks(true)
+            .build(transport)
+    }
+
+    /// A raw POST of `tools/list` with `authorization`: status and
+    /// `WWW-Authenticate`.
+    async fn raw(&self, authorization: Option<String>) -> (StatusCode, String) {
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build::<_, Full<Bytes>>(
+                    hyper_rustls::HttpsConnectorBuilder::new()
+                        .with_tls_config(
+                            rustls::ClientConfig::builder_with_provider(Arc::new(
+                                rustls::crypto::ring::default_provider(),
+                            ))
+                            .with_safe_default_protocol_versions()
+                            .unwrap()
+                            .with_root_certificates({
+                                let mut roots = rustls::RootCertStore::empty();
+                                let pem = std::fs::read(&self.ca.ca_file).unwrap();
+                                use rustls::pki_types::pem::PemObject as _;
+                                for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+                                    roots.add(c.unwrap()).unwrap();
+                                }
+                                roots
+                            })
+                            .with_no_client_auth(),
+                        )
+                        .https_only()
+                        .enable_http1()
+                        .build(),
+                );
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+        let mut request = Request::post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/list");
+        if let Some(a) = authorization {
+            request = request.header("authorization", a);
+        }
+        let response = bounded(
+            client.request(
+                request
+                    .body(Full::new(Bytes::from(body.to_string())))
+                    .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+        let challenge = response
+            .headers()
+            .get("www-authenticate")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (response.status(), challenge)
+    }
+
+    fn token(&self, claims: &Value) -> String {
+        self.auth.key.sign(claims)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_flow_end_to_end_then_a_step_up_for_a_tool_needing_more_scope() {
+    let w = world(3600).await;
+    let oauth = w.oauth();
+    let client = w.client(&oauth);
+    let tools = bounded(client.list_tools()).await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "greet"));
+    {
+        let log = w.auth.log.lock().unwrap();
+        assert_eq!(log.registrations, 1);
+        // The challenge's scope, plus offline_access the server offers.
+        assert_eq!(log.authorizations, ["mcp:basic offline_access"]);
+        assert_eq!(log.token_resources, std::slice::from_ref(&w.url));
+    }
+    // greet needs mcp:write: 403, then one more authorization with the union.
+    let result = bounded(client.call_tool("greet", None)).await.unwrap();
+    assert_eq!(crate::harness::text(&result), "Hello, Grace!");
+    let (authorizations, registrations) = {
+        let log = w.auth.log.lock().unwrap();
+        (log.authorizations.clone(), log.registrations)
+    };
+    assert_eq!(
+        authorizations,
+        [
+            "mcp:basic offline_access",
+            "mcp:basic offline_access mcp:write"
+        ]
+    );
+    assert_eq!(
+        registrations, 1,
+        "one registration per authorization server"
+    );
+    let grant = oauth.grant().await.unwrap();
+    assert!(grant.scopes.contains(&"mcp:write".to_owned()));
+    assert_eq!(grant.key.resource, w.url);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiring_token_is_refreshed_before_it_is_used() {
+    // expires_in under the client's margin: every request refreshes first.
+    let w = world(5).await;
+    let oauth = w.oauth();
+    let client = w.client(&oauth);
+    bounded(client.list_tools()).await.unwrap();
+    bounded(client.list_tools()).await.unwrap();
+    let log = w.auth.log.lock().unwrap();
+    assert_eq!(log.authorizations.len(), 1, "one authorization");
+    assert!(log.refreshes >= 1, "refreshed: {}", log.refreshes);
+    assert!(log.token_resources.iter().all(|r| *r == w.url));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_token_is_a_401_naming_the_metadata_without_asking_the_issuer() {
+    let w = world(3600).await;
+    let (status, challenge) = w.raw(None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let prm = w
+        .url
+        .replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(
+        challenge,
+        format!("Bearer resource_metadata=\"{prm}\", scope=\"mcp:basic\"")
+    );
+    assert_eq!(w.auth.log.lock().unwrap().jwks_fetches, 0);
+    assert_eq!(w.verifier.jwks_fetches().await, 0);
+    // The PRM itself, at the path-based location.
+    let client = Client::builder().build(
+        HttpTransport::new(&w.url)
+            .unwrap()
+            .with_tls(&w.tls())
+            .unwrap(),
+    );
+    let e = bounded(client.list_tools()).await.unwrap_err();
+    assert!(e.to_string().contains("401"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_tokens_are_refused_with_invalid_token() {
+    let w = world(3600).await;
+    let good = w.auth.claims(&w.url, "mcp:basic");
+    let (status, _) = w.raw(Some(format!("Bearer {}", w.token(&good)))).await;
+    assert_eq!(status, StatusCode::OK, "the good token passes");
+
+    let with = |k: &str, v: Value| {
+        let mut c = good.clone();
+        c[k] = v;
+        c
+    };
+    let mut cases = vec![
+        ("expired", w.token(&with("exp", json!(now() - 3600)))),
+        ("not yet valid", w.token(&with("nbf", json!(now() + 3600)))),
+        (
+            "wrong audience",
+            w.token(&with("aud", json!("https://other.example/mcp"))),
+        ),
+        (
+            "wrong issuer",
+            w.token(&with("iss", json!("https://evil.example"))),
+        ),
+        ("no subject", {
+            let mut c = good.clone();
+            c.as_object_mut().unwrap().remove("sub");
+            w.token(&c)
+        }),
+        ("no exp", {
+            let mut c = good.clone();
+            c.as_object_mut().unwrap().remove("exp");
+            w.token(&c)
+        }),
+        (
+            "signed by an unknown key",
+            Key::new("k-unknown").sign(&good),
+        ),
+        ("garbage", "not.a.jwt".to_owned()),
+    ];
+    // alg none: the header says so, no signature.
+    let none_header = URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT","kid":"k1"}"#);
+    let payload = URL_SAFE_NO_PAD.encode(good.to_string());
+    cases.push(("alg none", format!("{none_header}.{payload}.")));
+    // HS256 keyed with the public key's bytes (the RS/HS confusion).
+    let mut hs = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+    hs.kid = Some("k1".into());
+    let public = w.auth.key.pair.public_key_raw().to_vec();
+    let confused =
+        jsonwebtoken::encode(&hs, &good, &jsonwebtoken::EncodingKey::from_secret(&public)).unwrap();
+    cases.push(("HS256 with the public key", confused));
+    for (what, token) in cases {
+        let (status, challenge) = w.raw(Some(format!("Bearer {token}"))).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}");
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+        assert!(
+            challenge.contains("resource_metadata="),
+            "{what}: {challenge}"
+        );
+    }
+    // A valid token without the resource's own scope: 403, a step-up.
+    let (status, challenge) = w
+        .raw(Some(format!(
+            "Bearer {}",
+            w.token(&with("scope", json!("mcp:write")))
+        )))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(
+        challenge.starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp:basic\""),
+        "{challenge}"
+    );
+    // Unknown kids were fetched for at a bounded rate: the first fetch,
+    // one refetch, no more for the second unknown kid.
+    assert!(
+        w.verifier.jwks_fetches().await <= 2,
+        "{}",
+        w.verifier.jwks_fetches().await
+    );
+    let (status, _) = w.raw(Some("Basic abc".into())).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_key_is_fetched_once_its_kid_shows_up() {
+    let w = world(3600).await;
+    let good = w.auth.claims(&w.url, "mcp:basic");
+    assert_eq!(
+        w.raw(Some(format!("Bearer {}", w.token(&good)))).await.0,
+        StatusCode::OK
+    );
+    let fetched = w.verifier.jwks_fetches().await;
+    let rotated = Key::new("k2");
+    w.auth.published.lock().unwrap().push(rotated.jwk());
+    assert_eq!(
+        w.raw(Some(format!("Bearer {}", rotated.sign(&good))))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(w.verifier.jwks_fetches().await, fetched + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_principals_share_neither_request_state_nor_tasks() {
+    let w = world(3600).await;
+    let scopes = "mcp:basic mcp:write";
+    let alice = w.client_with_token(&w.token(&w.auth.claims(&w.url, scopes)));
+    let mut bob_claims = w.auth.claims(&w.url, scopes);
+    bob_claims["sub"] = json!("bob");
+    let bob = w.client_with_token(&w.token(&bob_claims));
+    // The same subject at another issuer is another principal too: covered
+    // by the resource's issuer check (a foreign iss is refused outright).
+
+    let options = CallOptions::default();
+    let Round::InputRequired(pending) = bounded(alice.call_tool_once("greet", None, &options))
+        .await
+        .unwrap()
+    else {
+        panic!("greet asks a name first")
+    };
+    let answers = bounded(alice.answer(&pending, &options)).await.unwrap();
+    let stolen = bounded(bob.resume_tool(&pending, &answers, &options)).await;
+    assert!(stolen.is_err(), "bob used alice's requestState: {stolen:?}");
+    let Round::Complete(done) = bounded(alice.resume_tool(&pending, &answers, &options))
+        .await
+        .unwrap()
+    else {
+        panic!("alice's own round completes")
+    };
+    assert_eq!(crate::harness::text(&done), "Hello, Grace!");
+
+    let Started::Task(handle) = bounded(alice.start_tool("task_greet", None, &options))
+        .await
+        .unwrap()
+    else {
+        panic!("task_greet becomes a task")
+    };
+    let id = handle.detach();
+    let e = bounded(bob.task(id.clone()).get()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TaskLost, "{e}");
+    assert!(bounded(alice.task(id).get()).await.is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_403_for_scope_is_readable_without_oauth() {
+    let w = world(3600).await;
+    let client = w.client_with_token(&w.token(&w.auth.claims(&w.url, "mcp:basic")));
+    let e = bounded(client.call_tool("greet", None)).await.unwrap_err();
+    let rpc = e.rpc_error().expect("a JSON-RPC error body");
+    assert_eq!(
+        rpc.data.as_ref().unwrap()["requiredScopes"],
+        json!(["mcp:basic", "mcp:write"])
+    );
+}
+
+#[test]
+fn oauth_is_only_given_to_its_own_endpoint() {
+    let oauth = OAuth::new(
+        "https://a.example/mcp",
+        OAuthConfig::new("t"),
+        FollowRedirect::new(REDIRECT).unwrap(),
+    )
+    .unwrap();
+    let e = HttpTransport::new("https://b.example/mcp")
+        .unwrap()
+        .with_oauth(oauth)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("only sent to its own resource"),
+        "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorization_server_over_plain_http_off_loopback_is_refused_unvisited() {
+    let ca = TestCa::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "https://localhost:{}/mcp",
+        listener.local_addr().unwrap().port()
+    );
+    // Never contacted: the client refuses the URL before any request.
+    let insecure = "http://as.example";
+    let resource = ResourceServer::new(&url, insecure, JwtVerifier::new(insecure, &url));
+    let app = axum::Router::new()
+        .route_service(
+            "/mcp",
+            Http::new(server::build())
+                .oauth(resource.clone())
+                .into_service(),
+        )
+        .merge(resource.metadata_router());
+    serve_https_on(listener, app, Arc::clone(&ca.server));
+    let tls = TlsOptions::new().with_ca_file(&ca.ca_file);
+    let browser = FollowRedirect::new(REDIRECT)
+        .unwrap()
+        .with_tls(&tls)
+        .unwrap();
+    let oauth = OAuth::new(&url, OAuthConfig::new("t"), browser)
+        .unwrap()
+        .with_tls(&tls)
+        .unwrap();
+    let client = Client::builder().build(
+        HttpTransport::new(&url)
+            .unwrap()
+            .with_tls(&tls)
+            .unwrap()
+            .with_oauth(oauth)
+            .unwrap(),
+    );
+    let e = bounded(client.list_tools()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unauthorized, "{e}");
+    assert!(e.to_string().contains("is not HTTPS"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspection_serves_behind_the_same_checks() {
+    let w = world_with(3600, true).await;
+    let (status, _) = w.raw(Some("Bearer opaque-alice".into())).await;
+    assert_eq!(status, StatusCode::OK);
+    for token in ["opaque-unknown", "opaque-other-audience", "opaque-expired"] {
+        let (status, challenge) = w.raw(Some(format!("Bearer {token}"))).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{token}");
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{token}: {challenge}"
+        );
+    }
+    // No token: refused without asking the introspection endpoint.
+    let before = w.auth.log.lock().unwrap().introspections;
+    assert_eq!(w.raw(None).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(w.auth.log.lock().unwrap().introspections, before);
+    assert_eq!(before, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_need_no_user_and_no_registration() {
+    let w = world(3600).await;
+    let mut config = OAuthConfig::new("m2m").pre_registered(tern_client::auth::PreRegistered::new(
+        None,
+        "m2m",
+        Some("m2m-secret".into()),
+    ));
+    config.client_credentials = true;
+    let browser = FollowRedirect::new(REDIRECT).unwrap();
+    let oauth = OAuth::new(&w.url, config, browser)
+        .unwrap()
+        .with_tls(&w.tls())
+        .unwrap();
+    let client = w.client(&oauth);
+    bounded(client.list_tools()).await.unwrap();
+    let log = w.auth.log.lock().unwrap();
+    assert!(log.authorizations.is_empty(), "no authorization request");
+    assert_eq!(log.registrations, 0);
+    assert_eq!(log.token_resources, std::slice::from_ref(&w.url));
+}
+
+#[test]
+fn the_endpoint_check_normalises_as_urls_do() {
+    let oauth = OAuth::new(
+        "https://A.example:443/mcp",
+        OAuthConfig::new("t"),
+        FollowRedirect::new(REDIRECT).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        HttpTransport::new("https://a.example/mcp")
+            .unwrap()
+            .with_oauth(oauth)
+            .is_ok()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_issuer_is_not_asked_again_at_once() {
+    // An issuer on a loopback port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let issuer = format!("http://127.0.0.1:{}", closed.local_addr().unwrap().port());
+    drop(closed);
+    let w = world(3600).await;
+    let verifier = JwtVerifier::new(&issuer, &w.url);
+    let token = w.token(&w.auth.claims(&w.url, "mcp:basic"));
+    use tern_server::auth::TokenVerifier as _;
+    assert!(verifier.verify(&token).await.is_err());
+    let fetches = verifier.jwks_fetches().await;
+    let second = verifier.verify(&token).await.unwrap_err();
+    assert!(
+        second.to_string().contains("not trying again yet"),
+        "{second}"
+    );
+    assert_eq!(verifier.jwks_fetches().await, fetches);
+}

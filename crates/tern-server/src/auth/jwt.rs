@@ -1,0 +1,325 @@
+//! JWT access tokens (RFC 9068 profile) checked against the issuer's JWKS.
+//!
+//! - **Algorithms**: asymmetric only (RS256/384/512, PS256/384/512, ES256/384,
+//!   `EdDSA` by default); `alg: none` does not parse, HS* is never accepted, and
+//!   the key's family must match the header's algorithm (so an RSA or EC
+//!   public key can never serve as an HMAC secret). `oct` keys of the JWKS are
+//!   ignored.
+//! - **Claims**: `iss` equal to the configured issuer, `aud` containing the
+//!   resource (RFC 8707), `exp` required, `nbf` honoured, `sub` required;
+//!   [`DEFAULT_LEEWAY`] of clock skew on `exp` and `nbf`. Scopes from `scope`
+//!   (space-separated) or `scp` (an array).
+//! - **Keys**: the JWKS is fetched on first use (from `jwks_uri`, configured
+//!   or read from the issuer's metadata, RFC 8414 then `OpenID`), kept, and
+//!   fetched again when a token names an unknown `kid` — at most once per
+//!   [`DEFAULT_REFETCH_INTERVAL`] (configurable), so a flood of made-up kids
+//!   cannot turn into a flood of fetches; a failed fetch is not tried again
+//!   within that interval either.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+
+use super::fetch::{self, HttpClient};
+use super::{AccessToken, TokenVerifier, VerifyError};
+use crate::replay::BoxFuture;
+
+/// Clock skew allowed on `exp` and `nbf`: 60 s.
+pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(60);
+/// The least time between two JWKS fetches caused by unknown `kid`s: 30 s.
+pub const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
+
+const ASYMMETRIC: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+#[derive(Default)]
+struct Keys {
+    jwks_uri: Option<String>,
+    set: Option<JwkSet>,
+    last_refetch: Option<Instant>,
+    /// When a fetch last failed: no other is tried within the refetch
+    /// interval (an issuer that is down is not hammered).
+    last_failure: Option<Instant>,
+    fetches: u64,
+}
+
+/// Checks JWT access tokens of one issuer for one audience.
+pub struct JwtVerifier {
+    issuer: String,
+    audience: String,
+    leeway: Duration,
+    refetch_interval: Duration,
+    algorithms: Vec<Algorithm>,
+    ca_file: Option<PathBuf>,
+    http: std::sync::OnceLock<Result<HttpClient, String>>,
+    keys: tokio::sync::Mutex<Keys>,
+}
+
+impl std::fmt::Debug for JwtVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwtVerifier")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .field("leeway", &self.leeway)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JwtVerifier {
+    /// Tokens of `issuer` (its `jwks_uri` read from its metadata) for
+    /// `audience` (the resource's URL, as its PRM names it).
+    pub fn new(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            leeway: DEFAULT_LEEWAY,
+            refetch_interval: DEFAULT_REFETCH_INTERVAL,
+            algorithms: ASYMMETRIC.to_vec(),
+            ca_file: None,
+            http: std::sync::OnceLock::new(),
+            keys: tokio::sync::Mutex::new(Keys::default()),
+        }
+    }
+
+    /// Takes the keys from `url` instead of the issuer's metadata.
+    #[must_use]
+    pub fn jwks_uri(mut self, url: impl Into<String>) -> Self {
+        self.keys.get_mut().jwks_uri = Some(url.into());
+        self
+    }
+
+    /// Allows `leeway` of clock skew (default [`DEFAULT_LEEWAY`]).
+    #[must_use]
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// Fetches the JWKS again for an unknown `kid` at most once per
+    /// `interval` (default [`DEFAULT_REFETCH_INTERVAL`]).
+    #[must_use]
+    pub fn refetch_interval(mut self, interval: Duration) -> Self {
+        self.refetch_interval = interval;
+        self
+    }
+
+    /// Accepts only `algorithms` (asymmetric ones; HS* are dropped).
+    #[must_use]
+    pub fn algorithms(mut self, algorithms: &[Algorithm]) -> Self {
+        self.algorithms = algorithms
+            .iter()
+            .copied()
+            .filter(|a| ASYMMETRIC.contains(a))
+            .collect();
+        self
+    }
+
+    /// Trusts the CA certificates of the PEM file `path` for the fetches.
+    #[must_use]
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+
+    /// How many times the JWKS was fetched (for tests and metrics).
+    pub async fn jwks_fetches(&self) -> u64 {
+        self.keys.lock().await.fetches
+    }
+
+    fn http(&self) -> Result<&HttpClient, VerifyError> {
+        self.http
+            .get_or_init(|| fetch::client(self.ca_file.as_deref()))
+            .as_ref()
+            .map_err(|e| VerifyError::Unavailable(e.clone()))
+    }
+
+    async fn discover_jwks_uri(&self) -> Result<String, VerifyError> {
+        let http = self.http()?;
+        let base = self.issuer.trim_end_matches('/');
+        let (origin, path) = match base
+            .find("://")
+            .and_then(|i| base[i + 3..].find('/').map(|j| i + 3 + j))
+        {
+            Some(split) => (&base[..split], &base[split..]),
+            None => (base, ""),
+        };
+        let candidates = [
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{origin}/.well-known/openid-configuration{path}"),
+            format!("{base}/.well-known/openid-configuration"),
+        ];
+        for url in candidates {
+            let (status, body) = fetch::json(http, &url, None)
+                .await
+                .map_err(VerifyError::Unavailable)?;
+            if status != 200 {
+                continue;
+            }
+            if body["issuer"].as_str() != Some(self.issuer.as_str()) {
+                return Err(VerifyError::Unavailable(format!(
+                    "the metadata at {url} is not the issuer {}'s",
+                    self.issuer
+                )));
+            }
+            if let Some(uri) = body["jwks_uri"].as_str() {
+                return Ok(uri.to_owned());
+            }
+        }
+        Err(VerifyError::Unavailable(format!(
+            "no jwks_uri found for issuer {}",
+            self.issuer
+        )))
+    }
+
+    async fn fetch(&self, keys: &mut Keys) -> Result<(), VerifyError> {
+        if keys
+            .last_failure
+            .is_some_and(|at| at.elapsed() < self.refetch_interval)
+        {
+            return Err(VerifyError::Unavailable(
+                "the issuer's keys could not be fetched a moment ago; not trying again yet".into(),
+            ));
+        }
+        let outcome = self.fetch_now(keys).await;
+        keys.last_failure = outcome.is_err().then(Instant::now);
+        outcome
+    }
+
+    async fn fetch_now(&self, keys: &mut Keys) -> Result<(), VerifyError> {
+        let uri = if let Some(u) = &keys.jwks_uri {
+            u.clone()
+        } else {
+            let u = self.discover_jwks_uri().await?;
+            keys.jwks_uri = Some(u.clone());
+            u
+        };
+        keys.fetches += 1;
+        let (status, body) = fetch::json(self.http()?, &uri, None)
+            .await
+            .map_err(VerifyError::Unavailable)?;
+        if status != 200 {
+            return Err(VerifyError::Unavailable(format!("{uri} answered {status}")));
+        }
+        let set: JwkSet = serde_json::from_value(body)
+            .map_err(|e| VerifyError::Unavailable(format!("{uri} is not a JWKS: {e}")))?;
+        keys.set = Some(set);
+        Ok(())
+    }
+
+    /// The key for `kid` (or the only key, when the token names none).
+    fn find(set: &JwkSet, kid: Option<&str>) -> Option<DecodingKey> {
+        let usable =
+            |j: &&jsonwebtoken::jwk::Jwk| !matches!(j.algorithm, AlgorithmParameters::OctetKey(_));
+        let jwk = if let Some(kid) = kid {
+            set.keys
+                .iter()
+                .filter(usable)
+                .find(|j| j.common.key_id.as_deref() == Some(kid))
+        } else {
+            let mut keys = set.keys.iter().filter(usable);
+            match (keys.next(), keys.next()) {
+                (Some(only), None) => Some(only),
+                _ => None,
+            }
+        }?;
+        DecodingKey::from_jwk(jwk).ok()
+    }
+
+    async fn key(&self, kid: Option<&str>) -> Result<DecodingKey, VerifyError> {
+        let mut keys = self.keys.lock().await;
+        if keys.set.is_none() {
+            self.fetch(&mut keys).await?;
+        }
+        if let Some(key) = keys.set.as_ref().and_then(|s| Self::find(s, kid)) {
+            return Ok(key);
+        }
+        // An unknown kid: the keys may have rotated. Fetch again, at a
+        // bounded rate.
+        let may = keys
+            .last_refetch
+            .is_none_or(|at| at.elapsed() >= self.refetch_interval);
+        if may {
+            keys.last_refetch = Some(Instant::now());
+            self.fetch(&mut keys).await?;
+            if let Some(key) = keys.set.as_ref().and_then(|s| Self::find(s, kid)) {
+                return Ok(key);
+            }
+        }
+        Err(VerifyError::Invalid(format!(
+            "no key {} in the issuer's JWKS",
+            kid.unwrap_or("(no kid)")
+        )))
+    }
+
+    async fn check(&self, token: &str) -> Result<AccessToken, VerifyError> {
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|e| VerifyError::Invalid(format!("not a JWT: {e}")))?;
+        if !self.algorithms.contains(&header.alg) {
+            return Err(VerifyError::Invalid(format!(
+                "algorithm {:?} is not accepted",
+                header.alg
+            )));
+        }
+        let key = self.key(header.kid.as_deref()).await?;
+        let mut validation = Validation::new(header.alg);
+        validation.algorithms = vec![header.alg];
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_nbf = true;
+        validation.leeway = self.leeway.as_secs();
+        let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &key, &validation)
+            .map_err(|e| VerifyError::Invalid(format!("the token is refused: {e}")))?;
+        let claims = data.claims;
+        let scopes = match (claims.get("scope"), claims.get("scp")) {
+            (Some(Value::String(s)), _) => s
+                .split(' ')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            (_, Some(Value::Array(a))) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        Ok(AccessToken {
+            issuer: self.issuer.clone(),
+            subject: claims["sub"].as_str().unwrap_or_default().to_owned(),
+            client_id: claims
+                .get("client_id")
+                .or_else(|| claims.get("azp"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            scopes,
+            expires_at: claims.get("exp").and_then(Value::as_u64),
+        })
+    }
+}
+
+impl TokenVerifier for JwtVerifier {
+    fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<AccessToken, VerifyError>> {
+        Box::pin(self.check(token))
+    }
+}
+
+/// A shared verifier is a verifier.
+impl<T: TokenVerifier + ?Sized> TokenVerifier for Arc<T> {
+    fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<AccessToken, VerifyError>> {
+        (**self).verify(token)
+    }
+}
