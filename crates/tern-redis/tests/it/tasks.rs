@@ -223,6 +223,149 @@ async fn a_runner_that_died_leaves_its_task_failed_on_every_replica() {
     );
 }
 
+/// Sends the instant it is dropped: a body that stopped.
+struct Stopped(std::sync::mpsc::Sender<std::time::Instant>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.send(std::time::Instant::now());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_cannot_reach_redis_stops_its_body_before_the_lease_lapses() {
+    let mut redis = RedisServer::start().await;
+    let p = prefix();
+    let lease = Duration::from_millis(1500);
+    let (stopped_tx, stopped) = std::sync::mpsc::channel();
+    let stopped_tx = Arc::new(Mutex::new(stopped_tx));
+    let store = RedisTaskStore::connect(&redis.url(), RedisOptions::new().prefix(&p))
+        .await
+        .unwrap();
+    let server = Server::builder("redis-tasks", "1")
+        .keys(KeyRing::parse(KEYS).unwrap())
+        .task_store(Arc::new(store))
+        .task_config(TaskConfig::default().lease(lease))
+        .tool(
+            ToolDef::new("stubborn", "", move |ctx: Ctx| {
+                let tx = stopped_tx.lock().unwrap().clone();
+                async move {
+                    ctx.into_task().await;
+                    let _guard = Stopped(tx);
+                    // Ignores cancellation: only dropping the body stops it.
+                    std::future::pending::<()>().await;
+                    "never"
+                }
+            })
+            .task(TaskSupport::Required),
+        )
+        .build()
+        .unwrap();
+    let c = TestClient::new(server)
+        .with_capabilities(ClientCapabilities::default().with_extension(TASKS_EXTENSION));
+    let started = std::time::Instant::now();
+    let created = c.call_tool("stubborn", json!({})).await.result().unwrap();
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(get(&c, &id).await["status"], "working");
+    // The runner renews every third of a lease: let the first renewal
+    // land (at a third), then take Redis away before the second.
+    tokio::time::sleep(lease / 2).await;
+    let killed = std::time::Instant::now();
+    redis.kill().await;
+    let at = tokio::task::spawn_blocking(move || stopped.recv_timeout(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .expect("the body was stopped");
+    // The renewal at a third of a lease wrote an expiry at four thirds:
+    // the body must be gone before then, or it could still act on a task
+    // another replica already reads `failed`.
+    assert!(at > killed, "the body ran until Redis went away");
+    assert!(
+        at.duration_since(started) < lease * 4 / 3,
+        "the body ran {:?} after the task began, past its lease's expiry (lease {lease:?})",
+        at.duration_since(started)
+    );
+    // Redis back (AOF kept the record): the lapsed lease reads `failed`.
+    redis.restart().await;
+    let failed = until(&c, &id, &["failed", "completed", "cancelled"]).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], codes::OUTCOME_UNKNOWN);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_result_from_a_runner_that_lost_its_lease_is_dropped() {
+    let redis = RedisServer::start().await;
+    let p = prefix();
+    let lease = Duration::from_millis(600);
+    let (returned_tx, returned) = std::sync::mpsc::channel::<()>();
+    let url = redis.url();
+    let (id_tx, id_rx) = std::sync::mpsc::channel::<String>();
+    let p_a = p.clone();
+    // Replica A stalls (its one runtime thread blocked well past the
+    // lease, as a paused process would), then its body returns a result.
+    let a = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let store = RedisTaskStore::connect(&url, RedisOptions::new().prefix(&p_a))
+                .await
+                .unwrap();
+            let returned_tx = Arc::new(Mutex::new(returned_tx));
+            let server = Server::builder("redis-tasks", "1")
+                .keys(KeyRing::parse(KEYS).unwrap())
+                .task_store(Arc::new(store))
+                .task_config(TaskConfig::default().lease(lease))
+                .tool(
+                    ToolDef::new("stall", "", move |ctx: Ctx| {
+                        let tx = returned_tx.lock().unwrap().clone();
+                        async move {
+                            ctx.into_task().await;
+                            std::thread::sleep(lease * 4);
+                            let _ = tx.send(());
+                            "late"
+                        }
+                    })
+                    .task(TaskSupport::Required),
+                )
+                .build()
+                .unwrap();
+            let c = TestClient::new(server)
+                .with_capabilities(ClientCapabilities::default().with_extension(TASKS_EXTENSION));
+            let r = c.call_tool("stall", json!({})).await.result().unwrap();
+            id_tx
+                .send(r["taskId"].as_str().unwrap().to_owned())
+                .unwrap();
+            // Keep A alive after the stall, so its runner tries to write.
+            tokio::time::sleep(lease * 8).await;
+        });
+    });
+    let id = tokio::task::spawn_blocking(move || id_rx.recv_timeout(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .unwrap();
+    let (_b, on_b) = replica(&redis, &p, lease).await;
+    let failed = until(&on_b, &id, &["failed", "completed", "cancelled"]).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    tokio::task::spawn_blocking(move || returned.recv_timeout(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .expect("the stalled body returned");
+    // A's runner had its chance to write "late"; the record keeps the
+    // outcome every replica already read.
+    for _ in 0..8 {
+        tokio::time::sleep(lease / 2).await;
+        let seen = get(&on_b, &id).await;
+        assert_eq!(seen["status"], "failed", "{seen}");
+        assert_eq!(seen["error"], failed["error"]);
+        assert!(seen.get("result").is_none_or(Value::is_null), "{seen}");
+    }
+    tokio::task::spawn_blocking(move || a.join().unwrap())
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn multi_instance_refuses_a_task_store_of_one_process() {
     let redis = RedisServer::start().await;

@@ -197,28 +197,43 @@ impl Tasks {
         let mut bumped = local.bump.subscribe();
         // Another replica's `tasks/cancel` wakes us through the store.
         let mut remote = self.store.changes();
-        let mut renewed = tokio::time::Instant::now();
+        // The body stops once its lease may have lapsed without a renewal:
+        // a sixth of the lease before the expiry last written, a margin for
+        // the write's latency and the replicas' clock skew (a reader marks
+        // the task `failed` on its own clock). From then on another replica
+        // may read the task `failed`, so its effects must stop too.
+        let margin = self.config.lease / 6;
+        let mut deadline = tokio::time::Instant::now() + self.config.lease - margin;
         let joined = loop {
             tokio::select! {
                 joined = &mut join => break joined,
-                _ = renew.tick() => match self.renew(task_id, token).await {
-                    Ok(true) => renewed = tokio::time::Instant::now(),
-                    Ok(false) => {
-                        tracing::warn!("task lost its lease; its body is stopped");
-                        join.abort();
-                        return;
+                () = tokio::time::sleep_until(deadline) => {
+                    tracing::warn!("task could not renew its lease in time; its body is stopped");
+                    join.abort();
+                    return;
+                }
+                _ = renew.tick() => {
+                    let started = tokio::time::Instant::now();
+                    // Bounded by the deadline: a store that hangs must not
+                    // hold the loop past it.
+                    match tokio::time::timeout_at(deadline, self.renew(task_id, token)).await {
+                        Ok(Ok(true)) => deadline = started + self.config.lease - margin,
+                        Ok(Ok(false)) => {
+                            tracing::warn!("task lost its lease; its body is stopped");
+                            join.abort();
+                            return;
+                        }
+                        // The store is unreachable: keep going while the
+                        // lease still holds (a blip must not kill every
+                        // task); the deadline above stops the body.
+                        Ok(Err(e)) => tracing::warn!(error = %e.message, "task lease renewal failed; retrying"),
+                        Err(_) => {
+                            tracing::warn!("task could not renew its lease in time; its body is stopped");
+                            join.abort();
+                            return;
+                        }
                     }
-                    // The store is unreachable: keep going while the lease
-                    // still holds (a blip must not kill every task); once
-                    // it may have lapsed, another replica may read the task
-                    // `failed`, so the body stops.
-                    Err(e) if renewed.elapsed() >= self.config.lease => {
-                        tracing::warn!(error = %e.message, "task could not renew its lease; its body is stopped");
-                        join.abort();
-                        return;
-                    }
-                    Err(e) => tracing::warn!(error = %e.message, "task lease renewal failed; retrying"),
-                },
+                }
                 _ = bumped.changed() => self.look(task_id, &cancel).await,
                 () = super::announced(&mut remote, task_id) => self.look(task_id, &cancel).await,
                 _ = recheck.tick() => self.look(task_id, &cancel).await,
