@@ -7,7 +7,7 @@
 //! | instrument | kind | attributes |
 //! |---|---|---|
 //! | `tern.rounds_per_call` | histogram | `method` |
-//! | `tern.refused_states` | counter | `reason` |
+//! | `tern.refused_states` | counter | `reason` (a fixed set: `seal:<OpenFailure>`, `payload`, `lifetime`, `answer`, `redeemed`, `vanished`) |
 //! | `tern.replay_outcomes` | counter | `outcome` (`first`, `done`, `in_flight`, `unknown`, `redeemed`) |
 //! | `tern.task_states` | counter | `status` (each terminal status reached) |
 

@@ -117,7 +117,7 @@ pub(crate) async fn run<T: Send + 'static>(
         Begin::First => {}
         _ if !policy.idempotent_retry => {
             // S11: single use is enforced server-side, in the shared store.
-            return Err(invalid_state("state already redeemed"));
+            return Err(invalid_state("redeemed", "state already redeemed"));
         }
         Begin::Done(outcome) => {
             tracing::debug!("duplicate served the stored outcome");
@@ -237,7 +237,7 @@ async fn duplicate(
             Some(Begin::Unknown) => return Err(outcome_unknown()),
             Some(Begin::InFlight) => {}
             // Forgotten (expired) while we waited: the state is past use.
-            Some(Begin::First) | None => return Err(invalid_state("record vanished")),
+            Some(Begin::First) | None => return Err(invalid_state("vanished", "record vanished")),
         }
         let recheck = tokio::time::sleep(engine.limits.recheck.min(Duration::from_secs(60)));
         tokio::select! {

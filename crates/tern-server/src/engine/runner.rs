@@ -53,10 +53,13 @@ pub(crate) const INVALID_STATE: &str = "Invalid or expired requestState";
 /// is asked under its key, and is then bound to it.
 pub(crate) const UNBOUND: &str = "*";
 
-pub(crate) fn invalid_state(reason: impl std::fmt::Display) -> ErrorObject {
-    let reason = reason.to_string();
-    tracing::info!(%reason, "requestState refused");
-    crate::metrics::refused_state(&reason);
+/// The uniform refusal, the detail logged and `class` counted: the
+/// counter's label is one of a fixed set (`seal:…` for the seal's own
+/// reasons, `payload`, `lifetime`, `answer`, `redeemed`, `vanished`), never
+/// text the client chose, so its cardinality stays bounded.
+pub(crate) fn invalid_state(class: &str, detail: impl std::fmt::Display) -> ErrorObject {
+    tracing::info!(reason = %detail, class, "requestState refused");
+    crate::metrics::refused_state(class);
     ErrorObject::invalid_params(INVALID_STATE)
 }
 
@@ -412,17 +415,20 @@ impl Engine {
             target: &origin.target,
             arguments: origin.arguments.as_deref(),
         };
-        let opened = self
-            .sealer()
-            .open(token, &expect, now)
-            .map_err(|e| invalid_state(format_args!("{:?}", e.reason())))?;
+        let opened = self.sealer().open(token, &expect, now).map_err(|e| {
+            let reason = format!("{:?}", e.reason());
+            invalid_state(&format!("seal:{reason}"), reason)
+        })?;
         let payload = Payload::decode(&opened.payload, opened.state_id, opened.issued_at)
-            .map_err(invalid_state)?;
+            .map_err(|e| invalid_state("payload", e))?;
         if now
             .duration_since(payload.started_at)
             .is_ok_and(|age| age > self.limits.max_lifetime)
         {
-            return Err(invalid_state("the call outlived its maximum lifetime"));
+            return Err(invalid_state(
+                "lifetime",
+                "the call outlived its maximum lifetime",
+            ));
         }
         let Payload {
             call_id,
@@ -437,12 +443,14 @@ impl Engine {
             };
             let kind = InputKind::from(pending.kind);
             self.check_answer_len(raw)?;
-            let response = InputResponse::decode_as(kind, raw)
-                .map_err(|e| invalid_state(format_args!("inputResponses[{key:?}]: {e}")))?;
+            let response = InputResponse::decode_as(kind, raw).map_err(|e| {
+                invalid_state("answer", format_args!("inputResponses[{key:?}]: {e}"))
+            })?;
             // Keep the typed answer, not the raw one: members the answer's
             // kind does not have are not carried into the sealed state.
-            let value = serde_json::to_value(&response)
-                .map_err(|e| invalid_state(format_args!("inputResponses[{key:?}]: {e}")))?;
+            let value = serde_json::to_value(&response).map_err(|e| {
+                invalid_state("answer", format_args!("inputResponses[{key:?}]: {e}"))
+            })?;
             answers.insert(
                 key.clone(),
                 StoredAnswer {

@@ -271,6 +271,7 @@ impl Tasks {
             else {
                 return Ok(None);
             };
+            let was_terminal = record.status.is_terminal();
             let lapsed = lapse(&mut record, now);
             let out = change(&mut record, now);
             if out.is_none() && !lapsed {
@@ -286,6 +287,11 @@ impl Tasks {
                 if !self.announced {
                     // Nobody listening is not an error.
                     let _ = self.changed.send(task_id.to_owned());
+                }
+                // Counted once the write is in: a lost compare-and-swap or
+                // two replicas racing to fail a lapsed task count once.
+                if !was_terminal && record.status.is_terminal() {
+                    crate::metrics::task_state(status_label(record.status));
                 }
                 return Ok(Some((record, out)));
             }
@@ -356,6 +362,17 @@ pub(crate) fn lapse(record: &mut TaskRecord, now: u64) -> bool {
     true
 }
 
+/// `status` as the `tern.task_states` counter labels it.
+fn status_label(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+        TaskStatus::Working => "working",
+        TaskStatus::InputRequired => "input_required",
+    }
+}
+
 /// Moves `record` to a terminal status.
 pub(crate) fn end(
     record: &mut TaskRecord,
@@ -365,13 +382,6 @@ pub(crate) fn end(
     error: Option<ErrorObject>,
     retention: Option<Duration>,
 ) {
-    crate::metrics::task_state(match status {
-        TaskStatus::Completed => "completed",
-        TaskStatus::Failed => "failed",
-        TaskStatus::Cancelled => "cancelled",
-        TaskStatus::Working => "working",
-        TaskStatus::InputRequired => "input_required",
-    });
     record.status = status;
     record.status_message = Some(match (status, &error) {
         (TaskStatus::Failed, Some(e)) => e.message.clone(),

@@ -98,37 +98,7 @@ async fn spans_and_counters_reach_an_otlp_receiver_with_the_replica_named() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(up, "the demo serves");
-    let args = json!({"name": "orders"});
-    let first = call(
-        &base,
-        "o",
-        "tools/call",
-        json!({"name": "provision_database", "arguments": args}),
-        Duration::from_secs(10),
-    )
-    .await;
-    let state = first.result()["requestState"].clone();
-    let done = call(
-        &base,
-        "o",
-        "tools/call",
-        json!({"name": "provision_database", "arguments": args, "requestState": state,
-            "inputResponses": {"region": {"action": "accept", "content": {"region": "eu-west-1"}}}}),
-        Duration::from_secs(10),
-    )
-    .await;
-    assert!(matches!(done, Reply::Result(_)), "{done:?}");
-    // A state that does not open: a refused state counted by reason.
-    let refused = call(
-        &base,
-        "o",
-        "tools/call",
-        json!({"name": "provision_database", "arguments": args, "requestState": "garbage",
-            "inputResponses": {}}),
-        Duration::from_secs(10),
-    )
-    .await;
-    assert!(matches!(refused, Reply::Error(..)), "{refused:?}");
+    guarded_leg_and_task(&base).await;
     // SIGINT: the demo stops, and leaving flushes both exporters.
     let status = tokio::process::Command::new("kill")
         .args(["-INT", &child.id().unwrap().to_string()])
@@ -173,7 +143,105 @@ async fn spans_and_counters_reach_an_otlp_receiver_with_the_replica_named() {
         "refused states counted"
     );
     assert!(
+        metrics.iter().any(|b| contains(b, "tern.replay_outcomes")),
+        "replay outcomes counted"
+    );
+    assert!(
+        metrics
+            .iter()
+            .any(|b| contains(b, "tern.task_states") && contains(b, "completed")),
+        "task states counted"
+    );
+    assert!(
         metrics.iter().any(|b| contains(b, "replica-otel-7")),
         "counters carry the replica"
     );
+}
+
+/// A two-leg call (rounds counted), a refused state, a guarded final leg
+/// (a replay outcome counted) and a task run to its end (a task state
+/// counted; at most 200 polls).
+async fn guarded_leg_and_task(base: &str) {
+    let args = json!({"name": "orders"});
+    let first = call(
+        base,
+        "o",
+        "tools/call",
+        json!({"name": "provision_database", "arguments": args}),
+        Duration::from_secs(10),
+    )
+    .await;
+    let state = first.result()["requestState"].clone();
+    let done = call(
+        base,
+        "o",
+        "tools/call",
+        json!({"name": "provision_database", "arguments": args, "requestState": state,
+            "inputResponses": {"region": {"action": "accept", "content": {"region": "eu-west-1"}}}}),
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(matches!(done, Reply::Result(_)), "{done:?}");
+    // A state that does not open: a refused state counted by reason.
+    let refused = call(
+        base,
+        "o",
+        "tools/call",
+        json!({"name": "provision_database", "arguments": args, "requestState": "garbage",
+            "inputResponses": {}}),
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(matches!(refused, Reply::Error(..)), "{refused:?}");
+    // A guarded final leg: a replay outcome counted.
+    let args = json!({"to": "olga", "amount": 5});
+    let first = call(
+        base,
+        "t",
+        "tools/call",
+        json!({"name": "transfer_funds", "arguments": args}),
+        Duration::from_secs(10),
+    )
+    .await;
+    let state = first.result()["requestState"].clone();
+    let paid = call(
+        base,
+        "t",
+        "tools/call",
+        json!({"name": "transfer_funds", "arguments": args, "requestState": state,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(matches!(paid, Reply::Result(_)), "{paid:?}");
+    // A task run to its end: a task state counted (at most 200 polls).
+    let created = call(
+        base,
+        "n",
+        "tools/call",
+        json!({"name": "nightly_report", "arguments": {}}),
+        Duration::from_secs(10),
+    )
+    .await;
+    let task_id = created.result()["taskId"].as_str().unwrap().to_owned();
+    let mut status = String::new();
+    for _ in 0..200 {
+        let got = call(
+            base,
+            "n",
+            "tasks/get",
+            json!({"taskId": task_id}),
+            Duration::from_secs(10),
+        )
+        .await;
+        status = got.result()["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if status == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, "completed");
 }
