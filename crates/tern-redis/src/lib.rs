@@ -50,9 +50,11 @@ pub use bus::RedisChangeBus;
 pub use replay::{ConnectError, RedisOptions, RedisReplayStore};
 pub use task::RedisTaskStore;
 
-/// Installs rustls's ring provider once, for `rediss://` connections.
+/// Installs rustls's ring provider once, for `rediss://` connections. The
+/// stores call it themselves; call it before opening a `redis::Client` of
+/// your own on a `rediss://` URL.
 #[cfg(feature = "tls")]
-pub(crate) fn install_crypto_provider() {
+pub fn install_crypto_provider() {
     // Another part of the process may have installed one already: fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

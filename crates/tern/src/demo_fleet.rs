@@ -52,6 +52,7 @@ impl Ledger {
     /// # Errors
     /// Redis cannot be reached (or the URL is malformed).
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, String> {
+        tern_redis::install_crypto_provider();
         let client = redis::Client::open(url).map_err(|e| format!("--redis {url}: {e}"))?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_response_timeout(Some(Duration::from_secs(2)))

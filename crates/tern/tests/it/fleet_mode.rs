@@ -11,7 +11,7 @@ use crate::fleet::{RedisServer, Replica, Reply, Scratch, call, generate_keys, ge
 const TIMEOUT: Duration = Duration::from_secs(20);
 
 #[tokio::test]
-async fn fleet_mode_refuses_an_in_process_task_store_and_a_missing_key_file() {
+async fn fleet_mode_refuses_an_in_process_task_store_a_missing_key_file_and_an_unreachable_redis() {
     let with_tasks = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern"))
         .args([
             "serve",
@@ -41,7 +41,7 @@ async fn fleet_mode_refuses_an_in_process_task_store_and_a_missing_key_file() {
         .unwrap();
     assert_eq!(without_keys.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&without_keys.stderr).contains("--keys"));
-    let no_redis = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+    let bad_keys = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern"))
         .args([
             "serve",
             "demo",
@@ -55,10 +55,30 @@ async fn fleet_mode_refuses_an_in_process_task_store_and_a_missing_key_file() {
         .await
         .unwrap();
     assert_eq!(
-        no_redis.status.code(),
+        bad_keys.status.code(),
         Some(2),
         "a key file that does not parse"
     );
+    // Nothing listens on port 1: the replica says so and stops, at once
+    // (its connection timeout), rather than serving without its stores.
+    let dir = Scratch::new("no-redis");
+    let keys = dir.0.join("keys");
+    generate_keys(&keys).await;
+    let no_redis = tokio::time::timeout(
+        TIMEOUT,
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+            .args(["serve", "demo", "--http", "127.0.0.1:0"])
+            .args(["--redis", "redis://127.0.0.1:1", "--keys"])
+            .arg(&keys)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("an unreachable Redis is reported, not waited for")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&no_redis.stderr);
+    assert_eq!(no_redis.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("127.0.0.1:1"), "{stderr}");
 }
 
 async fn first_leg(base: &str) -> (Value, String) {
