@@ -23,8 +23,11 @@
 //!   resource_metadata="…"`. A tool's 403 has a JSON-RPC error body
 //!   (`-32600`, the request's id, `data.requiredScopes`) so a client without
 //!   OAuth still reads why; the resource's own scopes are checked before the
-//!   body is read, so that 403 has no body. Per-tool scopes apply to the 2026-07-28 wire; a 2025 session
-//!   is held to the resource's scopes.
+//!   body is read, so that 403 has no body. Per-tool scopes apply on both
+//!   wires: a 2025-11-25 session's `tools/call` is checked before the
+//!   session sees it (one request per POST, so no SSE stream is open yet)
+//!   and answered with the same 403, challenge and JSON-RPC body; the
+//!   session lives on.
 //! - **The principal** is `"{iss} {sub}"` (the issuer has no space, being a
 //!   URL): the sealed state's principal binding (S10a) and task ownership
 //!   use it, so two users of one issuer, or one subject of two issuers,

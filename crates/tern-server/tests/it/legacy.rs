@@ -1367,3 +1367,94 @@ async fn without_a_ping_interval_the_server_sends_no_ping() {
     let quiet = tokio::time::timeout(Duration::from_millis(300), s.recv()).await;
     assert!(quiet.is_err(), "unexpected message: {quiet:?}");
 }
+
+/// A verifier of two fixed tokens: `basic` (scope `mcp:basic`) and `write`
+/// (`mcp:basic mcp:write`); the transport's scope checks are under test.
+struct TwoTokens;
+
+impl tern_server::auth::TokenVerifier for TwoTokens {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> tern_server::replay::BoxFuture<
+        'a,
+        Result<tern_server::auth::AccessToken, tern_server::auth::VerifyError>,
+    > {
+        Box::pin(async move {
+            let scopes = match token {
+                "basic" => vec!["mcp:basic".to_owned()],
+                "write" => vec!["mcp:basic".to_owned(), "mcp:write".to_owned()],
+                _ => return Err(tern_server::auth::VerifyError::Invalid("unknown".into())),
+            };
+            Ok(tern_server::auth::AccessToken::new(
+                "https://as.example",
+                "alice",
+                scopes,
+            ))
+        })
+    }
+}
+
+/// A legacy session is held to per-tool scopes as the stateless wire is: a
+/// `tools/call` of a tool whose scopes the token lacks is answered 403
+/// `insufficient_scope` before the session sees it (the same challenge and
+/// JSON-RPC body as on the 2026-07-28 wire); other requests still pass.
+#[tokio::test]
+async fn a_legacy_session_is_held_to_per_tool_scopes() {
+    let counters = Arc::new(Counters::default());
+    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let resource = tern_server::auth::ResourceServer::new(
+        "http://127.0.0.1/mcp",
+        "https://as.example",
+        TwoTokens,
+    )
+    .required_scopes(&["mcp:basic"])
+    .tool_scopes("no_args", &["mcp:write"]);
+    let http = endpoint(server, |h| h.oauth(resource)).await;
+    for (token, allowed) in [("Bearer basic", false), ("Bearer write", true)] {
+        let init = http
+            .post(
+                &[("authorization", token)],
+                &initialize("2025-11-25", json!({})),
+            )
+            .await;
+        assert_eq!(init.status, 200, "{token}: {}", init.body);
+        let s = Session {
+            http: &http,
+            id: init.headers["mcp-session-id"].to_str().unwrap().to_owned(),
+            token: Some(token.to_owned()),
+        };
+        let ack = s
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(ack.status, 202, "{token}");
+        let list = s
+            .post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+            .await;
+        assert_eq!(list.status, 200, "{token}: the resource's scopes suffice");
+        let called = s.post(&call(2, "no_args", json!({}))).await;
+        if allowed {
+            assert_eq!(called.status, 200, "{token}: {}", called.body);
+            assert!(called.body.contains("\"result\""), "{}", called.body);
+            continue;
+        }
+        assert_eq!(called.status, 403, "{token}: {}", called.body);
+        let challenge = called.headers["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge
+                .starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp:basic mcp:write\""),
+            "{challenge}"
+        );
+        let body = called.json();
+        assert_eq!(body["id"], 2);
+        assert_eq!(
+            body["error"]["data"]["requiredScopes"],
+            json!(["mcp:basic", "mcp:write"])
+        );
+        // The session lives on: a later request of the same token is served.
+        let again = s
+            .post(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
+            .await;
+        assert_eq!(again.status, 200, "{}", again.body);
+    }
+}
