@@ -164,7 +164,30 @@ impl TestAs {
             }),
             "opaque-other-audience" => json!({
                 "active": true, "sub": "alice", "iss": self.issuer,
-                "aud": "https://other.example/mcp", "scope": "mcp:basic",
+                "aud": "https://other.example/mcp", "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            // RFC 7662 §2.2 makes every member but `active` optional; the
+            // resource server requires `aud` and `exp` all the same.
+            "opaque-no-aud" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            "opaque-no-exp" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "aud": self.audience(), "scope": "mcp:basic",
+            }),
+            "opaque-other-issuer" => json!({
+                "active": true, "sub": "alice", "iss": "https://evil.example",
+                "aud": self.audience(), "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            "opaque-no-issuer" => json!({
+                "active": true, "sub": "alice",
+                "aud": [self.audience(), "https://other.example/mcp"],
+                "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            "opaque-active-as-string" => json!({
+                "active": "true", "sub": "alice", "iss": self.issuer,
+                "aud": self.audience(), "scope": "mcp:basic", "exp": now() + 300,
             }),
             "opaque-expired" => json!({
                 "active": true, "sub": "alice", "iss": self.issuer,
@@ -768,7 +791,19 @@ async fn introspection_serves_behind_the_same_checks() {
     let w = world_with(3600, true).await;
     let (status, _) = w.raw(Some("Bearer opaque-alice".into())).await;
     assert_eq!(status, StatusCode::OK);
-    for token in ["opaque-unknown", "opaque-other-audience", "opaque-expired"] {
+    // No `iss` is the configured issuer's; `aud` may be a list holding the resource.
+    let (status, _) = w.raw(Some("Bearer opaque-no-issuer".into())).await;
+    assert_eq!(status, StatusCode::OK);
+    let refused = [
+        "opaque-unknown",
+        "opaque-other-audience",
+        "opaque-expired",
+        "opaque-no-aud",
+        "opaque-no-exp",
+        "opaque-other-issuer",
+        "opaque-active-as-string",
+    ];
+    for token in refused {
         let (status, challenge) = w.raw(Some(format!("Bearer {token}"))).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{token}");
         assert!(
@@ -780,7 +815,7 @@ async fn introspection_serves_behind_the_same_checks() {
     let before = w.auth.log.lock().unwrap().introspections;
     assert_eq!(w.raw(None).await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(w.auth.log.lock().unwrap().introspections, before);
-    assert_eq!(before, 4);
+    assert_eq!(before as usize, 2 + refused.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -112,9 +112,16 @@ pub trait TokenVerifier: Send + Sync + 'static {
 }
 
 /// Token introspection (RFC 7662) at `endpoint`, the resource server
-/// authenticating with `client_id` / `client_secret` (HTTP Basic). An
-/// active token must name the issuer (when the response has `iss`) and
-/// carry the audience (when it has `aud`).
+/// authenticating with `client_id` / `client_secret` (HTTP Basic).
+///
+/// RFC 7662 §2.2 makes every member of the response but `active` optional;
+/// this resource server is stricter, as its JWT checks are: a token is
+/// accepted only when the response has `active: true` (the boolean),
+/// `aud` equal to the audience or a list holding it (RFC 8707: a token
+/// for another resource, or for no stated one, is not ours), an `exp` in
+/// the future (no token lives for ever), and a `sub`; `iss`, when present,
+/// must equal the issuer (absent, the token is taken to be the
+/// configured issuer's, the endpoint being that issuer's).
 pub struct Introspection {
     endpoint: String,
     issuer: String,
@@ -184,15 +191,23 @@ impl Introspection {
         if body["active"] != Value::Bool(true) {
             return Err(VerifyError::Invalid("the token is not active".into()));
         }
-        if let Some(iss) = body["iss"].as_str()
-            && iss != self.issuer
-        {
-            return Err(VerifyError::Invalid(format!("the token's issuer is {iss}")));
+        match &body["iss"] {
+            Value::Null => {}
+            Value::String(iss) if *iss == self.issuer => {}
+            other => {
+                return Err(VerifyError::Invalid(format!(
+                    "the token's issuer is {other}"
+                )));
+            }
         }
         let aud_ok = match &body["aud"] {
             Value::String(a) => *a == self.audience,
             Value::Array(a) => a.iter().any(|a| a.as_str() == Some(self.audience.as_str())),
-            Value::Null => true,
+            Value::Null => {
+                return Err(VerifyError::Invalid(
+                    "the introspection response has no aud".into(),
+                ));
+            }
             _ => false,
         };
         if !aud_ok {
@@ -200,11 +215,16 @@ impl Introspection {
                 "the token is for another audience".into(),
             ));
         }
+        let Some(exp) = body["exp"].as_u64() else {
+            return Err(VerifyError::Invalid(
+                "the introspection response has no exp".into(),
+            ));
+        };
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
-        if body["exp"].as_u64().is_some_and(|exp| exp <= now) {
+        if exp <= now {
             return Err(VerifyError::Invalid("the token expired".into()));
         }
         let Some(subject) = body["sub"].as_str() else {
@@ -223,7 +243,7 @@ impl Introspection {
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
                 .collect(),
-            expires_at: body["exp"].as_u64(),
+            expires_at: Some(exp),
         })
     }
 }
