@@ -127,8 +127,11 @@ impl TestAs {
 
     fn token_response(&self, audience: &str, scope: &str, log: &mut AsLog) -> Response<Body> {
         log.next += 1;
+        // A `jti` of its own: two tokens of one second differ.
+        let mut claims = self.claims(audience, scope);
+        claims["jti"] = json!(log.next);
         let body = json!({
-            "access_token": self.key.sign(&self.claims(audience, scope)),
+            "access_token": self.key.sign(&claims),
             "token_type": "Bearer",
             "expires_in": self.expires_in,
             "refresh_token": format!("refresh-{}", log.next),
@@ -874,4 +877,98 @@ async fn an_unreachable_issuer_is_not_asked_again_at_once() {
         "{second}"
     );
     assert_eq!(verifier.jwks_fetches().await, fetches);
+}
+
+/// A store two OAuth clients share, as two `tern` processes share the token
+/// file: a real lock (held across tasks), and a count of lock requests.
+#[derive(Debug, Default)]
+struct SharedStore {
+    grants: tern_client::auth::MemoryTokenStore,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    lock_requests: std::sync::atomic::AtomicUsize,
+}
+
+impl tern_client::auth::TokenStore for SharedStore {
+    fn get(&self, key: &tern_client::auth::TokenKey) -> Option<tern_client::auth::Grant> {
+        self.grants.get(key)
+    }
+    fn find(&self, endpoint: &str) -> Option<tern_client::auth::Grant> {
+        self.grants.find(endpoint)
+    }
+    fn put(&self, grant: tern_client::auth::Grant) {
+        self.grants.put(grant);
+    }
+    fn remove(&self, key: &tern_client::auth::TokenKey) {
+        self.grants.remove(key);
+    }
+    fn lock<'a>(
+        &'a self,
+        _key: &'a tern_client::auth::TokenKey,
+    ) -> tern_client::transport::BoxFuture<'a, Option<Box<dyn Send>>> {
+        self.lock_requests
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move {
+            let guard = Arc::clone(&self.lock).lock_owned().await;
+            Some(Box::new(guard) as Box<dyn Send>)
+        })
+    }
+}
+
+/// On a 401 the client takes the refresh lock before touching the grant,
+/// then reads it again: another process that rotated it meanwhile is
+/// followed (its token used), its spent refresh token is not sent again,
+/// and nothing was removed while the lock was waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_waits_for_the_lock_then_uses_the_grant_another_process_stored() {
+    use tern_client::auth::TokenStore as _;
+    let w = world(3600).await;
+    let store = Arc::new(SharedStore::default());
+    let shared: Arc<dyn tern_client::auth::TokenStore> = Arc::clone(&store) as _;
+    let a = w.oauth().with_shared_store(Arc::clone(&shared));
+    let b = w.oauth().with_shared_store(shared);
+    let first = bounded(a.authorize()).await.unwrap();
+    // b, another process, finds a's grant for the endpoint.
+    assert_eq!(
+        bounded(b.access_token()).await.unwrap().as_deref(),
+        Some(first.access_token.as_str())
+    );
+    // a is refreshing: it holds the lock while b's request is refused.
+    let held = Arc::clone(&store.lock).lock_owned().await;
+    let b2 = b.clone();
+    let sent = first.access_token.clone();
+    let refused = tokio::spawn(async move { b2.challenged(Some(&sent), 401, None).await });
+    for _ in 0..500 {
+        if store
+            .lock_requests
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        store
+            .lock_requests
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0,
+        "b asks for the lock"
+    );
+    assert!(
+        store.get(&first.key).is_some(),
+        "b removed the grant before it held the lock"
+    );
+    // a stores its new grant, then lets go.
+    let second = bounded(a.authorize()).await.unwrap();
+    assert_eq!(second.key, first.key);
+    assert_ne!(second.access_token, first.access_token);
+    drop(held);
+    bounded(refused).await.unwrap().unwrap();
+    assert_eq!(
+        bounded(b.access_token()).await.unwrap().as_deref(),
+        Some(second.access_token.as_str())
+    );
+    let log = w.auth.log.lock().unwrap();
+    assert_eq!(log.refreshes, 0, "b sent no refresh token");
+    assert_eq!(log.authorizations.len(), 2, "b ran no flow of its own");
 }
