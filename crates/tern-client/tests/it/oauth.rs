@@ -437,31 +437,7 @@ impl World {
     /// A raw POST of `tools/list` with `authorization`: status and
     /// `WWW-Authenticate`.
     async fn raw(&self, authorization: Option<String>) -> (StatusCode, String) {
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build::<_, Full<Bytes>>(
-                    hyper_rustls::HttpsConnectorBuilder::new()
-                        .with_tls_config(
-                            rustls::ClientConfig::builder_with_provider(Arc::new(
-                                rustls::crypto::ring::default_provider(),
-                            ))
-                            .with_safe_default_protocol_versions()
-                            .unwrap()
-                            .with_root_certificates({
-                                let mut roots = rustls::RootCertStore::empty();
-                                let pem = std::fs::read(&self.ca.ca_file).unwrap();
-                                use rustls::pki_types::pem::PemObject as _;
-                                for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-                                    roots.add(c.unwrap()).unwrap();
-                                }
-                                roots
-                            })
-                            .with_no_client_auth(),
-                        )
-                        .https_only()
-                        .enable_http1()
-                        .build(),
-                );
+        let client = self.https_client();
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {}}}});
@@ -488,6 +464,64 @@ impl World {
             .map(|v| v.to_str().unwrap().to_owned())
             .unwrap_or_default();
         (response.status(), challenge)
+    }
+
+    /// A GET of `url`: status, `Content-Type` and the body as JSON.
+    async fn get_json(&self, url: &str) -> (StatusCode, String, Value) {
+        let response = bounded(
+            self.https_client()
+                .request(Request::get(url).body(Full::new(Bytes::new())).unwrap()),
+        )
+        .await
+        .unwrap();
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let bytes = bounded(response.into_body().collect())
+            .await
+            .unwrap()
+            .to_bytes();
+        (
+            status,
+            content_type,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// A bare HTTPS client trusting the test CA.
+    fn https_client(
+        &self,
+    ) -> hyper_util::client::legacy::Client<
+        hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+        Full<Bytes>,
+    > {
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build::<_, Full<Bytes>>(
+                hyper_rustls::HttpsConnectorBuilder::new()
+                    .with_tls_config(
+                        rustls::ClientConfig::builder_with_provider(Arc::new(
+                            rustls::crypto::ring::default_provider(),
+                        ))
+                        .with_safe_default_protocol_versions()
+                        .unwrap()
+                        .with_root_certificates({
+                            let mut roots = rustls::RootCertStore::empty();
+                            let pem = std::fs::read(&self.ca.ca_file).unwrap();
+                            use rustls::pki_types::pem::PemObject as _;
+                            for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+                                roots.add(c.unwrap()).unwrap();
+                            }
+                            roots
+                        })
+                        .with_no_client_auth(),
+                    )
+                    .https_only()
+                    .enable_http1()
+                    .build(),
+            )
     }
 
     fn token(&self, claims: &Value) -> String {
@@ -861,22 +895,58 @@ fn the_endpoint_check_normalises_as_urls_do() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_issuer_is_not_asked_again_at_once() {
-    // An issuer on a loopback port nothing listens on.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let issuer = format!("http://127.0.0.1:{}", closed.local_addr().unwrap().port());
-    drop(closed);
+    // An issuer that accepts connections and drops them at once, counting
+    // them: a fetch fails, and a second one within the interval is not tried.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&connections);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
     let w = world(3600).await;
     let verifier = JwtVerifier::new(&issuer, &w.url);
     let token = w.token(&w.auth.claims(&w.url, "mcp:basic"));
     use tern_server::auth::TokenVerifier as _;
-    assert!(verifier.verify(&token).await.is_err());
-    let fetches = verifier.jwks_fetches().await;
-    let second = verifier.verify(&token).await.unwrap_err();
+    assert!(bounded(verifier.verify(&token)).await.is_err());
+    let asked = connections.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(asked > 0, "the issuer was asked once");
+    let second = bounded(verifier.verify(&token)).await.unwrap_err();
     assert!(
         second.to_string().contains("not trying again yet"),
         "{second}"
     );
-    assert_eq!(verifier.jwks_fetches().await, fetches);
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        asked,
+        "not asked again within the interval"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metadata_is_served_at_the_root_location_too() {
+    let w = world(3600).await;
+    let origin = w.url.trim_end_matches("/mcp");
+    let path_based = format!("{origin}/.well-known/oauth-protected-resource/mcp");
+    let root = format!("{origin}/.well-known/oauth-protected-resource");
+    for url in [&path_based, &root] {
+        let (status, content_type, doc) = w.get_json(url).await;
+        assert_eq!(status, StatusCode::OK, "{url}");
+        assert_eq!(content_type, "application/json", "{url}");
+        // RFC 9728 §3.3: `resource` is the MCP endpoint's URL.
+        assert_eq!(doc["resource"], w.url, "{url}: {doc}");
+        assert_eq!(
+            doc["authorization_servers"],
+            json!([w.auth.issuer]),
+            "{url}"
+        );
+        assert_eq!(doc["scopes_supported"], json!(["mcp:basic", "mcp:write"]));
+    }
+    // Served without a token, and the issuer was not asked.
+    assert_eq!(w.verifier.jwks_fetches().await, 0);
 }
 
 /// A store two OAuth clients share, as two `tern` processes share the token
