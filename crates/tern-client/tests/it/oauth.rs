@@ -97,6 +97,10 @@ struct TestAs {
     /// The resource (set once the MCP endpoint's port is known).
     resource: Mutex<String>,
     log: Mutex<AsLog>,
+    /// While set, a JWKS request waits for a permit of it (a slow issuer).
+    stall: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
+    /// JWKS requests received, stalled or not.
+    jwks_requests: std::sync::atomic::AtomicUsize,
 }
 
 fn query(uri: &http::Uri) -> HashMap<String, String> {
@@ -210,6 +214,15 @@ impl TestAs {
         let bytes = body.collect().await.unwrap().to_bytes();
         let form: HashMap<String, String> =
             url::form_urlencoded::parse(&bytes).into_owned().collect();
+        if parts.uri.path() == "/jwks" {
+            self.jwks_requests
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let stall = self.stall.lock().unwrap().clone();
+            if let Some(gate) = stall {
+                let _ =
+                    tokio::time::timeout(std::time::Duration::from_secs(60), gate.acquire()).await;
+            }
+        }
         let mut log = self.log.lock().unwrap();
         match parts.uri.path() {
             "/.well-known/oauth-authorization-server" => json_response(
@@ -346,6 +359,8 @@ async fn world_with(expires_in: u64, introspect: bool) -> World {
         expires_in,
         resource: Mutex::default(),
         log: Mutex::default(),
+        stall: Mutex::default(),
+        jwks_requests: std::sync::atomic::AtomicUsize::new(0),
     });
     let a = Arc::clone(&auth);
     let app = axum::Router::new().fallback(move |r: Request<Body>| Arc::clone(&a).handle(r));
@@ -593,7 +608,7 @@ async fn a_missing_token_is_a_401_naming_the_metadata_without_asking_the_issuer(
         format!("Bearer resource_metadata=\"{prm}\", scope=\"mcp:basic\"")
     );
     assert_eq!(w.auth.log.lock().unwrap().jwks_fetches, 0);
-    assert_eq!(w.verifier.jwks_fetches().await, 0);
+    assert_eq!(w.verifier.jwks_fetches(), 0);
     // The PRM itself, at the path-based location.
     let client = Client::builder().build(
         HttpTransport::new(&w.url)
@@ -682,9 +697,9 @@ async fn bad_tokens_are_refused_with_invalid_token() {
     // Unknown kids were fetched for at a bounded rate: the first fetch,
     // one refetch, no more for the second unknown kid.
     assert!(
-        w.verifier.jwks_fetches().await <= 2,
+        w.verifier.jwks_fetches() <= 2,
         "{}",
-        w.verifier.jwks_fetches().await
+        w.verifier.jwks_fetches()
     );
     let (status, _) = w.raw(Some("Basic abc".into())).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
@@ -698,7 +713,7 @@ async fn a_rotated_key_is_fetched_once_its_kid_shows_up() {
         w.raw(Some(format!("Bearer {}", w.token(&good)))).await.0,
         StatusCode::OK
     );
-    let fetched = w.verifier.jwks_fetches().await;
+    let fetched = w.verifier.jwks_fetches();
     let rotated = Key::new("k2");
     w.auth.published.lock().unwrap().push(rotated.jwk());
     assert_eq!(
@@ -707,7 +722,62 @@ async fn a_rotated_key_is_fetched_once_its_kid_shows_up() {
             .0,
         StatusCode::OK
     );
-    assert_eq!(w.verifier.jwks_fetches().await, fetched + 1);
+    assert_eq!(w.verifier.jwks_fetches(), fetched + 1);
+}
+
+/// A JWKS fetch in flight (an unknown kid, the issuer slow to answer) holds
+/// up no check of a token whose key is cached, and is the only one: a
+/// second check needing it waits for it and uses what it brought.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_key_fetch_holds_up_only_the_checks_that_need_it() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use tern_server::auth::TokenVerifier as _;
+    let w = world(3600).await;
+    let good = w.auth.claims(&w.url, "mcp:basic");
+    let (status, _) = w.raw(Some(format!("Bearer {}", w.token(&good)))).await;
+    assert_eq!(status, StatusCode::OK, "the keys are cached");
+    let before = w.auth.jwks_requests.load(SeqCst);
+
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    *w.auth.stall.lock().unwrap() = Some(Arc::clone(&gate));
+    let rotated = Key::new("k2");
+    w.auth.published.lock().unwrap().push(rotated.jwk());
+    let new_kid = rotated.sign(&good);
+    let checks: Vec<_> = (0..2)
+        .map(|_| {
+            let v = Arc::clone(&w.verifier);
+            let t = new_kid.clone();
+            tokio::spawn(async move { v.verify(&t).await })
+        })
+        .collect();
+    for _ in 0..500 {
+        if w.auth.jwks_requests.load(SeqCst) > before {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        w.auth.jwks_requests.load(SeqCst),
+        before + 1,
+        "the refetch is in flight"
+    );
+    // A token of the cached key is checked meanwhile.
+    let (status, _) = w.raw(Some(format!("Bearer {}", w.token(&good)))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        checks.iter().all(|c| !c.is_finished()),
+        "the checks needing the fetch still wait for it"
+    );
+    gate.add_permits(16);
+    for c in checks {
+        let token = bounded(c).await.unwrap().expect("the rotated key is found");
+        assert_eq!(token.subject, "alice");
+    }
+    assert_eq!(
+        w.auth.jwks_requests.load(SeqCst),
+        before + 1,
+        "one fetch for both checks"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -946,7 +1016,7 @@ async fn the_metadata_is_served_at_the_root_location_too() {
         assert_eq!(doc["scopes_supported"], json!(["mcp:basic", "mcp:write"]));
     }
     // Served without a token, and the issuer was not asked.
-    assert_eq!(w.verifier.jwks_fetches().await, 0);
+    assert_eq!(w.verifier.jwks_fetches(), 0);
 }
 
 /// A store two OAuth clients share, as two `tern` processes share the token
