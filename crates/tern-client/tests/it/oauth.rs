@@ -772,6 +772,10 @@ async fn a_slow_key_fetch_holds_up_only_the_checks_that_need_it() {
     for c in checks {
         let token = bounded(c).await.unwrap().expect("the rotated key is found");
         assert_eq!(token.subject, "alice");
+        // The verified claims are kept (for `token_in_context`), the raw token not.
+        assert_eq!(token.claims["scope"], "mcp:basic");
+        assert_eq!(token.client_id.as_deref(), Some("c1"));
+        assert_eq!(token.raw(), None);
     }
     assert_eq!(
         w.auth.jwks_requests.load(SeqCst),

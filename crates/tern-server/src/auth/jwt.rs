@@ -352,17 +352,19 @@ impl JwtVerifier {
                 .collect(),
             _ => Vec::new(),
         };
-        Ok(AccessToken {
-            issuer: self.issuer.clone(),
-            subject: claims["sub"].as_str().unwrap_or_default().to_owned(),
-            client_id: claims
-                .get("client_id")
-                .or_else(|| claims.get("azp"))
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+        let mut token = AccessToken::new(
+            self.issuer.clone(),
+            claims["sub"].as_str().unwrap_or_default(),
             scopes,
-            expires_at: claims.get("exp").and_then(Value::as_u64),
-        })
+        );
+        token.client_id = claims
+            .get("client_id")
+            .or_else(|| claims.get("azp"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        token.expires_at = claims.get("exp").and_then(Value::as_u64);
+        token.claims = claims;
+        Ok(token)
     }
 }
 

@@ -823,6 +823,14 @@ fn check_param_headers(
 }
 
 impl Http {
+    /// What handlers get of the request's token ([`crate::auth::ResourceServer::token_in_context`]).
+    fn token_for_context(
+        &self,
+        token: Option<&crate::auth::AccessToken>,
+    ) -> Option<Arc<crate::auth::AccessToken>> {
+        self.oauth.as_ref()?.for_context(token?)
+    }
+
     /// A legacy session's `tools/call` of a tool whose scopes `token` lacks:
     /// the same 403 `insufficient_scope` as the stateless wire gives (the
     /// challenge and a JSON-RPC error body, RFC 6750 §3.1). A request whose
@@ -1027,6 +1035,7 @@ impl Http {
             Some(sessions) => {
                 let mut call = CallContext::new(principal.clone());
                 call.peer.clone_from(&peer);
+                call.access_token = self.token_for_context(token.as_ref());
                 let gate = |request: &RpcRequest| self.legacy_scope_gate(token.as_ref(), request);
                 match sessions
                     .route(&self.server, headers, call, message, self.keep_alive, &gate)
@@ -1103,6 +1112,7 @@ impl Http {
         let mut call = CallContext::new(principal).with_cancel(cancel);
         call.notifier = notifier;
         call.peer = peer;
+        call.access_token = self.token_for_context(token.as_ref());
         let handling: BoxFuture<'static, Reply> =
             Box::pin(async move { server.handle_decoded(decoded, call).await });
         let Some(mut notifications) = notifications else {

@@ -18,7 +18,7 @@ use tern_server::transport::stdio::{StdioOptions, serve};
 use tern_server::{Answer, Args, Ctx, Elicit, Principal, PromptDef, Server, ToolDef, ToolError};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
-use crate::fixture::{Counters, Name, TestClock, Who, builder};
+use crate::fixture::{Counters, Name, TestClock, TwoTokens, Who, builder};
 
 /// What the scripted client answers to one server-to-client request: the
 /// `result` / `error` members, or `None` to leave it unanswered.
@@ -1368,33 +1368,6 @@ async fn without_a_ping_interval_the_server_sends_no_ping() {
     assert!(quiet.is_err(), "unexpected message: {quiet:?}");
 }
 
-/// A verifier of two fixed tokens: `basic` (scope `mcp:basic`) and `write`
-/// (`mcp:basic mcp:write`); the transport's scope checks are under test.
-struct TwoTokens;
-
-impl tern_server::auth::TokenVerifier for TwoTokens {
-    fn verify<'a>(
-        &'a self,
-        token: &'a str,
-    ) -> tern_server::replay::BoxFuture<
-        'a,
-        Result<tern_server::auth::AccessToken, tern_server::auth::VerifyError>,
-    > {
-        Box::pin(async move {
-            let scopes = match token {
-                "basic" => vec!["mcp:basic".to_owned()],
-                "write" => vec!["mcp:basic".to_owned(), "mcp:write".to_owned()],
-                _ => return Err(tern_server::auth::VerifyError::Invalid("unknown".into())),
-            };
-            Ok(tern_server::auth::AccessToken::new(
-                "https://as.example",
-                "alice",
-                scopes,
-            ))
-        })
-    }
-}
-
 /// A legacy session is held to per-tool scopes as the stateless wire is: a
 /// `tools/call` of a tool whose scopes the token lacks is answered 403
 /// `insufficient_scope` before the session sees it (the same challenge and
@@ -1457,4 +1430,45 @@ async fn a_legacy_session_is_held_to_per_tool_scopes() {
             .await;
         assert_eq!(again.status, 200, "{}", again.body);
     }
+}
+
+/// A 2025-11-25 session's handlers see the token as the stateless ones do
+/// (under `token_in_context`), the raw token left out.
+#[tokio::test]
+async fn a_legacy_session_handler_sees_the_token_when_asked() {
+    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+        .tool(ToolDef::new(
+            "whoami",
+            "The caller's token",
+            crate::fixture::whoami,
+        ))
+        .build()
+        .unwrap();
+    let resource = tern_server::auth::ResourceServer::new(
+        "http://127.0.0.1/mcp",
+        "https://as.example",
+        TwoTokens,
+    )
+    .token_in_context();
+    let http = endpoint(server, |h| h.oauth(resource)).await;
+    let token = "Bearer basic";
+    let init = http
+        .post(
+            &[("authorization", token)],
+            &initialize("2025-11-25", json!({})),
+        )
+        .await;
+    let s = Session {
+        http: &http,
+        id: init.headers["mcp-session-id"].to_str().unwrap().to_owned(),
+        token: Some(token.to_owned()),
+    };
+    s.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    let called = s.post(&call(1, "whoami", json!({}))).await;
+    assert_eq!(called.status, 200, "{}", called.body);
+    assert_eq!(
+        called.json()["result"]["content"][0]["text"],
+        "https://as.example alice [mcp:basic] tenant=acme raw=-"
+    );
 }
