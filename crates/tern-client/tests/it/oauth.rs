@@ -80,6 +80,11 @@ struct AsLog {
     refreshes: u32,
     jwks_fetches: u32,
     introspections: u32,
+    /// The `client_id` of each authorization request.
+    authorize_clients: Vec<String>,
+    /// How each authorization-code token request named its client:
+    /// `basic:ID:SECRET` or `form:ID`.
+    token_clients: Vec<String>,
     /// code → (`code_challenge`, scope, resource)
     codes: HashMap<String, (String, String, String)>,
     next: u32,
@@ -238,6 +243,7 @@ impl TestAs {
                     "token_endpoint_auth_methods_supported": ["none"],
                     "scopes_supported": ["mcp:basic", "mcp:write", "offline_access"],
                     "authorization_response_iss_parameter_supported": true,
+                    "client_id_metadata_document_supported": true,
                 }),
             ),
             "/jwks" => {
@@ -259,6 +265,7 @@ impl TestAs {
                 assert_eq!(q["code_challenge_method"], "S256");
                 let scope = q.get("scope").cloned().unwrap_or_default();
                 log.authorizations.push(scope.clone());
+                log.authorize_clients.push(q["client_id"].clone());
                 log.next += 1;
                 let code = format!("code-{}", log.next);
                 log.codes.insert(
@@ -293,6 +300,20 @@ impl TestAs {
                         );
                     }
                     log.token_resources.push(resource.clone());
+                    let basic = parts
+                        .headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.strip_prefix("Basic "))
+                        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+                    let client = match basic {
+                        Some(b) => format!("basic:{}", String::from_utf8_lossy(&b)),
+                        None => format!(
+                            "form:{}",
+                            form.get("client_id").cloned().unwrap_or_default()
+                        ),
+                    };
+                    log.token_clients.push(client);
                     self.token_response(&resource, &scope, &mut log)
                 }
                 "client_credentials" => {
@@ -413,11 +434,15 @@ impl World {
     }
 
     fn oauth(&self) -> OAuth {
+        self.oauth_with(OAuthConfig::new("tern-test"))
+    }
+
+    fn oauth_with(&self, config: OAuthConfig) -> OAuth {
         let browser = FollowRedirect::new(REDIRECT)
             .unwrap()
             .with_tls(&self.tls())
             .unwrap();
-        OAuth::new(&self.url, OAuthConfig::new("tern-test"), browser)
+        OAuth::new(&self.url, config, browser)
             .unwrap()
             .with_tls(&self.tls())
             .unwrap()
@@ -1115,4 +1140,59 @@ async fn a_401_waits_for_the_lock_then_uses_the_grant_another_process_stored() {
     let log = w.auth.log.lock().unwrap();
     assert_eq!(log.refreshes, 0, "b sent no refresh token");
     assert_eq!(log.authorizations.len(), 2, "b ran no flow of its own");
+}
+
+/// Registration in the spec's order, each branch through the code flow:
+/// a pre-registered client of this issuer first (its secret sent as HTTP
+/// Basic), else the Client ID Metadata Document's URL as the client id
+/// when the server supports CIMD (a public client), else dynamic
+/// registration; a client pre-registered for another issuer is not used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_goes_pre_registered_then_cimd_then_dynamic() {
+    use tern_client::auth::PreRegistered;
+    const CIMD: &str = "https://client.example/tern-client.json";
+    let w = world(3600).await;
+    let issuer = w.auth.issuer.clone();
+    let pre = |for_issuer: &str| {
+        PreRegistered::new(
+            Some(for_issuer.to_owned()),
+            "pre-1",
+            Some("pre secret".into()),
+        )
+    };
+    let mut both = OAuthConfig::new("t").pre_registered(pre(&issuer));
+    both.client_metadata_url = Some(CIMD.to_owned());
+    let mut cimd_only = OAuthConfig::new("t").pre_registered(pre("https://other.example"));
+    cimd_only.client_metadata_url = Some(CIMD.to_owned());
+    let dynamic = OAuthConfig::new("t").pre_registered(pre("https://other.example"));
+    let cases = [
+        // RFC 6749 §2.3.1: id and secret are form-encoded inside Basic.
+        (both, "pre-1", "basic:pre-1:pre+secret", 0),
+        (
+            cimd_only,
+            CIMD,
+            "form:https://client.example/tern-client.json",
+            0,
+        ),
+        (dynamic, "c1", "form:c1", 1),
+    ];
+    for (config, client_id, token_client, registrations) in cases {
+        let before = {
+            let mut log = w.auth.log.lock().unwrap();
+            log.authorize_clients.clear();
+            log.token_clients.clear();
+            log.registrations
+        };
+        let oauth = w.oauth_with(config);
+        let client = w.client(&oauth);
+        bounded(client.list_tools()).await.unwrap();
+        {
+            let log = w.auth.log.lock().unwrap();
+            assert_eq!(log.authorize_clients, [client_id], "{client_id}");
+            assert_eq!(log.token_clients, [token_client], "{client_id}");
+            assert_eq!(log.registrations - before, registrations, "{client_id}");
+        }
+        let grant = oauth.grant().await.unwrap();
+        assert_eq!(grant.key.client_id, client_id);
+    }
 }
