@@ -27,6 +27,10 @@ pub struct CallContext {
     /// address, say): anonymous callers' replay records are bounded per
     /// peer. `None` counts all such callers as one.
     pub peer: Option<Arc<str>>,
+    /// The request's verified access token, when the resource server shows
+    /// it to handlers ([`crate::auth::ResourceServer::token_in_context`]):
+    /// read with [`crate::Ctx::access_token`].
+    pub access_token: Option<Arc<crate::auth::AccessToken>>,
 }
 
 impl CallContext {

@@ -164,6 +164,7 @@ struct Inner {
     memo_limit: usize,
     meta: RequestMeta,
     principal: Principal,
+    access_token: Option<Arc<crate::auth::AccessToken>>,
     server: Implementation,
     notifier: Option<Notifier>,
     cancel: CancellationToken,
@@ -209,6 +210,7 @@ pub(crate) struct CtxParts {
     pub(crate) memo_limit: usize,
     pub(crate) meta: RequestMeta,
     pub(crate) principal: Principal,
+    pub(crate) access_token: Option<Arc<crate::auth::AccessToken>>,
     pub(crate) server: Implementation,
     pub(crate) notifier: Option<Notifier>,
     pub(crate) cancel: CancellationToken,
@@ -237,6 +239,7 @@ impl Ctx {
                 memo_limit: parts.memo_limit,
                 meta: parts.meta,
                 principal: parts.principal,
+                access_token: parts.access_token,
                 server: parts.server,
                 notifier: parts.notifier,
                 cancel: parts.cancel,
@@ -277,6 +280,15 @@ impl Ctx {
     /// The authenticated caller.
     pub fn principal(&self) -> &Principal {
         &self.inner.principal
+    }
+
+    /// The request's verified access token (issuer, subject, scopes,
+    /// claims), when the server is protected by OAuth and its resource
+    /// server shows tokens to handlers
+    /// ([`crate::auth::ResourceServer::token_in_context`]); `None`
+    /// otherwise. Each round of a call sees its own request's token.
+    pub fn access_token(&self) -> Option<&crate::auth::AccessToken> {
+        self.inner.access_token.as_deref()
     }
 
     /// The capabilities this request declared (never inferred from earlier

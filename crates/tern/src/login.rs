@@ -60,40 +60,89 @@ pub fn folder() -> Option<PathBuf> {
 #[derive(Debug)]
 pub struct FileLock(PathBuf);
 
+/// Between two tries of a held lock: 20 ms.
+const LOCK_POLL: Duration = Duration::from_millis(20);
+
 impl FileLock {
-    /// Takes the lock file `path`, waiting at most [`LOCK_WAIT`].
-    pub fn acquire(path: &Path) -> std::io::Result<Self> {
-        let started = std::time::Instant::now();
-        loop {
-            match std::fs::OpenOptions::new()
+    /// One try: the lock, or `None` while another holds it. A stale lock is
+    /// removed and taken again at once; one that cannot be removed (not
+    /// ours to remove, or not a file) counts as held, so the caller waits
+    /// and gives up at its deadline.
+    fn try_take(path: &Path) -> std::io::Result<Option<Self>> {
+        let create = || {
+            std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(path)
-            {
-                Ok(mut f) => {
-                    let _ = writeln!(f, "{}", std::process::id());
-                    return Ok(Self(path.to_owned()));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let stale = std::fs::metadata(path)
-                        .and_then(|m| m.modified())
-                        .ok()
-                        .and_then(|t| SystemTime::now().duration_since(t).ok())
-                        .is_some_and(|age| age > STALE_LOCK);
-                    if stale {
-                        let _ = std::fs::remove_file(path);
-                        continue;
-                    }
-                    if started.elapsed() > LOCK_WAIT {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            format!("{} is held by another tern", path.display()),
-                        ));
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => return Err(e),
+        };
+        let mut result = create();
+        if matches!(&result, Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists) {
+            let stale = std::fs::metadata(path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| SystemTime::now().duration_since(t).ok())
+                .is_some_and(|age| age > STALE_LOCK);
+            if stale && std::fs::remove_file(path).is_ok() {
+                result = create();
             }
+        }
+        match result {
+            Ok(mut f) => {
+                let _ = writeln!(f, "{}", std::process::id());
+                Ok(Some(Self(path.to_owned())))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn timed_out(path: &Path) -> std::io::Error {
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("{} is held by another tern", path.display()),
+        )
+    }
+
+    /// Takes the lock file `path`, waiting at most [`LOCK_WAIT`], from
+    /// synchronous code. On a multi-threaded tokio runtime the wait is
+    /// `block_in_place`, so the runtime's other tasks go on.
+    pub fn acquire(path: &Path) -> std::io::Result<Self> {
+        let wait = || Self::acquire_within(path, LOCK_WAIT);
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        }
+    }
+
+    /// Takes the lock file `path`, waiting at most `wait` (every try checks
+    /// the deadline, then sleeps).
+    pub fn acquire_within(path: &Path, wait: Duration) -> std::io::Result<Self> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            if let Some(lock) = Self::try_take(path)? {
+                return Ok(lock);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(Self::timed_out(path));
+            }
+            std::thread::sleep(LOCK_POLL);
+        }
+    }
+
+    /// [`Self::acquire_within`] for async code: the waits are
+    /// `tokio::time::sleep`, the runtime is never blocked.
+    pub async fn acquire_async(path: &Path, wait: Duration) -> std::io::Result<Self> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(lock) = Self::try_take(path)? {
+                return Ok(lock);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Self::timed_out(path));
+            }
+            tokio::time::sleep(LOCK_POLL).await;
         }
     }
 }
@@ -220,15 +269,18 @@ impl TokenStore for FileTokenStore {
         }
     }
 
-    fn lock(&self, _key: &TokenKey) -> Option<Box<dyn Send>> {
-        self.make_dir().ok()?;
-        match FileLock::acquire(&self.dir.join("tokens.refresh.lock")) {
-            Ok(lock) => Some(Box::new(lock)),
-            Err(e) => {
-                tracing::warn!("refreshing without the lock: {e}");
-                None
+    fn lock<'a>(&'a self, _key: &'a TokenKey) -> BoxFuture<'a, Option<Box<dyn Send>>> {
+        Box::pin(async move {
+            self.make_dir().ok()?;
+            let path = self.dir.join("tokens.refresh.lock");
+            match FileLock::acquire_async(&path, LOCK_WAIT).await {
+                Ok(lock) => Some(Box::new(lock) as Box<dyn Send>),
+                Err(e) => {
+                    tracing::warn!("refreshing without the lock: {e}");
+                    None
+                }
             }
-        }
+        })
     }
 }
 
@@ -407,24 +459,73 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    #[test]
-    fn the_refresh_lock_holds_a_second_holder_off_until_released() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_refresh_lock_holds_a_second_holder_off_until_released() {
         let dir = scratch("lock");
         let store = Arc::new(FileTokenStore::new(&dir));
         let key = grant("https://a.example/mcp", "t").key;
-        let first = store.lock(&key).expect("the lock");
-        let (tx, rx) = std::sync::mpsc::channel();
+        let first = store.lock(&key).await.expect("the lock");
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
         let s = Arc::clone(&store);
         let k = key.clone();
-        let waiter = std::thread::spawn(move || {
-            let second = s.lock(&k);
-            tx.send(second.is_some()).unwrap();
+        let waiter = tokio::spawn(async move {
+            let second = s.lock(&k).await;
+            let _ = tx.send(second.is_some());
         });
-        // The second holder is still waiting while the first holds it.
+        // The second holder is still waiting while the first holds it (it
+        // has had several polls' time).
+        tokio::time::sleep(LOCK_POLL * 5).await;
         assert!(rx.try_recv().is_err());
         drop(first);
-        assert!(rx.recv().unwrap(), "taken once released");
-        waiter.join().unwrap();
+        let taken = tokio::time::timeout(LOCK_WAIT, rx).await.unwrap().unwrap();
+        assert!(taken, "taken once released");
+        waiter.await.unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A stale lock that cannot be removed (here a folder, which
+    /// `remove_file` refuses even to root) is waited on like a held one
+    /// and given up at the deadline: no endless retry.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stale_lock_that_cannot_be_removed_times_out() {
+        let dir = scratch("stuck");
+        let path = dir.join("x.lock");
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::File::open(&path)
+            .unwrap()
+            .set_modified(SystemTime::now() - STALE_LOCK - Duration::from_secs(1))
+            .unwrap();
+        let wait = Duration::from_millis(200);
+        // Synchronous: on a thread of its own, so a spin cannot hang the test.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(FileLock::acquire_within(&p, wait).map(drop));
+        });
+        let e = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("acquire_within returned")
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        // Async: the same, and the runtime stays free meanwhile.
+        let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let t = Arc::clone(&ticks);
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                t.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        let e = tokio::time::timeout(
+            Duration::from_secs(10),
+            FileLock::acquire_async(&path, wait),
+        )
+        .await
+        .expect("acquire_async returned")
+        .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        ticker.abort();
+        assert!(ticks.load(std::sync::atomic::Ordering::Relaxed) > 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

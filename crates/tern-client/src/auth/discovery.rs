@@ -174,7 +174,14 @@ pub(crate) async fn authorization_server(
     let issuer_url = secure_url(issuer, "authorization server")?;
     let mut tried = Vec::new();
     for url in server_metadata_urls(&issuer_url) {
-        let reply = net::get(http, &url).await?;
+        // An unreachable location is one more tried, as for the PRM.
+        let reply = match net::get(http, &url).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                tried.push(format!("{url} ({e})"));
+                continue;
+            }
+        };
         if !reply.status.is_success() {
             tried.push(format!("{url} ({})", reply.status));
             continue;
@@ -290,6 +297,56 @@ mod tests {
         assert!(!resource_matches("https://h.example/api/mcp", &mcp));
         assert!(!resource_matches("https://h.example:8443/api/mcp#x", &mcp));
         assert!(!resource_matches("not a url", &mcp));
+    }
+
+    /// A loopback plain-HTTP authorization server: the RFC 8414 location
+    /// drops the connection unanswered, the `OpenID` one answers.
+    async fn flaky_issuer() -> String {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let doc = serde_json::json!({
+            "issuer": issuer,
+            "authorization_endpoint": format!("{issuer}/authorize"),
+            "token_endpoint": format!("{issuer}/token"),
+        })
+        .to_string();
+        tokio::spawn(async move {
+            for _ in 0..16 {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut buf = vec![0; 4096];
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                if head.starts_with("GET /.well-known/openid-configuration ") {
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{doc}",
+                        doc.len()
+                    );
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                }
+                // Any other location: closed unanswered.
+            }
+        });
+        issuer
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_metadata_location_is_one_more_tried() {
+        let issuer = flaky_issuer().await;
+        let http =
+            crate::transport::tls::client(&crate::transport::tls::TlsOptions::new()).unwrap();
+        let meta = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            authorization_server(&http, &issuer),
+        )
+        .await
+        .expect("bounded")
+        .unwrap();
+        assert_eq!(meta.issuer, issuer);
+        assert_eq!(meta.token_endpoint.as_str(), format!("{issuer}/token"));
     }
 
     #[test]

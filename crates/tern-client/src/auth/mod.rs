@@ -345,7 +345,7 @@ impl OAuth {
         if grant.expired() && grant.refresh_token.is_some() {
             // Another process may be refreshing the same grant: wait for it,
             // then use what it stored if that is fresh.
-            let _guard = self.0.store.lock(&grant.key);
+            let _guard = self.0.store.lock(&grant.key).await;
             if let Some(stored) = self.0.store.get(&grant.key)
                 && !stored.expired()
             {
@@ -438,19 +438,37 @@ impl OAuth {
             return Ok(());
         }
         if let Some(grant) = current {
-            self.0.store.remove(&grant.key);
-            if grant.refresh_token.is_some() {
-                // Refresh only if the resource still trusts the same server.
-                let prm =
-                    discovery::protected_resource(&self.0.http, &self.0.mcp, challenge).await?;
-                let _guard = self.0.store.lock(&grant.key);
-                if prm.authorization_servers.first() == Some(&grant.key.issuer)
-                    && let Ok(fresh) = flow::refresh(&self.0.http, &grant).await
-                {
-                    self.adopt(&mut state, fresh);
+            // The lock first, then the grant read again: another process
+            // may have refreshed it (spending the refresh token we hold) or
+            // replaced it while we waited.
+            let guard = self.0.store.lock(&grant.key).await;
+            match self.0.store.get(&grant.key) {
+                Some(stored) if stored.access_token != grant.access_token && !stored.expired() => {
+                    // Newer than the token refused: retry with it.
+                    self.adopt(&mut state, stored);
                     return Ok(());
                 }
+                Some(stored) => {
+                    if stored.refresh_token.is_some() {
+                        // Refresh only if the resource still trusts the same server.
+                        let prm =
+                            discovery::protected_resource(&self.0.http, &self.0.mcp, challenge)
+                                .await?;
+                        if prm.authorization_servers.first() == Some(&stored.key.issuer)
+                            && let Ok(fresh) = flow::refresh(&self.0.http, &stored).await
+                        {
+                            self.adopt(&mut state, fresh);
+                            return Ok(());
+                        }
+                    }
+                    self.0.store.remove(&grant.key);
+                }
+                // Removed meanwhile (a logout, or a refresh that failed):
+                // the full flow below.
+                None => {}
             }
+            // Not held through the full flow: it can wait on a browser.
+            drop(guard);
         }
         let scopes = challenge.and_then(|c| c.scope.clone());
         self.full_flow(&mut state, challenge, scopes).await?;

@@ -8,6 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::transport::BoxFuture;
+
 /// Whose tokens: the protected resource (the PRM's `resource`, verbatim),
 /// the authorization server's issuer and the client id it knows us by. A
 /// token is only ever sent to the resource it is keyed by.
@@ -109,9 +111,11 @@ pub trait TokenStore: Send + Sync + std::fmt::Debug + 'static {
     /// Holds other processes off `key`'s grant while it is refreshed (a
     /// rotated refresh token must not be used twice): the guard, dropped
     /// when the refresh is stored. `None` (the default): one process only.
-    fn lock(&self, key: &TokenKey) -> Option<Box<dyn Send>> {
+    /// Waiting for the lock must not block the async runtime (sleep with
+    /// `tokio::time`, or wait in `spawn_blocking`) and must be bounded.
+    fn lock<'a>(&'a self, key: &'a TokenKey) -> BoxFuture<'a, Option<Box<dyn Send>>> {
         let _ = key;
-        None
+        Box::pin(async { None })
     }
 }
 

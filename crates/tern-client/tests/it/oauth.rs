@@ -80,6 +80,11 @@ struct AsLog {
     refreshes: u32,
     jwks_fetches: u32,
     introspections: u32,
+    /// The `client_id` of each authorization request.
+    authorize_clients: Vec<String>,
+    /// How each authorization-code token request named its client:
+    /// `basic:ID:SECRET` or `form:ID`.
+    token_clients: Vec<String>,
     /// code → (`code_challenge`, scope, resource)
     codes: HashMap<String, (String, String, String)>,
     next: u32,
@@ -97,6 +102,10 @@ struct TestAs {
     /// The resource (set once the MCP endpoint's port is known).
     resource: Mutex<String>,
     log: Mutex<AsLog>,
+    /// While set, a JWKS request waits for a permit of it (a slow issuer).
+    stall: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
+    /// JWKS requests received, stalled or not.
+    jwks_requests: std::sync::atomic::AtomicUsize,
 }
 
 fn query(uri: &http::Uri) -> HashMap<String, String> {
@@ -127,8 +136,11 @@ impl TestAs {
 
     fn token_response(&self, audience: &str, scope: &str, log: &mut AsLog) -> Response<Body> {
         log.next += 1;
+        // A `jti` of its own: two tokens of one second differ.
+        let mut claims = self.claims(audience, scope);
+        claims["jti"] = json!(log.next);
         let body = json!({
-            "access_token": self.key.sign(&self.claims(audience, scope)),
+            "access_token": self.key.sign(&claims),
             "token_type": "Bearer",
             "expires_in": self.expires_in,
             "refresh_token": format!("refresh-{}", log.next),
@@ -164,7 +176,30 @@ impl TestAs {
             }),
             "opaque-other-audience" => json!({
                 "active": true, "sub": "alice", "iss": self.issuer,
-                "aud": "https://other.example/mcp", "scope": "mcp:basic",
+                "aud": "https://other.example/mcp", "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            // RFC 7662 §2.2 makes every member but `active` optional; the
+            // resource server requires `aud` and `exp` all the same.
+            "opaque-no-aud" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            "opaque-no-exp" => json!({
+                "active": true, "sub": "alice", "iss": self.issuer,
+                "aud": self.audience(), "scope": "mcp:basic",
+            }),
+            "opaque-other-issuer" => json!({
+                "active": true, "sub": "alice", "iss": "https://evil.example",
+                "aud": self.audience(), "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            "opaque-no-issuer" => json!({
+                "active": true, "sub": "alice",
+                "aud": [self.audience(), "https://other.example/mcp"],
+                "scope": "mcp:basic", "exp": now() + 300,
+            }),
+            "opaque-active-as-string" => json!({
+                "active": "true", "sub": "alice", "iss": self.issuer,
+                "aud": self.audience(), "scope": "mcp:basic", "exp": now() + 300,
             }),
             "opaque-expired" => json!({
                 "active": true, "sub": "alice", "iss": self.issuer,
@@ -184,6 +219,15 @@ impl TestAs {
         let bytes = body.collect().await.unwrap().to_bytes();
         let form: HashMap<String, String> =
             url::form_urlencoded::parse(&bytes).into_owned().collect();
+        if parts.uri.path() == "/jwks" {
+            self.jwks_requests
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let stall = self.stall.lock().unwrap().clone();
+            if let Some(gate) = stall {
+                let _ =
+                    tokio::time::timeout(std::time::Duration::from_secs(60), gate.acquire()).await;
+            }
+        }
         let mut log = self.log.lock().unwrap();
         match parts.uri.path() {
             "/.well-known/oauth-authorization-server" => json_response(
@@ -199,6 +243,7 @@ impl TestAs {
                     "token_endpoint_auth_methods_supported": ["none"],
                     "scopes_supported": ["mcp:basic", "mcp:write", "offline_access"],
                     "authorization_response_iss_parameter_supported": true,
+                    "client_id_metadata_document_supported": true,
                 }),
             ),
             "/jwks" => {
@@ -220,6 +265,7 @@ impl TestAs {
                 assert_eq!(q["code_challenge_method"], "S256");
                 let scope = q.get("scope").cloned().unwrap_or_default();
                 log.authorizations.push(scope.clone());
+                log.authorize_clients.push(q["client_id"].clone());
                 log.next += 1;
                 let code = format!("code-{}", log.next);
                 log.codes.insert(
@@ -254,6 +300,20 @@ impl TestAs {
                         );
                     }
                     log.token_resources.push(resource.clone());
+                    let basic = parts
+                        .headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.strip_prefix("Basic "))
+                        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+                    let client = match basic {
+                        Some(b) => format!("basic:{}", String::from_utf8_lossy(&b)),
+                        None => format!(
+                            "form:{}",
+                            form.get("client_id").cloned().unwrap_or_default()
+                        ),
+                    };
+                    log.token_clients.push(client);
                     self.token_response(&resource, &scope, &mut log)
                 }
                 "client_credentials" => {
@@ -320,6 +380,8 @@ async fn world_with(expires_in: u64, introspect: bool) -> World {
         expires_in,
         resource: Mutex::default(),
         log: Mutex::default(),
+        stall: Mutex::default(),
+        jwks_requests: std::sync::atomic::AtomicUsize::new(0),
     });
     let a = Arc::clone(&auth);
     let app = axum::Router::new().fallback(move |r: Request<Body>| Arc::clone(&a).handle(r));
@@ -372,11 +434,15 @@ impl World {
     }
 
     fn oauth(&self) -> OAuth {
+        self.oauth_with(OAuthConfig::new("tern-test"))
+    }
+
+    fn oauth_with(&self, config: OAuthConfig) -> OAuth {
         let browser = FollowRedirect::new(REDIRECT)
             .unwrap()
             .with_tls(&self.tls())
             .unwrap();
-        OAuth::new(&self.url, OAuthConfig::new("tern-test"), browser)
+        OAuth::new(&self.url, config, browser)
             .unwrap()
             .with_tls(&self.tls())
             .unwrap()
@@ -411,31 +477,7 @@ impl World {
     /// A raw POST of `tools/list` with `authorization`: status and
     /// `WWW-Authenticate`.
     async fn raw(&self, authorization: Option<String>) -> (StatusCode, String) {
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build::<_, Full<Bytes>>(
-                    hyper_rustls::HttpsConnectorBuilder::new()
-                        .with_tls_config(
-                            rustls::ClientConfig::builder_with_provider(Arc::new(
-                                rustls::crypto::ring::default_provider(),
-                            ))
-                            .with_safe_default_protocol_versions()
-                            .unwrap()
-                            .with_root_certificates({
-                                let mut roots = rustls::RootCertStore::empty();
-                                let pem = std::fs::read(&self.ca.ca_file).unwrap();
-                                use rustls::pki_types::pem::PemObject as _;
-                                for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-                                    roots.add(c.unwrap()).unwrap();
-                                }
-                                roots
-                            })
-                            .with_no_client_auth(),
-                        )
-                        .https_only()
-                        .enable_http1()
-                        .build(),
-                );
+        let client = self.https_client();
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {}}}});
@@ -462,6 +504,64 @@ impl World {
             .map(|v| v.to_str().unwrap().to_owned())
             .unwrap_or_default();
         (response.status(), challenge)
+    }
+
+    /// A GET of `url`: status, `Content-Type` and the body as JSON.
+    async fn get_json(&self, url: &str) -> (StatusCode, String, Value) {
+        let response = bounded(
+            self.https_client()
+                .request(Request::get(url).body(Full::new(Bytes::new())).unwrap()),
+        )
+        .await
+        .unwrap();
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let bytes = bounded(response.into_body().collect())
+            .await
+            .unwrap()
+            .to_bytes();
+        (
+            status,
+            content_type,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// A bare HTTPS client trusting the test CA.
+    fn https_client(
+        &self,
+    ) -> hyper_util::client::legacy::Client<
+        hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+        Full<Bytes>,
+    > {
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build::<_, Full<Bytes>>(
+                hyper_rustls::HttpsConnectorBuilder::new()
+                    .with_tls_config(
+                        rustls::ClientConfig::builder_with_provider(Arc::new(
+                            rustls::crypto::ring::default_provider(),
+                        ))
+                        .with_safe_default_protocol_versions()
+                        .unwrap()
+                        .with_root_certificates({
+                            let mut roots = rustls::RootCertStore::empty();
+                            let pem = std::fs::read(&self.ca.ca_file).unwrap();
+                            use rustls::pki_types::pem::PemObject as _;
+                            for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+                                roots.add(c.unwrap()).unwrap();
+                            }
+                            roots
+                        })
+                        .with_no_client_auth(),
+                    )
+                    .https_only()
+                    .enable_http1()
+                    .build(),
+            )
     }
 
     fn token(&self, claims: &Value) -> String {
@@ -533,7 +633,7 @@ async fn a_missing_token_is_a_401_naming_the_metadata_without_asking_the_issuer(
         format!("Bearer resource_metadata=\"{prm}\", scope=\"mcp:basic\"")
     );
     assert_eq!(w.auth.log.lock().unwrap().jwks_fetches, 0);
-    assert_eq!(w.verifier.jwks_fetches().await, 0);
+    assert_eq!(w.verifier.jwks_fetches(), 0);
     // The PRM itself, at the path-based location.
     let client = Client::builder().build(
         HttpTransport::new(&w.url)
@@ -622,9 +722,9 @@ async fn bad_tokens_are_refused_with_invalid_token() {
     // Unknown kids were fetched for at a bounded rate: the first fetch,
     // one refetch, no more for the second unknown kid.
     assert!(
-        w.verifier.jwks_fetches().await <= 2,
+        w.verifier.jwks_fetches() <= 2,
         "{}",
-        w.verifier.jwks_fetches().await
+        w.verifier.jwks_fetches()
     );
     let (status, _) = w.raw(Some("Basic abc".into())).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
@@ -638,7 +738,7 @@ async fn a_rotated_key_is_fetched_once_its_kid_shows_up() {
         w.raw(Some(format!("Bearer {}", w.token(&good)))).await.0,
         StatusCode::OK
     );
-    let fetched = w.verifier.jwks_fetches().await;
+    let fetched = w.verifier.jwks_fetches();
     let rotated = Key::new("k2");
     w.auth.published.lock().unwrap().push(rotated.jwk());
     assert_eq!(
@@ -647,7 +747,66 @@ async fn a_rotated_key_is_fetched_once_its_kid_shows_up() {
             .0,
         StatusCode::OK
     );
-    assert_eq!(w.verifier.jwks_fetches().await, fetched + 1);
+    assert_eq!(w.verifier.jwks_fetches(), fetched + 1);
+}
+
+/// A JWKS fetch in flight (an unknown kid, the issuer slow to answer) holds
+/// up no check of a token whose key is cached, and is the only one: a
+/// second check needing it waits for it and uses what it brought.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_key_fetch_holds_up_only_the_checks_that_need_it() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use tern_server::auth::TokenVerifier as _;
+    let w = world(3600).await;
+    let good = w.auth.claims(&w.url, "mcp:basic");
+    let (status, _) = w.raw(Some(format!("Bearer {}", w.token(&good)))).await;
+    assert_eq!(status, StatusCode::OK, "the keys are cached");
+    let before = w.auth.jwks_requests.load(SeqCst);
+
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    *w.auth.stall.lock().unwrap() = Some(Arc::clone(&gate));
+    let rotated = Key::new("k2");
+    w.auth.published.lock().unwrap().push(rotated.jwk());
+    let new_kid = rotated.sign(&good);
+    let checks: Vec<_> = (0..2)
+        .map(|_| {
+            let v = Arc::clone(&w.verifier);
+            let t = new_kid.clone();
+            tokio::spawn(async move { v.verify(&t).await })
+        })
+        .collect();
+    for _ in 0..500 {
+        if w.auth.jwks_requests.load(SeqCst) > before {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        w.auth.jwks_requests.load(SeqCst),
+        before + 1,
+        "the refetch is in flight"
+    );
+    // A token of the cached key is checked meanwhile.
+    let (status, _) = w.raw(Some(format!("Bearer {}", w.token(&good)))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        checks.iter().all(|c| !c.is_finished()),
+        "the checks needing the fetch still wait for it"
+    );
+    gate.add_permits(16);
+    for c in checks {
+        let token = bounded(c).await.unwrap().expect("the rotated key is found");
+        assert_eq!(token.subject, "alice");
+        // The verified claims are kept (for `token_in_context`), the raw token not.
+        assert_eq!(token.claims["scope"], "mcp:basic");
+        assert_eq!(token.client_id.as_deref(), Some("c1"));
+        assert_eq!(token.raw(), None);
+    }
+    assert_eq!(
+        w.auth.jwks_requests.load(SeqCst),
+        before + 1,
+        "one fetch for both checks"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -768,7 +927,19 @@ async fn introspection_serves_behind_the_same_checks() {
     let w = world_with(3600, true).await;
     let (status, _) = w.raw(Some("Bearer opaque-alice".into())).await;
     assert_eq!(status, StatusCode::OK);
-    for token in ["opaque-unknown", "opaque-other-audience", "opaque-expired"] {
+    // No `iss` is the configured issuer's; `aud` may be a list holding the resource.
+    let (status, _) = w.raw(Some("Bearer opaque-no-issuer".into())).await;
+    assert_eq!(status, StatusCode::OK);
+    let refused = [
+        "opaque-unknown",
+        "opaque-other-audience",
+        "opaque-expired",
+        "opaque-no-aud",
+        "opaque-no-exp",
+        "opaque-other-issuer",
+        "opaque-active-as-string",
+    ];
+    for token in refused {
         let (status, challenge) = w.raw(Some(format!("Bearer {token}"))).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{token}");
         assert!(
@@ -780,7 +951,7 @@ async fn introspection_serves_behind_the_same_checks() {
     let before = w.auth.log.lock().unwrap().introspections;
     assert_eq!(w.raw(None).await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(w.auth.log.lock().unwrap().introspections, before);
-    assert_eq!(before, 4);
+    assert_eq!(before as usize, 2 + refused.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -823,20 +994,205 @@ fn the_endpoint_check_normalises_as_urls_do() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_issuer_is_not_asked_again_at_once() {
-    // An issuer on a loopback port nothing listens on.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let issuer = format!("http://127.0.0.1:{}", closed.local_addr().unwrap().port());
-    drop(closed);
+    // An issuer that accepts connections and drops them at once, counting
+    // them: a fetch fails, and a second one within the interval is not tried.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&connections);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
     let w = world(3600).await;
     let verifier = JwtVerifier::new(&issuer, &w.url);
     let token = w.token(&w.auth.claims(&w.url, "mcp:basic"));
     use tern_server::auth::TokenVerifier as _;
-    assert!(verifier.verify(&token).await.is_err());
-    let fetches = verifier.jwks_fetches().await;
-    let second = verifier.verify(&token).await.unwrap_err();
+    assert!(bounded(verifier.verify(&token)).await.is_err());
+    let asked = connections.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(asked > 0, "the issuer was asked once");
+    let second = bounded(verifier.verify(&token)).await.unwrap_err();
     assert!(
         second.to_string().contains("not trying again yet"),
         "{second}"
     );
-    assert_eq!(verifier.jwks_fetches().await, fetches);
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        asked,
+        "not asked again within the interval"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metadata_is_served_at_the_root_location_too() {
+    let w = world(3600).await;
+    let origin = w.url.trim_end_matches("/mcp");
+    let path_based = format!("{origin}/.well-known/oauth-protected-resource/mcp");
+    let root = format!("{origin}/.well-known/oauth-protected-resource");
+    for url in [&path_based, &root] {
+        let (status, content_type, doc) = w.get_json(url).await;
+        assert_eq!(status, StatusCode::OK, "{url}");
+        assert_eq!(content_type, "application/json", "{url}");
+        // RFC 9728 §3.3: `resource` is the MCP endpoint's URL.
+        assert_eq!(doc["resource"], w.url, "{url}: {doc}");
+        assert_eq!(
+            doc["authorization_servers"],
+            json!([w.auth.issuer]),
+            "{url}"
+        );
+        assert_eq!(doc["scopes_supported"], json!(["mcp:basic", "mcp:write"]));
+    }
+    // Served without a token, and the issuer was not asked.
+    assert_eq!(w.verifier.jwks_fetches(), 0);
+}
+
+/// A store two OAuth clients share, as two `tern` processes share the token
+/// file: a real lock (held across tasks), and a count of lock requests.
+#[derive(Debug, Default)]
+struct SharedStore {
+    grants: tern_client::auth::MemoryTokenStore,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    lock_requests: std::sync::atomic::AtomicUsize,
+}
+
+impl tern_client::auth::TokenStore for SharedStore {
+    fn get(&self, key: &tern_client::auth::TokenKey) -> Option<tern_client::auth::Grant> {
+        self.grants.get(key)
+    }
+    fn find(&self, endpoint: &str) -> Option<tern_client::auth::Grant> {
+        self.grants.find(endpoint)
+    }
+    fn put(&self, grant: tern_client::auth::Grant) {
+        self.grants.put(grant);
+    }
+    fn remove(&self, key: &tern_client::auth::TokenKey) {
+        self.grants.remove(key);
+    }
+    fn lock<'a>(
+        &'a self,
+        _key: &'a tern_client::auth::TokenKey,
+    ) -> tern_client::transport::BoxFuture<'a, Option<Box<dyn Send>>> {
+        self.lock_requests
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move {
+            let guard = Arc::clone(&self.lock).lock_owned().await;
+            Some(Box::new(guard) as Box<dyn Send>)
+        })
+    }
+}
+
+/// On a 401 the client takes the refresh lock before touching the grant,
+/// then reads it again: another process that rotated it meanwhile is
+/// followed (its token used), its spent refresh token is not sent again,
+/// and nothing was removed while the lock was waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_waits_for_the_lock_then_uses_the_grant_another_process_stored() {
+    use tern_client::auth::TokenStore as _;
+    let w = world(3600).await;
+    let store = Arc::new(SharedStore::default());
+    let shared: Arc<dyn tern_client::auth::TokenStore> = Arc::clone(&store) as _;
+    let a = w.oauth().with_shared_store(Arc::clone(&shared));
+    let b = w.oauth().with_shared_store(shared);
+    let first = bounded(a.authorize()).await.unwrap();
+    // b, another process, finds a's grant for the endpoint.
+    assert_eq!(
+        bounded(b.access_token()).await.unwrap().as_deref(),
+        Some(first.access_token.as_str())
+    );
+    // a is refreshing: it holds the lock while b's request is refused.
+    let held = Arc::clone(&store.lock).lock_owned().await;
+    let b2 = b.clone();
+    let sent = first.access_token.clone();
+    let refused = tokio::spawn(async move { b2.challenged(Some(&sent), 401, None).await });
+    for _ in 0..500 {
+        if store
+            .lock_requests
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        store
+            .lock_requests
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0,
+        "b asks for the lock"
+    );
+    assert!(
+        store.get(&first.key).is_some(),
+        "b removed the grant before it held the lock"
+    );
+    // a stores its new grant, then lets go.
+    let second = bounded(a.authorize()).await.unwrap();
+    assert_eq!(second.key, first.key);
+    assert_ne!(second.access_token, first.access_token);
+    drop(held);
+    bounded(refused).await.unwrap().unwrap();
+    assert_eq!(
+        bounded(b.access_token()).await.unwrap().as_deref(),
+        Some(second.access_token.as_str())
+    );
+    let log = w.auth.log.lock().unwrap();
+    assert_eq!(log.refreshes, 0, "b sent no refresh token");
+    assert_eq!(log.authorizations.len(), 2, "b ran no flow of its own");
+}
+
+/// Registration in the spec's order, each branch through the code flow:
+/// a pre-registered client of this issuer first (its secret sent as HTTP
+/// Basic), else the Client ID Metadata Document's URL as the client id
+/// when the server supports CIMD (a public client), else dynamic
+/// registration; a client pre-registered for another issuer is not used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_goes_pre_registered_then_cimd_then_dynamic() {
+    use tern_client::auth::PreRegistered;
+    const CIMD: &str = "https://client.example/tern-client.json";
+    let w = world(3600).await;
+    let issuer = w.auth.issuer.clone();
+    let pre = |for_issuer: &str| {
+        PreRegistered::new(
+            Some(for_issuer.to_owned()),
+            "pre-1",
+            Some("pre secret".into()),
+        )
+    };
+    let mut both = OAuthConfig::new("t").pre_registered(pre(&issuer));
+    both.client_metadata_url = Some(CIMD.to_owned());
+    let mut cimd_only = OAuthConfig::new("t").pre_registered(pre("https://other.example"));
+    cimd_only.client_metadata_url = Some(CIMD.to_owned());
+    let dynamic = OAuthConfig::new("t").pre_registered(pre("https://other.example"));
+    let cases = [
+        // RFC 6749 §2.3.1: id and secret are form-encoded inside Basic.
+        (both, "pre-1", "basic:pre-1:pre+secret", 0),
+        (
+            cimd_only,
+            CIMD,
+            "form:https://client.example/tern-client.json",
+            0,
+        ),
+        (dynamic, "c1", "form:c1", 1),
+    ];
+    for (config, client_id, token_client, registrations) in cases {
+        let before = {
+            let mut log = w.auth.log.lock().unwrap();
+            log.authorize_clients.clear();
+            log.token_clients.clear();
+            log.registrations
+        };
+        let oauth = w.oauth_with(config);
+        let client = w.client(&oauth);
+        bounded(client.list_tools()).await.unwrap();
+        {
+            let log = w.auth.log.lock().unwrap();
+            assert_eq!(log.authorize_clients, [client_id], "{client_id}");
+            assert_eq!(log.token_clients, [token_client], "{client_id}");
+            assert_eq!(log.registrations - before, registrations, "{client_id}");
+        }
+        let grant = oauth.grant().await.unwrap();
+        assert_eq!(grant.key.client_id, client_id);
+    }
 }

@@ -14,7 +14,9 @@
 //!   fetched again when a token names an unknown `kid` — at most once per
 //!   [`DEFAULT_REFETCH_INTERVAL`] (configurable), so a flood of made-up kids
 //!   cannot turn into a flood of fetches; a failed fetch is not tried again
-//!   within that interval either.
+//!   within that interval either. One fetch is in flight at a time: checks
+//!   needing one wait for it and use what it brought; checks whose key is
+//!   cached never wait for a fetch.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,12 +50,15 @@ const ASYMMETRIC: [Algorithm; 9] = [
 #[derive(Default)]
 struct Keys {
     jwks_uri: Option<String>,
-    set: Option<JwkSet>,
+    set: Option<Arc<JwkSet>>,
     last_refetch: Option<Instant>,
     /// When a fetch last failed: no other is tried within the refetch
     /// interval (an issuer that is down is not hammered).
     last_failure: Option<Instant>,
     fetches: u64,
+    /// Counts fetch attempts, so a check that waited for another's fetch
+    /// knows one happened and does not start its own.
+    attempts: u64,
 }
 
 /// Checks JWT access tokens of one issuer for one audience.
@@ -65,7 +70,12 @@ pub struct JwtVerifier {
     algorithms: Vec<Algorithm>,
     ca_file: Option<PathBuf>,
     http: std::sync::OnceLock<Result<HttpClient, String>>,
-    keys: tokio::sync::Mutex<Keys>,
+    /// The cached keys: held for reads and updates only, never across a
+    /// fetch, so checks of tokens whose key is known never wait.
+    keys: std::sync::Mutex<Keys>,
+    /// Held by the one fetch in flight; a check needing a fetch waits on it,
+    /// then uses what it fetched.
+    fetching: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for JwtVerifier {
@@ -90,14 +100,18 @@ impl JwtVerifier {
             algorithms: ASYMMETRIC.to_vec(),
             ca_file: None,
             http: std::sync::OnceLock::new(),
-            keys: tokio::sync::Mutex::new(Keys::default()),
+            keys: std::sync::Mutex::new(Keys::default()),
+            fetching: tokio::sync::Mutex::new(()),
         }
     }
 
     /// Takes the keys from `url` instead of the issuer's metadata.
     #[must_use]
     pub fn jwks_uri(mut self, url: impl Into<String>) -> Self {
-        self.keys.get_mut().jwks_uri = Some(url.into());
+        self.keys
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .jwks_uri = Some(url.into());
         self
     }
 
@@ -135,8 +149,14 @@ impl JwtVerifier {
     }
 
     /// How many times the JWKS was fetched (for tests and metrics).
-    pub async fn jwks_fetches(&self) -> u64 {
-        self.keys.lock().await.fetches
+    pub fn jwks_fetches(&self) -> u64 {
+        self.keys().fetches
+    }
+
+    fn keys(&self) -> std::sync::MutexGuard<'_, Keys> {
+        self.keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn http(&self) -> Result<&HttpClient, VerifyError> {
@@ -184,29 +204,38 @@ impl JwtVerifier {
         )))
     }
 
-    async fn fetch(&self, keys: &mut Keys) -> Result<(), VerifyError> {
-        if keys
-            .last_failure
-            .is_some_and(|at| at.elapsed() < self.refetch_interval)
-        {
-            return Err(VerifyError::Unavailable(
-                "the issuer's keys could not be fetched a moment ago; not trying again yet".into(),
-            ));
-        }
-        let outcome = self.fetch_now(keys).await;
+    /// One fetch of the JWKS (the `jwks_uri` discovered first when not
+    /// known), the cache updated; called with `fetching` held.
+    async fn fetch(&self) -> Result<(), VerifyError> {
+        let known = {
+            let mut keys = self.keys();
+            if keys
+                .last_failure
+                .is_some_and(|at| at.elapsed() < self.refetch_interval)
+            {
+                return Err(VerifyError::Unavailable(
+                    "the issuer's keys could not be fetched a moment ago; not trying again yet"
+                        .into(),
+                ));
+            }
+            keys.attempts += 1;
+            keys.jwks_uri.clone()
+        };
+        let outcome = self.fetch_now(known).await;
+        let mut keys = self.keys();
         keys.last_failure = outcome.is_err().then(Instant::now);
-        outcome
+        let (uri, set) = outcome?;
+        keys.jwks_uri = Some(uri);
+        keys.set = Some(Arc::new(set));
+        Ok(())
     }
 
-    async fn fetch_now(&self, keys: &mut Keys) -> Result<(), VerifyError> {
-        let uri = if let Some(u) = &keys.jwks_uri {
-            u.clone()
-        } else {
-            let u = self.discover_jwks_uri().await?;
-            keys.jwks_uri = Some(u.clone());
-            u
+    async fn fetch_now(&self, known: Option<String>) -> Result<(String, JwkSet), VerifyError> {
+        let uri = match known {
+            Some(u) => u,
+            None => self.discover_jwks_uri().await?,
         };
-        keys.fetches += 1;
+        self.keys().fetches += 1;
         let (status, body) = fetch::json(self.http()?, &uri, None)
             .await
             .map_err(VerifyError::Unavailable)?;
@@ -215,8 +244,7 @@ impl JwtVerifier {
         }
         let set: JwkSet = serde_json::from_value(body)
             .map_err(|e| VerifyError::Unavailable(format!("{uri} is not a JWKS: {e}")))?;
-        keys.set = Some(set);
-        Ok(())
+        Ok((uri, set))
     }
 
     /// The key for `kid` (or the only key, when the token names none).
@@ -239,29 +267,56 @@ impl JwtVerifier {
     }
 
     async fn key(&self, kid: Option<&str>) -> Result<DecodingKey, VerifyError> {
-        let mut keys = self.keys.lock().await;
-        if keys.set.is_none() {
-            self.fetch(&mut keys).await?;
-        }
-        if let Some(key) = keys.set.as_ref().and_then(|s| Self::find(s, kid)) {
-            return Ok(key);
-        }
-        // An unknown kid: the keys may have rotated. Fetch again, at a
-        // bounded rate.
-        let may = keys
-            .last_refetch
-            .is_none_or(|at| at.elapsed() >= self.refetch_interval);
-        if may {
-            keys.last_refetch = Some(Instant::now());
-            self.fetch(&mut keys).await?;
-            if let Some(key) = keys.set.as_ref().and_then(|s| Self::find(s, kid)) {
+        let no_key = || {
+            VerifyError::Invalid(format!(
+                "no key {} in the issuer's JWKS",
+                kid.unwrap_or("(no kid)")
+            ))
+        };
+        let seen = {
+            let keys = self.keys();
+            if let Some(key) = keys.set.as_deref().and_then(|s| Self::find(s, kid)) {
                 return Ok(key);
             }
+            keys.attempts
+        };
+        // A fetch is needed: one at a time. Whoever waited for another's
+        // fetch uses its outcome rather than fetching again.
+        let _flight = self.fetching.lock().await;
+        {
+            let mut keys = self.keys();
+            let found = keys.set.as_deref().and_then(|s| Self::find(s, kid));
+            if let Some(key) = found {
+                return Ok(key);
+            }
+            if keys.attempts != seen {
+                return Err(if keys.set.is_some() {
+                    no_key()
+                } else {
+                    VerifyError::Unavailable(
+                        "the issuer's keys could not be fetched a moment ago; not trying again yet"
+                            .into(),
+                    )
+                });
+            }
+            if keys.set.is_some() {
+                // An unknown kid: the keys may have rotated. Fetch again, at
+                // a bounded rate.
+                let may = keys
+                    .last_refetch
+                    .is_none_or(|at| at.elapsed() >= self.refetch_interval);
+                if !may {
+                    return Err(no_key());
+                }
+                keys.last_refetch = Some(Instant::now());
+            }
         }
-        Err(VerifyError::Invalid(format!(
-            "no key {} in the issuer's JWKS",
-            kid.unwrap_or("(no kid)")
-        )))
+        self.fetch().await?;
+        self.keys()
+            .set
+            .as_deref()
+            .and_then(|s| Self::find(s, kid))
+            .ok_or_else(no_key)
     }
 
     async fn check(&self, token: &str) -> Result<AccessToken, VerifyError> {
@@ -297,17 +352,19 @@ impl JwtVerifier {
                 .collect(),
             _ => Vec::new(),
         };
-        Ok(AccessToken {
-            issuer: self.issuer.clone(),
-            subject: claims["sub"].as_str().unwrap_or_default().to_owned(),
-            client_id: claims
-                .get("client_id")
-                .or_else(|| claims.get("azp"))
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+        let mut token = AccessToken::new(
+            self.issuer.clone(),
+            claims["sub"].as_str().unwrap_or_default(),
             scopes,
-            expires_at: claims.get("exp").and_then(Value::as_u64),
-        })
+        );
+        token.client_id = claims
+            .get("client_id")
+            .or_else(|| claims.get("azp"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        token.expires_at = claims.get("exp").and_then(Value::as_u64);
+        token.claims = claims;
+        Ok(token)
     }
 }
 

@@ -23,15 +23,32 @@
 //!   resource_metadata="…"`. A tool's 403 has a JSON-RPC error body
 //!   (`-32600`, the request's id, `data.requiredScopes`) so a client without
 //!   OAuth still reads why; the resource's own scopes are checked before the
-//!   body is read, so that 403 has no body. Per-tool scopes apply to the 2026-07-28 wire; a 2025 session
-//!   is held to the resource's scopes.
+//!   body is read, so that 403 has no body. Per-tool scopes apply on both
+//!   wires: a 2025-11-25 session's `tools/call` is checked before the
+//!   session sees it (one request per POST, so no SSE stream is open yet)
+//!   and answered with the same 403, challenge and JSON-RPC body; the
+//!   session lives on.
 //! - **The principal** is `"{iss} {sub}"` (the issuer has no space, being a
 //!   URL): the sealed state's principal binding (S10a) and task ownership
 //!   use it, so two users of one issuer, or one subject of two issuers,
 //!   never share a `requestState` or a task. The client id does not join it:
 //!   a user keeps their tasks across the clients they use.
-//! - **No token passthrough**: handlers never see the access token, and it is
-//!   sent nowhere (only to a configured introspection endpoint).
+//! - **Handlers and the token**: by default a handler sees the principal
+//!   only. [`ResourceServer::token_in_context`] gives it the verified
+//!   [`AccessToken`] (issuer, subject, client id, scopes, claims) through
+//!   [`crate::Ctx::access_token`]; the raw token is in it only under
+//!   [`ResourceServer::raw_token_in_context`].
+//! - **No token passthrough**: tern sends the access token nowhere (only to
+//!   a configured introspection endpoint), and a handler given the raw
+//!   token must not either.
+//! - **Caching of list results** (`cacheScope`, S-rules on `ttlMs`): tern's
+//!   list results (`tools/list`, `prompts/list`, `resources/list`,
+//!   `resources/templates/list`) are the server's registrations, the same
+//!   for every caller: no list handler sees the principal or the token, so
+//!   none depends on the caller and none needs `cacheScope: "private"`
+//!   ([`crate::ServerBuilder::list_cache`], default public). A
+//!   `resources/read` handler does see the caller: its results are
+//!   private by default ([`crate::ServerBuilder::read_cache`]).
 
 mod fetch;
 mod jwt;
@@ -49,7 +66,9 @@ use crate::principal::Principal;
 use crate::replay::BoxFuture;
 
 /// A verified access token.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `Debug` never shows the raw token.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AccessToken {
     /// Who issued it.
@@ -62,6 +81,25 @@ pub struct AccessToken {
     pub scopes: Vec<String>,
     /// When it expires (seconds since the Unix epoch).
     pub expires_at: Option<u64>,
+    /// Every claim the verifier read: a JWT's payload, or the introspection
+    /// response (RFC 7662 §2.2). Empty for tokens built with [`Self::new`].
+    pub claims: serde_json::Map<String, Value>,
+    /// The token as sent: only under [`ResourceServer::raw_token_in_context`]
+    /// (read it with [`Self::raw`]).
+    raw: Option<String>,
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessToken")
+            .field("issuer", &self.issuer)
+            .field("subject", &self.subject)
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
+            .field("expires_at", &self.expires_at)
+            .field("raw", &self.raw.as_ref().map(|_| "…"))
+            .finish_non_exhaustive()
+    }
 }
 
 impl AccessToken {
@@ -73,7 +111,17 @@ impl AccessToken {
             client_id: None,
             scopes,
             expires_at: None,
+            claims: serde_json::Map::new(),
+            raw: None,
         }
+    }
+
+    /// The token as the client sent it, when the resource server was told
+    /// to keep it ([`ResourceServer::raw_token_in_context`]). Never pass
+    /// it to another service: MCP forbids token passthrough; ask for a
+    /// token of that service's own (RFC 8693 exchange) instead.
+    pub fn raw(&self) -> Option<&str> {
+        self.raw.as_deref()
     }
 
     /// The principal: `"{issuer} {subject}"`.
@@ -109,9 +157,16 @@ pub trait TokenVerifier: Send + Sync + 'static {
 }
 
 /// Token introspection (RFC 7662) at `endpoint`, the resource server
-/// authenticating with `client_id` / `client_secret` (HTTP Basic). An
-/// active token must name the issuer (when the response has `iss`) and
-/// carry the audience (when it has `aud`).
+/// authenticating with `client_id` / `client_secret` (HTTP Basic).
+///
+/// RFC 7662 §2.2 makes every member of the response but `active` optional;
+/// this resource server is stricter, as its JWT checks are: a token is
+/// accepted only when the response has `active: true` (the boolean),
+/// `aud` equal to the audience or a list holding it (RFC 8707: a token
+/// for another resource, or for no stated one, is not ours), an `exp` in
+/// the future (no token lives for ever), and a `sub`; `iss`, when present,
+/// must equal the issuer (absent, the token is taken to be the
+/// configured issuer's, the endpoint being that issuer's).
 pub struct Introspection {
     endpoint: String,
     issuer: String,
@@ -181,15 +236,23 @@ impl Introspection {
         if body["active"] != Value::Bool(true) {
             return Err(VerifyError::Invalid("the token is not active".into()));
         }
-        if let Some(iss) = body["iss"].as_str()
-            && iss != self.issuer
-        {
-            return Err(VerifyError::Invalid(format!("the token's issuer is {iss}")));
+        match &body["iss"] {
+            Value::Null => {}
+            Value::String(iss) if *iss == self.issuer => {}
+            other => {
+                return Err(VerifyError::Invalid(format!(
+                    "the token's issuer is {other}"
+                )));
+            }
         }
         let aud_ok = match &body["aud"] {
             Value::String(a) => *a == self.audience,
             Value::Array(a) => a.iter().any(|a| a.as_str() == Some(self.audience.as_str())),
-            Value::Null => true,
+            Value::Null => {
+                return Err(VerifyError::Invalid(
+                    "the introspection response has no aud".into(),
+                ));
+            }
             _ => false,
         };
         if !aud_ok {
@@ -197,11 +260,16 @@ impl Introspection {
                 "the token is for another audience".into(),
             ));
         }
+        let Some(exp) = body["exp"].as_u64() else {
+            return Err(VerifyError::Invalid(
+                "the introspection response has no exp".into(),
+            ));
+        };
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
-        if body["exp"].as_u64().is_some_and(|exp| exp <= now) {
+        if exp <= now {
             return Err(VerifyError::Invalid("the token expired".into()));
         }
         let Some(subject) = body["sub"].as_str() else {
@@ -209,19 +277,23 @@ impl Introspection {
                 "the introspection response has no sub".into(),
             ));
         };
-        Ok(AccessToken {
-            issuer: self.issuer.clone(),
-            subject: subject.to_owned(),
-            client_id: body["client_id"].as_str().map(str::to_owned),
-            scopes: body["scope"]
+        let mut token = AccessToken::new(
+            self.issuer.clone(),
+            subject,
+            body["scope"]
                 .as_str()
                 .unwrap_or_default()
                 .split(' ')
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
                 .collect(),
-            expires_at: body["exp"].as_u64(),
-        })
+        );
+        token.client_id = body["client_id"].as_str().map(str::to_owned);
+        token.expires_at = Some(exp);
+        if let Value::Object(claims) = body {
+            token.claims = claims;
+        }
+        Ok(token)
     }
 }
 
@@ -263,6 +335,19 @@ pub struct ResourceServer {
     tool_scopes: HashMap<String, Vec<String>>,
     resource_name: Option<String>,
     verifier: Arc<dyn TokenVerifier>,
+    in_context: InContext,
+}
+
+/// What of the access token handlers see ([`crate::Ctx::access_token`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum InContext {
+    /// Nothing (the default).
+    #[default]
+    Nothing,
+    /// The verified token: identity, scopes, claims.
+    Verified,
+    /// That, and the raw token.
+    Raw,
 }
 
 impl std::fmt::Debug for ResourceServer {
@@ -304,6 +389,43 @@ impl ResourceServer {
             tool_scopes: HashMap::new(),
             resource_name: None,
             verifier: Arc::new(verifier),
+            in_context: InContext::Nothing,
+        }
+    }
+
+    /// Handlers see the verified token of each request: its issuer,
+    /// subject, client id, scopes and claims, through
+    /// [`crate::Ctx::access_token`] (default: they see only the principal).
+    /// The raw token stays out of it; see [`Self::raw_token_in_context`].
+    #[must_use]
+    pub fn token_in_context(mut self) -> Self {
+        if self.in_context == InContext::Nothing {
+            self.in_context = InContext::Verified;
+        }
+        self
+    }
+
+    /// [`Self::token_in_context`], and [`AccessToken::raw`] holds the token
+    /// as sent. Only for a handler that needs the bytes themselves (to
+    /// exchange them, RFC 8693); forwarding them to another service is the
+    /// token passthrough MCP forbids.
+    #[must_use]
+    pub fn raw_token_in_context(mut self) -> Self {
+        self.in_context = InContext::Raw;
+        self
+    }
+
+    /// What handlers get of `token` (a request's verified token), if
+    /// anything.
+    pub(crate) fn for_context(&self, token: &AccessToken) -> Option<Arc<AccessToken>> {
+        match self.in_context {
+            InContext::Nothing => None,
+            InContext::Verified => {
+                let mut shown = token.clone();
+                shown.raw = None;
+                Some(Arc::new(shown))
+            }
+            InContext::Raw => Some(Arc::new(token.clone())),
         }
     }
 
@@ -423,7 +545,11 @@ impl ResourceServer {
                 tracing::debug!("token refused: no subject");
                 Err(self.challenge(true))
             }
-            Ok(t) => Ok(t),
+            Ok(mut t) => {
+                // Kept only when handlers are to see it.
+                t.raw = (self.in_context == InContext::Raw).then(|| token.to_owned());
+                Ok(t)
+            }
             Err(VerifyError::Invalid(why)) => {
                 tracing::debug!("token refused: {why}");
                 Err(self.challenge(true))

@@ -287,6 +287,7 @@ impl Engine {
                 memo_limit: self.sealer().options().max_token_len / 2,
                 meta: request.meta.clone(),
                 principal: request.origin.principal.clone(),
+                access_token: request.call.access_token.clone(),
                 server: self.info.clone(),
                 notifier: request.call.notifier.clone(),
                 cancel: cancel.clone(),

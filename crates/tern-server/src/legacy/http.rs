@@ -162,7 +162,9 @@ impl Sessions {
         });
     }
 
-    /// Routes one POST (module docs' table).
+    /// Routes one POST (module docs' table). `gate` sees each request bound
+    /// for a session first: its response, when it has one, answers the
+    /// request instead (the per-tool scope check of `auth`).
     pub(crate) async fn route(
         &self,
         server: &Server,
@@ -170,6 +172,7 @@ impl Sessions {
         call: CallContext,
         message: Message,
         keep_alive: Duration,
+        gate: &(dyn Fn(&Request) -> Option<Response<Body>> + Sync),
     ) -> Route {
         let header_version = header(headers, "mcp-protocol-version");
         let params = match &message {
@@ -181,10 +184,26 @@ impl Sessions {
             header_version.is_some_and(|v| !legacy::is_session_era(v)) || has_modern_meta(params);
         if let Some(id) = header(headers, SESSION_ID) {
             return match self.lookup(id, &call.principal) {
-                Some(session) => Route::Done(
-                    self.on_session(server, &session, header_version, call, message, keep_alive)
+                Some(session) => {
+                    // One request per POST (2025-11-25 has no batches), so
+                    // the gate answers before any SSE stream is open.
+                    if let Message::Request(r) = &message
+                        && let Some(refused) = gate(r)
+                    {
+                        return Route::Done(refused);
+                    }
+                    Route::Done(
+                        self.on_session(
+                            server,
+                            &session,
+                            header_version,
+                            call,
+                            message,
+                            keep_alive,
+                        )
                         .await,
-                ),
+                    )
+                }
                 None if modern => Route::Modern(message),
                 None => Route::Done(not_found()),
             };

@@ -19,6 +19,7 @@
 //! | GET, DELETE or any other method than POST | 405 | — |
 //! | `Origin` or `Host` not allowed (DNS rebinding; default: loopback only) | 403 | id-less `-32600` |
 //! | authentication refused | 401 | — |
+//! | under [`Http::oauth`], a token lacking the resource's scopes | 403 `insufficient_scope` | — |
 //! | `Accept` lacks `application/json` or `text/event-stream` | 406 | — |
 //! | `Content-Type` is not JSON | 415 | — |
 //! | body over the limit (default 4 MiB), refused before it is read whole | 413 | — |
@@ -28,6 +29,7 @@
 //! | missing or malformed `_meta` | 400 | `-32602` |
 //! | unsupported version / missing client capability | 400 | `-32022` / `-32021` |
 //! | unknown or removed method | 404 | `-32601` |
+//! | under [`Http::oauth`], `tools/call` of a tool whose scopes the token lacks (on a 2025 session too) | 403 `insufficient_scope` | `-32600`, `data.requiredScopes` |
 //! | the principal's requests in flight at [`Http::max_in_flight_per_principal`] (default 32) | 503 + `Retry-After` | id-less `-32603`, `data.retryAfterMs` |
 //! | a streaming request with SSE responses at [`Http::max_streams`] (default 128) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
 //! | `subscriptions/listen` over the server's listen cap ([`crate::ServerBuilder::max_listens`], default 64) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
@@ -66,7 +68,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::header::HeaderParam;
-use tern_protocol::jsonrpc::{ErrorResponse, Message};
+use tern_protocol::jsonrpc::{ErrorResponse, Message, Request as RpcRequest};
 use tern_protocol::{ClientRequest, JsonObject, RequestId, ServerNotification, method};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -821,6 +823,40 @@ fn check_param_headers(
 }
 
 impl Http {
+    /// What handlers get of the request's token ([`crate::auth::ResourceServer::token_in_context`]).
+    fn token_for_context(
+        &self,
+        token: Option<&crate::auth::AccessToken>,
+    ) -> Option<Arc<crate::auth::AccessToken>> {
+        self.oauth.as_ref()?.for_context(token?)
+    }
+
+    /// A legacy session's `tools/call` of a tool whose scopes `token` lacks:
+    /// the same 403 `insufficient_scope` as the stateless wire gives (the
+    /// challenge and a JSON-RPC error body, RFC 6750 §3.1). A request whose
+    /// params do not name a tool passes, to be refused by the session.
+    fn legacy_scope_gate(
+        &self,
+        token: Option<&crate::auth::AccessToken>,
+        request: &RpcRequest,
+    ) -> Option<Response<Body>> {
+        #[derive(serde::Deserialize)]
+        struct Named {
+            name: String,
+        }
+        let (Some(oauth), Some(token)) = (&self.oauth, token) else {
+            return None;
+        };
+        if request.method != method::TOOLS_CALL {
+            return None;
+        }
+        let name = serde_json::from_str::<Named>(request.params.as_deref()?.get())
+            .ok()?
+            .name;
+        let missing = oauth.missing_for_tool(token, &name);
+        (!missing.is_empty()).then(|| insufficient_scope(oauth, request.id.clone(), &missing))
+    }
+
     #[allow(
         clippy::too_many_lines,
         reason = "one pass over the checks of the table in the module docs"
@@ -999,8 +1035,10 @@ impl Http {
             Some(sessions) => {
                 let mut call = CallContext::new(principal.clone());
                 call.peer.clone_from(&peer);
+                call.access_token = self.token_for_context(token.as_ref());
+                let gate = |request: &RpcRequest| self.legacy_scope_gate(token.as_ref(), request);
                 match sessions
-                    .route(&self.server, headers, call, message, self.keep_alive)
+                    .route(&self.server, headers, call, message, self.keep_alive, &gate)
                     .await
                 {
                     crate::legacy::http::Route::Done(response) => return response,
@@ -1074,6 +1112,7 @@ impl Http {
         let mut call = CallContext::new(principal).with_cancel(cancel);
         call.notifier = notifier;
         call.peer = peer;
+        call.access_token = self.token_for_context(token.as_ref());
         let handling: BoxFuture<'static, Reply> =
             Box::pin(async move { server.handle_decoded(decoded, call).await });
         let Some(mut notifications) = notifications else {

@@ -670,3 +670,47 @@ pub fn client() -> (TestClient, Arc<Counters>, Arc<TestClock>) {
     let server = builder(&counters, Arc::clone(&clock)).build().unwrap();
     (TestClient::new(server), counters, clock)
 }
+
+/// A verifier of two fixed tokens: `basic` (scope `mcp:basic`) and `write`
+/// (`mcp:basic mcp:write`), both with the claim `tenant: acme`; the
+/// transport's checks are under test, not the verifier.
+pub struct TwoTokens;
+
+impl tern_server::auth::TokenVerifier for TwoTokens {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> tern_server::replay::BoxFuture<
+        'a,
+        Result<tern_server::auth::AccessToken, tern_server::auth::VerifyError>,
+    > {
+        Box::pin(async move {
+            let scopes = match token {
+                "basic" => vec!["mcp:basic".to_owned()],
+                "write" => vec!["mcp:basic".to_owned(), "mcp:write".to_owned()],
+                _ => return Err(tern_server::auth::VerifyError::Invalid("unknown".into())),
+            };
+            let mut t = tern_server::auth::AccessToken::new("https://as.example", "alice", scopes);
+            t.claims.insert("tenant".into(), "acme".into());
+            Ok(t)
+        })
+    }
+}
+
+/// What a handler sees of the caller's access token, as one line.
+pub async fn whoami(ctx: Ctx) -> Result<String, ToolError> {
+    Ok(match ctx.access_token() {
+        None => "no token".to_owned(),
+        Some(t) => format!(
+            "{} {} [{}] tenant={} raw={}",
+            t.issuer,
+            t.subject,
+            t.scopes.join(" "),
+            t.claims
+                .get("tenant")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("-"),
+            t.raw().unwrap_or("-")
+        ),
+    })
+}

@@ -23,6 +23,13 @@ struct Endpoint {
 async fn start(configure: impl FnOnce(Http) -> Http) -> Endpoint {
     let counters = Arc::new(Counters::default());
     let server = builder(&counters, TestClock::new()).build().unwrap();
+    let mut e = start_server(server, configure).await;
+    e.counters = counters;
+    e
+}
+
+async fn start_server(server: Server, configure: impl FnOnce(Http) -> Http) -> Endpoint {
+    let counters = Arc::new(Counters::default());
     let http = configure(Http::new(server.clone()));
     let app = axum::Router::new().route_service("/mcp", http.into_service());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -867,4 +874,54 @@ async fn attacker_text_is_not_echoed_at_full_size() {
     let r = send(e.port, "POST", &headers, &body.to_string()).await;
     assert_eq!(r.status, 400, "{}", &r.body[..r.body.len().min(300)]);
     assert!(r.body.len() < 1000, "{} bytes back", r.body.len());
+}
+
+/// Handlers see the access token only when the resource server is told to
+/// show it; the raw token only when told that too.
+#[tokio::test]
+async fn handlers_see_the_token_only_when_asked() {
+    let cases = [
+        (0, "no token"),
+        (
+            1,
+            "https://as.example alice [mcp:basic mcp:write] tenant=acme raw=-",
+        ),
+        (
+            2,
+            "https://as.example alice [mcp:basic mcp:write] tenant=acme raw=write",
+        ),
+    ];
+    for (exposure, expected) in cases {
+        let counters = Arc::new(Counters::default());
+        let server = builder(&counters, TestClock::new())
+            .tool(ToolDef::new(
+                "whoami",
+                "The caller's token",
+                crate::fixture::whoami,
+            ))
+            .build()
+            .unwrap();
+        let resource = tern_server::auth::ResourceServer::new(
+            "http://127.0.0.1/mcp",
+            "https://as.example",
+            crate::fixture::TwoTokens,
+        );
+        let resource = match exposure {
+            0 => resource,
+            1 => resource.token_in_context(),
+            _ => resource.raw_token_in_context(),
+        };
+        let e = start_server(server, |h| h.oauth(resource)).await;
+        let body = call("whoami", json!({}));
+        let mut headers = mcp_headers(&body);
+        headers.push(("Authorization", "Bearer write".to_owned()));
+        let reply = send(e.port, "POST", &headers, &body.to_string()).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(
+            reply.json()["result"]["content"][0]["text"],
+            expected,
+            "{}",
+            reply.body
+        );
+    }
 }

@@ -18,7 +18,7 @@ use tern_server::transport::stdio::{StdioOptions, serve};
 use tern_server::{Answer, Args, Ctx, Elicit, Principal, PromptDef, Server, ToolDef, ToolError};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
-use crate::fixture::{Counters, Name, TestClock, Who, builder};
+use crate::fixture::{Counters, Name, TestClock, TwoTokens, Who, builder};
 
 /// What the scripted client answers to one server-to-client request: the
 /// `result` / `error` members, or `None` to leave it unanswered.
@@ -1366,4 +1366,109 @@ async fn without_a_ping_interval_the_server_sends_no_ping() {
     // Nothing arrives unasked within several would-be intervals.
     let quiet = tokio::time::timeout(Duration::from_millis(300), s.recv()).await;
     assert!(quiet.is_err(), "unexpected message: {quiet:?}");
+}
+
+/// A legacy session is held to per-tool scopes as the stateless wire is: a
+/// `tools/call` of a tool whose scopes the token lacks is answered 403
+/// `insufficient_scope` before the session sees it (the same challenge and
+/// JSON-RPC body as on the 2026-07-28 wire); other requests still pass.
+#[tokio::test]
+async fn a_legacy_session_is_held_to_per_tool_scopes() {
+    let counters = Arc::new(Counters::default());
+    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let resource = tern_server::auth::ResourceServer::new(
+        "http://127.0.0.1/mcp",
+        "https://as.example",
+        TwoTokens,
+    )
+    .required_scopes(&["mcp:basic"])
+    .tool_scopes("no_args", &["mcp:write"]);
+    let http = endpoint(server, |h| h.oauth(resource)).await;
+    for (token, allowed) in [("Bearer basic", false), ("Bearer write", true)] {
+        let init = http
+            .post(
+                &[("authorization", token)],
+                &initialize("2025-11-25", json!({})),
+            )
+            .await;
+        assert_eq!(init.status, 200, "{token}: {}", init.body);
+        let s = Session {
+            http: &http,
+            id: init.headers["mcp-session-id"].to_str().unwrap().to_owned(),
+            token: Some(token.to_owned()),
+        };
+        let ack = s
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(ack.status, 202, "{token}");
+        let list = s
+            .post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+            .await;
+        assert_eq!(list.status, 200, "{token}: the resource's scopes suffice");
+        let called = s.post(&call(2, "no_args", json!({}))).await;
+        if allowed {
+            assert_eq!(called.status, 200, "{token}: {}", called.body);
+            assert!(called.body.contains("\"result\""), "{}", called.body);
+            continue;
+        }
+        assert_eq!(called.status, 403, "{token}: {}", called.body);
+        let challenge = called.headers["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge
+                .starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp:basic mcp:write\""),
+            "{challenge}"
+        );
+        let body = called.json();
+        assert_eq!(body["id"], 2);
+        assert_eq!(
+            body["error"]["data"]["requiredScopes"],
+            json!(["mcp:basic", "mcp:write"])
+        );
+        // The session lives on: a later request of the same token is served.
+        let again = s
+            .post(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
+            .await;
+        assert_eq!(again.status, 200, "{}", again.body);
+    }
+}
+
+/// A 2025-11-25 session's handlers see the token as the stateless ones do
+/// (under `token_in_context`), the raw token left out.
+#[tokio::test]
+async fn a_legacy_session_handler_sees_the_token_when_asked() {
+    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+        .tool(ToolDef::new(
+            "whoami",
+            "The caller's token",
+            crate::fixture::whoami,
+        ))
+        .build()
+        .unwrap();
+    let resource = tern_server::auth::ResourceServer::new(
+        "http://127.0.0.1/mcp",
+        "https://as.example",
+        TwoTokens,
+    )
+    .token_in_context();
+    let http = endpoint(server, |h| h.oauth(resource)).await;
+    let token = "Bearer basic";
+    let init = http
+        .post(
+            &[("authorization", token)],
+            &initialize("2025-11-25", json!({})),
+        )
+        .await;
+    let s = Session {
+        http: &http,
+        id: init.headers["mcp-session-id"].to_str().unwrap().to_owned(),
+        token: Some(token.to_owned()),
+    };
+    s.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    let called = s.post(&call(1, "whoami", json!({}))).await;
+    assert_eq!(called.status, 200, "{}", called.body);
+    assert_eq!(
+        called.json()["result"]["content"][0]["text"],
+        "https://as.example alice [mcp:basic] tenant=acme raw=-"
+    );
 }
