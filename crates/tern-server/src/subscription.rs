@@ -126,6 +126,28 @@ impl Server {
             ));
         };
         self.check_listen_uris(&params.notifications)?;
+        // The caller's share first, then the server-wide cap: one caller at
+        // its share leaves the rest to others.
+        let _share = match crate::share::caller_key(&call.principal, call.peer.as_deref()) {
+            Some(key) => {
+                let Some(slot) = self
+                    .inner
+                    .listen_shares
+                    .take(&key, self.inner.config.max_listens_per_caller)
+                else {
+                    tracing::warn!(
+                        "one caller's subscriptions/listen streams at its share: refused"
+                    );
+                    return Err(ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        "too many subscriptions open for this caller; retry later",
+                    )
+                    .with_data(serde_json::json!({ "retryAfterMs": 1000 })));
+                };
+                Some(slot)
+            }
+            None => None,
+        };
         let Ok(_slot) = Arc::clone(&self.inner.listen_slots).try_acquire_owned() else {
             tracing::warn!("subscriptions/listen streams at the cap: refused");
             return Err(ErrorObject::new(

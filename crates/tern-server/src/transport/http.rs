@@ -29,8 +29,9 @@
 //! | unsupported version / missing client capability | 400 | `-32022` / `-32021` |
 //! | unknown or removed method | 404 | `-32601` |
 //! | the principal's requests in flight at [`Http::max_in_flight_per_principal`] (default 32) | 503 + `Retry-After` | id-less `-32603`, `data.retryAfterMs` |
+//! | a streaming request with the caller's SSE responses at [`Http::max_streams_per_caller`] (default 32; the caller is the principal, else the peer address) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
 //! | a streaming request with SSE responses at [`Http::max_streams`] (default 128) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
-//! | `subscriptions/listen` over the server's listen cap ([`crate::ServerBuilder::max_listens`], default 64) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
+//! | `subscriptions/listen` over the caller's share ([`crate::ServerBuilder::max_listens_per_caller`], default 16) or the server's cap ([`crate::ServerBuilder::max_listens`], default 64) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
 //! | `subscriptions/listen` naming an unknown or repeated resource URI, or more than [`crate::ServerBuilder::max_listen_uris`] (default 256) | 200 | `-32602` (the URI not echoed) |
 //! | anything else | 200 | the result or error |
 //!
@@ -77,6 +78,7 @@ use crate::principal::Principal;
 use crate::registry::HeaderParamType;
 use crate::replay::BoxFuture;
 use crate::server::Server;
+use crate::share::{ShareSlot, Shares, caller_key};
 pub use crate::transport::accept::ServeOptions;
 
 /// Default body limit: 4 MiB.
@@ -229,8 +231,11 @@ pub struct Http {
     /// One permit per open SSE response.
     streams: Arc<tokio::sync::Semaphore>,
     max_streams: usize,
-    per_principal: Arc<PerPrincipal>,
+    per_principal: Arc<Shares>,
     max_in_flight_per_principal: usize,
+    /// SSE responses open per caller (principal, else peer address).
+    stream_shares: Arc<Shares>,
+    max_streams_per_caller: usize,
     stream_buffer: usize,
     retry_after: Duration,
 }
@@ -238,6 +243,10 @@ pub struct Http {
 /// Default cap on SSE responses open at once: 128 (half the accept loop's
 /// requests in flight, so plain calls still get through).
 pub const DEFAULT_MAX_STREAMS: usize = 128;
+/// Default cap on the SSE responses one caller (an authenticated
+/// principal, else one peer address) holds open: 32, a quarter of
+/// [`DEFAULT_MAX_STREAMS`], so one caller cannot take every stream.
+pub const DEFAULT_MAX_STREAMS_PER_CALLER: usize = 32;
 /// Default cap on one authenticated principal's requests in flight: 32 (an
 /// SSE stream counts until it ends).
 pub const DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL: usize = 32;
@@ -246,51 +255,6 @@ pub const DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL: usize = 32;
 /// (progress is lossy by nature); a client that stops reading altogether is
 /// dropped by the accept loop's write timeout, which cancels its request.
 pub const DEFAULT_STREAM_BUFFER: usize = 256;
-
-/// Requests in flight per authenticated principal.
-#[derive(Debug, Default)]
-struct PerPrincipal(std::sync::Mutex<std::collections::HashMap<Arc<str>, usize>>);
-
-/// One principal's request slot; given back when dropped.
-struct PrincipalSlot {
-    map: Arc<PerPrincipal>,
-    id: Arc<str>,
-}
-
-impl PerPrincipal {
-    fn take(self: &Arc<Self>, id: &str, max: usize) -> Option<PrincipalSlot> {
-        let mut map = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let id: Arc<str> = Arc::from(id);
-        let n = map.entry(Arc::clone(&id)).or_insert(0);
-        if *n >= max {
-            return None;
-        }
-        *n += 1;
-        Some(PrincipalSlot {
-            map: Arc::clone(self),
-            id,
-        })
-    }
-}
-
-impl Drop for PrincipalSlot {
-    fn drop(&mut self) {
-        let mut map = self
-            .map
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(n) = map.get_mut(&self.id) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.id);
-            }
-        }
-    }
-}
 
 /// Who sent a request: the principal, the peer address (for logs) and,
 /// under OAuth, the access token that named the principal.
@@ -305,9 +269,11 @@ struct Caller {
 #[derive(Default)]
 struct Held {
     #[allow(dead_code, reason = "held for its drop")]
-    principal: Option<PrincipalSlot>,
+    principal: Option<ShareSlot>,
     #[allow(dead_code, reason = "held for its drop")]
     stream: Option<tokio::sync::OwnedSemaphorePermit>,
+    #[allow(dead_code, reason = "held for its drop")]
+    stream_share: Option<ShareSlot>,
 }
 
 /// A response body that holds [`Held`] until it ends or is dropped.
@@ -389,6 +355,8 @@ impl Http {
             max_streams: DEFAULT_MAX_STREAMS,
             per_principal: Arc::default(),
             max_in_flight_per_principal: DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL,
+            stream_shares: Arc::default(),
+            max_streams_per_caller: DEFAULT_MAX_STREAMS_PER_CALLER,
             stream_buffer: DEFAULT_STREAM_BUFFER,
             retry_after: Duration::from_secs(1),
             legacy: server
@@ -412,6 +380,17 @@ impl Http {
     pub fn max_streams(mut self, n: usize) -> Self {
         self.max_streams = n.max(1);
         self.streams = Arc::new(tokio::sync::Semaphore::new(self.max_streams));
+        self
+    }
+
+    /// Most SSE responses one caller holds open (default
+    /// [`DEFAULT_MAX_STREAMS_PER_CALLER`]): an authenticated principal, else
+    /// the peer address (from `ConnectInfo`, which [`serve`] supplies). One
+    /// more is answered `503` + `Retry-After`, and other callers still get
+    /// what is left of [`Self::max_streams`].
+    #[must_use]
+    pub fn max_streams_per_caller(mut self, n: usize) -> Self {
+        self.max_streams_per_caller = n.max(1);
         self
     }
 
@@ -1056,6 +1035,19 @@ impl Http {
         let (notifier, notifications) = if streams {
             // A stream slot is taken before any work: over the cap the
             // request is refused whole, not served without its stream.
+            // The caller's share first: one caller at its share leaves the
+            // rest of the server-wide cap to others.
+            if let Some(key) = caller_key(&principal, peer.as_deref()) {
+                let Some(slot) = self.stream_shares.take(&key, self.max_streams_per_caller) else {
+                    tracing::warn!("one caller's SSE streams at its share: 503");
+                    return overloaded(
+                        self.retry_after,
+                        Some(request.id),
+                        "too many streams open for this caller; retry later",
+                    );
+                };
+                held.stream_share = Some(slot);
+            }
             let Ok(permit) = Arc::clone(&self.streams).try_acquire_owned() else {
                 tracing::warn!("SSE streams at the cap: 503");
                 return overloaded(

@@ -27,6 +27,17 @@ async fn start(
     http: impl FnOnce(Http) -> Http,
     options: ServeOptions,
 ) -> Running {
+    start_as(false, configure, http, options).await
+}
+
+/// [`start`], with no authentication when `anonymous` (callers then count
+/// by their address).
+async fn start_as(
+    anonymous: bool,
+    configure: impl FnOnce(ServerBuilder) -> ServerBuilder,
+    http: impl FnOnce(Http) -> Http,
+    options: ServeOptions,
+) -> Running {
     let counters = Arc::new(Counters::default());
     let server = configure(builder(&counters, TestClock::new()))
         .build()
@@ -34,14 +45,19 @@ async fn start(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (stop, stopped) = oneshot::channel::<()>();
-    let authenticated = Http::new(server).authenticate(Bearer(|token: &str| match token {
-        "alice" => Some(Principal::new("alice")),
-        "bob" => Some(Principal::new("bob")),
-        _ => None,
-    }));
+    let endpoint = if anonymous {
+        Http::new(server)
+    } else {
+        Http::new(server).authenticate(Bearer(|token: &str| match token {
+            "alice" => Some(Principal::new("alice")),
+            "bob" => Some(Principal::new("bob")),
+            "carol" => Some(Principal::new("carol")),
+            _ => None,
+        }))
+    };
     tokio::spawn(serve_with(
         listener,
-        http(authenticated),
+        http(endpoint),
         "/mcp",
         options,
         async move {
@@ -71,19 +87,32 @@ fn slow(id: u64) -> Value {
 
 /// Sends `body` as `token` (default alice) on a new connection.
 async fn post(port: u16, body: &Value, token: Option<&str>) -> TcpStream {
+    post_from([127, 0, 0, 1], port, body, Some(token.unwrap_or("alice"))).await
+}
+
+/// Sends `body` from the loopback address `from` (any of 127.0.0.0/8), as
+/// `token` or anonymously.
+async fn post_from(from: [u8; 4], port: u16, body: &Value, token: Option<&str>) -> TcpStream {
     let body = body.to_string();
     let v: Value = serde_json::from_str(&body).unwrap();
     let name = v["params"]["name"]
         .as_str()
         .map(|n| format!("Mcp-Name: {n}\r\n"))
         .unwrap_or_default();
-    let auth = format!("Authorization: Bearer {}\r\n", token.unwrap_or("alice"));
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     let text = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {}\r\n{name}{auth}Content-Length: {}\r\n\r\n{body}",
         v["method"].as_str().unwrap(),
         body.len()
     );
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    let mut stream = socket
+        .connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .unwrap();
     stream.write_all(text.as_bytes()).await.unwrap();
     stream
 }
@@ -190,6 +219,118 @@ async fn listen_streams_over_the_cap_get_503_with_retry_after() {
         "{response}"
     );
     assert_eq!(body_json(&response)["error"]["data"]["retryAfterMs"], 1000);
+    drop(open);
+}
+
+/// Opens `body(id)` streams from `from` as `token` until one is refused
+/// (at most `bound`), keeping the open ones in `open`; how many opened.
+async fn fill(
+    port: u16,
+    from: [u8; 4],
+    token: Option<&str>,
+    bound: u64,
+    body: impl Fn(u64) -> Value,
+    open: &mut Vec<TcpStream>,
+) -> u64 {
+    for id in 0..bound {
+        let mut s = post_from(from, port, &body(id), token).await;
+        let response = head(&mut s).await;
+        if status(&response) != 200 {
+            assert_eq!(status(&response), 503, "{response}");
+            assert_eq!(body_json(&response)["error"]["code"], -32603, "{response}");
+            return id;
+        }
+        assert!(response.contains("text/event-stream"), "{response}");
+        open.push(s);
+    }
+    bound
+}
+
+#[tokio::test]
+async fn one_anonymous_peer_filling_its_listen_share_leaves_listens_for_another() {
+    // The defaults: 64 listens server-wide, 64 requests in flight per peer
+    // address. One peer alone could hold every listen; its share (16)
+    // leaves the rest to others.
+    let r = start_as(true, |b| b, |h| h, ServeOptions::default()).await;
+    let mut open = Vec::new();
+    let took = fill(
+        r.port,
+        [127, 0, 0, 1],
+        None,
+        80,
+        |id| listen(id, &[]),
+        &mut open,
+    )
+    .await;
+    assert_eq!(
+        took,
+        tern_server::builder::DEFAULT_MAX_LISTENS_PER_CALLER as u64,
+        "one peer holds its share of listens, no more"
+    );
+    let mut other = post_from([127, 0, 0, 2], r.port, &listen(99, &[]), None).await;
+    let response = head(&mut other).await;
+    assert_eq!(
+        status(&response),
+        200,
+        "another peer still listens: {response}"
+    );
+    assert!(
+        response.contains("notifications/subscriptions/acknowledged"),
+        "{response}"
+    );
+    drop(open);
+}
+
+#[tokio::test]
+async fn principals_filling_their_listen_shares_leave_listens_for_another() {
+    // 32 requests in flight per principal: before the per-caller share, two
+    // principals held all 64 listens and a third was refused.
+    let r = start(|b| b, |h| h, ServeOptions::default()).await;
+    let mut open = Vec::new();
+    for who in ["alice", "bob"] {
+        let took = fill(
+            r.port,
+            [127, 0, 0, 1],
+            Some(who),
+            80,
+            |id| listen(id, &[]),
+            &mut open,
+        )
+        .await;
+        assert_eq!(
+            took,
+            tern_server::builder::DEFAULT_MAX_LISTENS_PER_CALLER as u64,
+            "{who} holds her share of listens, no more"
+        );
+    }
+    let mut carol = post_from([127, 0, 0, 1], r.port, &listen(99, &[]), Some("carol")).await;
+    let response = head(&mut carol).await;
+    assert_eq!(status(&response), 200, "carol still listens: {response}");
+    drop(open);
+}
+
+#[tokio::test]
+async fn peers_filling_their_sse_shares_leave_streams_for_another() {
+    // 128 SSE responses server-wide, 64 requests in flight per peer: before
+    // the per-caller share two peers held every stream.
+    let r = start_as(true, |b| b, |h| h, ServeOptions::default()).await;
+    let mut open = Vec::new();
+    for from in [[127, 0, 0, 1], [127, 0, 0, 2]] {
+        let took = fill(r.port, from, None, 80, slow, &mut open).await;
+        assert_eq!(
+            took,
+            tern_server::transport::http::DEFAULT_MAX_STREAMS_PER_CALLER as u64,
+            "a peer holds its share of SSE responses, no more"
+        );
+    }
+    let mut third = post_from([127, 0, 0, 3], r.port, &slow(99), None).await;
+    let response = head(&mut third).await;
+    assert_eq!(
+        status(&response),
+        200,
+        "a third peer still streams: {response}"
+    );
+    assert!(response.contains("text/event-stream"), "{response}");
     drop(open);
 }
 
