@@ -792,7 +792,8 @@ fn check_param_headers(
         };
         if !matches {
             return Err(mismatch(format!(
-                "Header mismatch: {display} header value '{decoded}' does not match the argument"
+                "Header mismatch: {display} header value '{}' does not match the argument",
+                crate::dispatch::short(&decoded)
             )));
         }
     }
