@@ -423,3 +423,84 @@ async fn a_reader_that_stops_reading_is_dropped_and_its_request_cancelled() {
     drop(stalled);
     let _ = r.counters;
 }
+
+/// Sends `body` from `from` as `token` and reads the whole JSON reply.
+async fn exchange(from: [u8; 4], port: u16, body: &Value, token: Option<&str>) -> Value {
+    let mut s = post_from(from, port, body, token).await;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut raw))
+        .await
+        .expect("a reply")
+        .unwrap();
+    body_json(&String::from_utf8_lossy(&raw))
+}
+
+fn once_only(id: u64, retry: Option<(&str, &str)>) -> Value {
+    let mut m = meta();
+    m["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let mut params = json!({"name": "once_only", "arguments": {}, "_meta": m});
+    if let Some((state, action)) = retry {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = if action == "accept" {
+            json!({"go": {"action": "accept", "content": {"ok": true}}})
+        } else {
+            json!({"go": {"action": action}})
+        };
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// One single-use flow from `from` as `token`, answered with `action`: the
+/// final leg's reply.
+async fn single_use_flow(from: [u8; 4], port: u16, token: Option<&str>, action: &str) -> Value {
+    let first = exchange(from, port, &once_only(1, None), token).await;
+    let state = first["result"]["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a question: {first}"))
+        .to_owned();
+    exchange(from, port, &once_only(2, Some((&state, action))), token).await
+}
+
+/// Hole 3: declined single-use retries fill only the sender's share of the
+/// replay store; another principal's single-use call still runs.
+#[tokio::test]
+async fn declined_single_use_retries_fill_only_their_senders_share() {
+    for anonymous in [false, true] {
+        let r = start_as(
+            anonymous,
+            |b| {
+                b.replay_store_limits(
+                    tern_server::replay::StoreLimits::default()
+                        .per_principal_bytes(2048)
+                        .per_anonymous_bytes(2048),
+                )
+            },
+            |h| h,
+            ServeOptions::default(),
+        )
+        .await;
+        let (flooder, other) = if anonymous {
+            (([127, 0, 0, 1], None), ([127, 0, 0, 2], None))
+        } else {
+            (
+                ([127, 0, 0, 1], Some("alice")),
+                ([127, 0, 0, 1], Some("bob")),
+            )
+        };
+        let mut full = None;
+        for n in 0..200 {
+            let reply = single_use_flow(flooder.0, r.port, flooder.1, "decline").await;
+            if reply["error"]["code"] == -31002 {
+                full = Some(n);
+                break;
+            }
+            assert_eq!(reply["result"]["content"][0]["text"], "no", "{reply}");
+        }
+        assert!(full.is_some_and(|n| n > 0), "the flooder's share fills");
+        let reply = single_use_flow(other.0, r.port, other.1, "accept").await;
+        assert_eq!(
+            reply["result"]["content"][0]["text"], "went: true",
+            "another caller's single-use call still runs (anonymous: {anonymous}): {reply}"
+        );
+    }
+}
