@@ -1,16 +1,41 @@
-//! Streamable HTTP, 2026-07-28 form (spec §6.2): one POST endpoint, as a tower
-//! [`tower::Service`] you mount in your own axum `Router`.
+//! Streamable HTTP, 2026-07-28 form (spec §6.2): one POST endpoint, served by
+//! tern's own accept loop ([`serve`]), or as a tower [`tower::Service`] you
+//! mount in your own axum `Router` and serve with [`serve_service`].
 //!
 //! ```no_run
 //! # async fn run(server: tern_server::Server) -> std::io::Result<()> {
-//! use tern_server::transport::http::Http;
+//! use tern_server::transport::http::{Http, serve};
+//!
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! serve(listener, Http::new(server), "/mcp", std::future::pending()).await
+//! # }
+//! ```
+//!
+//! Your own router, still behind tern's accept loop (its timeouts, caps and
+//! the peer address):
+//!
+//! ```no_run
+//! # async fn run(server: tern_server::Server) -> std::io::Result<()> {
+//! use tern_server::transport::http::{Http, ServeOptions, serve_service};
 //!
 //! let mcp = Http::new(server.clone()).into_service();
 //! let app = axum::Router::new().route_service("/mcp", mcp);
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-//! axum::serve(listener, app).await
+//! serve_service(listener, app, ServeOptions::default(), async move {
+//!     std::future::pending::<()>().await;
+//!     server.shutdown();
+//! })
+//! .await
 //! # }
 //! ```
+//!
+//! Anonymous callers are told apart by their address, which the endpoint
+//! reads from axum's `ConnectInfo<SocketAddr>` request extension: tern's
+//! loop supplies it; `axum::serve` does not (unless the router is served
+//! with `into_make_service_with_connect_info`). Without it every anonymous
+//! caller counts as one: one share of the replay store, of listen streams
+//! and of SSE responses, so one of them filling its share refuses them all.
+//! Behind a proxy every caller has the proxy's address: authenticate them.
 //!
 //! What it checks, in order, and how it answers:
 //!
@@ -79,7 +104,7 @@ use crate::registry::HeaderParamType;
 use crate::replay::BoxFuture;
 use crate::server::Server;
 use crate::share::{ShareSlot, Shares, caller_key};
-pub use crate::transport::accept::ServeOptions;
+pub use crate::transport::accept::{ServeOptions, serve_service};
 
 /// Default body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -524,7 +549,7 @@ pub async fn serve_with(
     if let Some(metadata) = metadata {
         app = app.merge(metadata);
     }
-    crate::transport::accept::serve_service(listener, app, options, async move {
+    serve_service(listener, app, options, async move {
         shutdown.await;
         server.shutdown();
     })
