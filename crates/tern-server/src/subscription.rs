@@ -126,6 +126,13 @@ impl Server {
             ));
         };
         self.check_listen_uris(&params.notifications)?;
+        // The transport's one configured hint, the same its own 503s give.
+        let ms = u64::try_from(
+            call.retry_after
+                .unwrap_or(std::time::Duration::from_secs(1))
+                .as_millis(),
+        )
+        .unwrap_or(u64::MAX);
         // The caller's share first, then the server-wide cap: one caller at
         // its share leaves the rest to others.
         let _share = match crate::share::caller_key(&call.principal, call.peer.as_deref()) {
@@ -142,7 +149,7 @@ impl Server {
                         code::INTERNAL_ERROR,
                         "too many subscriptions open for this caller; retry later",
                     )
-                    .with_data(serde_json::json!({ "retryAfterMs": 1000 })));
+                    .with_data(serde_json::json!({ "retryAfterMs": ms })));
                 };
                 Some(slot)
             }
@@ -154,7 +161,7 @@ impl Server {
                 code::INTERNAL_ERROR,
                 "too many subscriptions open; retry later",
             )
-            .with_data(serde_json::json!({ "retryAfterMs": 1000 })));
+            .with_data(serde_json::json!({ "retryAfterMs": ms })));
         };
         let tasks = &self.inner.engine.tasks;
         // Subscribe before reading the tasks and acknowledging, so nothing

@@ -138,6 +138,16 @@ impl ServeOptions {
         self
     }
 
+    /// Sets [`Self::retry_after`]; under
+    /// [`serve_with`](crate::transport::http::serve_with) the endpoint's
+    /// refusals follow it too, unless it has its own
+    /// ([`Http::retry_after`](crate::transport::http::Http::retry_after)).
+    #[must_use]
+    pub fn retry_after(mut self, retry_after: Duration) -> Self {
+        self.retry_after = retry_after;
+        self
+    }
+
     /// Sets [`Self::drain_timeout`].
     #[must_use]
     pub fn drain_timeout(mut self, timeout: Duration) -> Self {

@@ -262,7 +262,9 @@ pub struct Http {
     stream_shares: Arc<Shares>,
     max_streams_per_caller: usize,
     stream_buffer: usize,
-    retry_after: Duration,
+    /// `None`: the accept loop's ([`ServeOptions::retry_after`]) under
+    /// [`serve_with`], else 1 s.
+    retry_after: Option<Duration>,
 }
 
 /// Default cap on SSE responses open at once: 128 (half the accept loop's
@@ -383,7 +385,7 @@ impl Http {
             stream_shares: Arc::default(),
             max_streams_per_caller: DEFAULT_MAX_STREAMS_PER_CALLER,
             stream_buffer: DEFAULT_STREAM_BUFFER,
-            retry_after: Duration::from_secs(1),
+            retry_after: None,
             legacy: server
                 .legacy_options()
                 .map(|o| Arc::new(crate::legacy::http::Sessions::new(o))),
@@ -427,6 +429,21 @@ impl Http {
     pub fn max_in_flight_per_principal(mut self, n: usize) -> Self {
         self.max_in_flight_per_principal = n.max(1);
         self
+    }
+
+    /// What every overload refusal of this endpoint says: `Retry-After`
+    /// (whole seconds, at least 1) and `data.retryAfterMs`, for its own
+    /// caps and for a listen the server refuses (default: the accept loop's
+    /// [`ServeOptions::retry_after`] under [`serve`] / [`serve_with`], else
+    /// 1 s).
+    #[must_use]
+    pub fn retry_after(mut self, retry_after: Duration) -> Self {
+        self.retry_after = Some(retry_after);
+        self
+    }
+
+    fn retry_hint(&self) -> Duration {
+        self.retry_after.unwrap_or(Duration::from_secs(1))
     }
 
     /// Notifications buffered per response for a slow reader (default
@@ -544,6 +561,10 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let server = http.server.clone();
+    // One configured hint for the whole stack: the endpoint follows the
+    // accept loop's unless it was given its own.
+    let mut http = http;
+    http.retry_after.get_or_insert(options.retry_after);
     let metadata = http.oauth.as_ref().map(|r| r.metadata_router());
     let mut app = axum::Router::new().route_service(path, http.into_service());
     if let Some(metadata) = metadata {
@@ -922,7 +943,7 @@ impl Http {
             else {
                 tracing::warn!("one principal's requests in flight at the cap: 503");
                 return overloaded(
-                    self.retry_after,
+                    self.retry_hint(),
                     None,
                     "too many requests in flight for this principal; retry later",
                 );
@@ -1002,7 +1023,8 @@ impl Http {
         // Legacy sessions are routed before the modern header checks.
         let message = match &self.legacy {
             Some(sessions) => {
-                let mut call = CallContext::new(principal.clone());
+                let mut call =
+                    CallContext::new(principal.clone()).with_retry_after(self.retry_hint());
                 call.peer.clone_from(&peer);
                 match sessions
                     .route(&self.server, headers, call, message, self.keep_alive)
@@ -1067,7 +1089,7 @@ impl Http {
                 let Some(slot) = self.stream_shares.take(&key, self.max_streams_per_caller) else {
                     tracing::warn!("one caller's SSE streams at its share: 503");
                     return overloaded(
-                        self.retry_after,
+                        self.retry_hint(),
                         Some(request.id),
                         "too many streams open for this caller; retry later",
                     );
@@ -1077,7 +1099,7 @@ impl Http {
             let Ok(permit) = Arc::clone(&self.streams).try_acquire_owned() else {
                 tracing::warn!("SSE streams at the cap: 503");
                 return overloaded(
-                    self.retry_after,
+                    self.retry_hint(),
                     Some(request.id),
                     "too many streams open; retry later",
                 );
@@ -1089,7 +1111,9 @@ impl Http {
             (None, None)
         };
         let server = self.server.clone();
-        let mut call = CallContext::new(principal).with_cancel(cancel);
+        let mut call = CallContext::new(principal)
+            .with_cancel(cancel)
+            .with_retry_after(self.retry_hint());
         call.notifier = notifier;
         call.peer = peer;
         let handling: BoxFuture<'static, Reply> =

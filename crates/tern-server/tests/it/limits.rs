@@ -504,3 +504,61 @@ async fn declined_single_use_retries_fill_only_their_senders_share() {
         );
     }
 }
+
+/// The `Retry-After` seconds and `data.retryAfterMs` of a 503.
+fn retry_hint(response: &str) -> (Option<u64>, Value) {
+    let secs = response
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("retry-after:")
+                .map(str::to_owned)
+        })
+        .and_then(|v| v.trim().parse().ok());
+    (
+        secs,
+        body_json(response)["error"]["data"]["retryAfterMs"].clone(),
+    )
+}
+
+#[tokio::test]
+async fn every_refusal_says_the_one_configured_retry_hint() {
+    // The accept loop's value, followed by the endpoint and by the
+    // server's listen refusal.
+    let r = start(
+        |b| b.max_listens(1),
+        |h| h.max_streams(2),
+        ServeOptions::default().retry_after(Duration::from_secs(3)),
+    )
+    .await;
+    let mut open = Vec::new();
+    let mut first = post(r.port, &listen(1, &[]), None).await;
+    assert_eq!(status(&head(&mut first).await), 200);
+    open.push(first);
+    let mut listen_refused = post(r.port, &listen(2, &[]), None).await;
+    let response = head(&mut listen_refused).await;
+    assert_eq!(status(&response), 503, "{response}");
+    assert_eq!(retry_hint(&response), (Some(3), json!(3000)), "{response}");
+    let mut stream = post(r.port, &slow(3), None).await;
+    assert!(head(&mut stream).await.contains("text/event-stream"));
+    open.push(stream);
+    let mut sse_refused = post(r.port, &slow(4), None).await;
+    let response = head(&mut sse_refused).await;
+    assert_eq!(status(&response), 503, "{response}");
+    assert_eq!(retry_hint(&response), (Some(3), json!(3000)), "{response}");
+    drop(open);
+
+    // The endpoint's own value wins over the loop's, for both.
+    let r = start(
+        |b| b.max_listens(1),
+        |h| h.retry_after(Duration::from_secs(5)),
+        ServeOptions::default().retry_after(Duration::from_secs(3)),
+    )
+    .await;
+    let mut first = post(r.port, &listen(1, &[]), None).await;
+    assert_eq!(status(&head(&mut first).await), 200);
+    let mut refused = post(r.port, &listen(2, &[]), None).await;
+    let response = head(&mut refused).await;
+    assert_eq!(retry_hint(&response), (Some(5), json!(5000)), "{response}");
+    drop(first);
+}
