@@ -744,13 +744,26 @@ async fn a_repeated_member_cannot_slip_past_the_header_checks() {
         format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"debug_ctx","arguments":{{"to":"a","to":"b"}},"_meta":{m}}}}}"#
         ),
+        // A doubled uri on prompts/get (a member it does not read), and
+        // its name twice.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{{"name":"guarded_prompt","uri":"res://ask","uri":"res://guarded","_meta":{m}}}}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{{"name":"greet","name":"guarded_prompt","_meta":{m}}}}}"#
+        ),
     ];
-    for body in &cases {
-        for name in ["greet", "transfer", ""] {
+    // With the right version header and with a lying one (the issue's
+    // 1999-01-01): refused either way.
+    for (body, version) in cases
+        .iter()
+        .flat_map(|b| [(b, "2026-07-28"), (b, "1999-01-01")])
+    {
+        for name in ["greet", "transfer", "guarded_prompt", ""] {
             let mut headers = vec![
                 ("Content-Type", "application/json".to_owned()),
                 ("Accept", "application/json, text/event-stream".to_owned()),
-                ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+                ("MCP-Protocol-Version", version.to_owned()),
                 (
                     "Mcp-Method",
                     serde_json::from_str::<Value>(
@@ -780,6 +793,28 @@ async fn a_repeated_member_cannot_slip_past_the_header_checks() {
             );
         }
     }
+    assert_eq!(e.counters.transfers.load(Ordering::SeqCst), 0);
+    assert_eq!(e.counters.prompt_runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_lying_protocol_version_header_is_refused_on_every_method() {
+    let e = start(|h| h).await;
+    for body in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "guarded_prompt", "_meta": meta()}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "res://guarded", "_meta": meta()}}),
+        call("transfer", json!({})),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}),
+    ] {
+        let mut headers = mcp_headers(&body);
+        headers.retain(|(k, _)| *k != "MCP-Protocol-Version");
+        headers.push(("MCP-Protocol-Version", "1999-01-01".to_owned()));
+        let r = send(e.port, "POST", &headers, &body.to_string()).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert_eq!(r.json()["error"]["code"], -32020, "{body}: {}", r.body);
+    }
+    assert_eq!(e.counters.prompt_runs.load(Ordering::SeqCst), 0);
+    assert_eq!(e.counters.read_runs.load(Ordering::SeqCst), 0);
     assert_eq!(e.counters.transfers.load(Ordering::SeqCst), 0);
 }
 
