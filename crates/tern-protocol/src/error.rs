@@ -94,9 +94,11 @@ impl ErrorObject {
 
     /// `-32022` with its typed data.
     pub fn unsupported_version(supported: Vec<String>, requested: impl Into<String>) -> Self {
+        // The requested version is the sender's text: echoed cut short.
+        let requested: String = requested.into();
         let data = UnsupportedVersionData {
             supported,
-            requested: requested.into(),
+            requested: cut(&requested, QUOTED_MAX).into_owned(),
         };
         Self::new(
             code::UNSUPPORTED_PROTOCOL_VERSION,
@@ -153,6 +155,130 @@ pub struct UnsupportedVersionData {
     pub requested: String,
 }
 
+/// The longest quoted value [`tidy`] keeps, in characters.
+const QUOTED_MAX: usize = 64;
+/// The longest message [`tidy`] gives back, in characters.
+const MESSAGE_MAX: usize = 512;
+
+/// `text` cut to `max` characters, `…` marking the cut.
+fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((at, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..at])),
+    }
+}
+
+/// A decoder's message made fit to send to a peer (issue 15, hole 4):
+/// `serde_json`'s ` at line N column M` removed (a position in the sender's
+/// own text tells an attacker how far a probe got and nobody else
+/// anything), a derived Rust type name (`struct CallToolRequestParams`,
+/// `enum …`) replaced by what it means on the wire, every quoted value
+/// (`"…"`, `` `…` ``, usually the sender's own input echoed back) cut to 64
+/// characters, and the whole cut to 512.
+pub fn tidy(text: &str) -> String {
+    let text = strip_positions(text);
+    let text = plain_type_names(&text);
+    let mut out = String::with_capacity(text.len().min(MESSAGE_MAX + 8));
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(['"', '`']) {
+        out.push_str(&rest[..at]);
+        let quote = rest[at..].chars().next().unwrap_or('"');
+        let inner = &rest[at + 1..];
+        // The closing quote: the next one not escaped by a backslash.
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                c if c == quote && !escaped => {
+                    end = Some(i);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        let (value, after) = match end {
+            Some(i) => (&inner[..i], &inner[i + 1..]),
+            None => (inner, ""),
+        };
+        out.push(quote);
+        out.push_str(&cut(value, QUOTED_MAX));
+        out.push(quote);
+        rest = after;
+        if out.len() > 4 * MESSAGE_MAX {
+            break;
+        }
+    }
+    out.push_str(rest);
+    cut(&out, MESSAGE_MAX).into_owned()
+}
+
+/// Every ` at line N column M` removed.
+fn strip_positions(text: &str) -> String {
+    const AT: &str = " at line ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(AT) {
+        let after = &rest[at + AT.len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let tail = &after[digits..];
+        match tail.strip_prefix(" column ") {
+            Some(col) if digits > 0 => {
+                let n = col.len() - col.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                out.push_str(&rest[..at]);
+                rest = &col[n..];
+            }
+            _ => {
+                out.push_str(&rest[..at + AT.len()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// serde's names of derived types (`struct Foo`, `tuple struct Foo`,
+/// `untagged enum Foo`, …) said as what they are on the wire.
+fn plain_type_names(text: &str) -> String {
+    const PHRASES: [(&str, &str); 8] = [
+        ("variant of untagged enum ", "accepted form"),
+        ("internally tagged enum ", "one of the accepted forms"),
+        ("adjacently tagged enum ", "one of the accepted forms"),
+        ("struct variant ", "an object"),
+        ("tuple struct ", "an array"),
+        ("unit struct ", "null"),
+        ("struct ", "an object"),
+        ("enum ", "one of the accepted values"),
+    ];
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    'scan: while !rest.is_empty() {
+        for (phrase, plain) in PHRASES {
+            // A whole word only ("destruct x" is not a type name).
+            let word_start = out
+                .chars()
+                .last()
+                .is_none_or(|c| !c.is_alphanumeric() && c != '_');
+            if word_start && let Some(after) = rest.strip_prefix(phrase) {
+                let name_len = after.len()
+                    - after
+                        .trim_start_matches(|c: char| c.is_alphanumeric() || "_:<>".contains(c))
+                        .len();
+                if after.chars().next().is_some_and(char::is_uppercase) {
+                    out.push_str(plain);
+                    rest = &after[name_len..];
+                    continue 'scan;
+                }
+            }
+        }
+        let c = rest.chars().next().unwrap_or_default();
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 /// Why a message or value could not be decoded.
 ///
 /// One opaque type for the crate; ask it what went wrong with the `is_*`
@@ -182,7 +308,7 @@ impl DecodeError {
     pub(crate) fn syntax(err: &serde_json::Error) -> Self {
         Self {
             kind: DecodeErrorKind::Syntax,
-            message: format!("invalid JSON: {err}"),
+            message: tidy(&format!("invalid JSON: {err}")),
         }
     }
 
@@ -196,21 +322,27 @@ impl DecodeError {
     pub(crate) fn params(method: &str, err: impl fmt::Display) -> Self {
         Self {
             kind: DecodeErrorKind::Params,
-            message: format!("invalid params for {method}: {err}"),
+            message: tidy(&format!(
+                "invalid params for {}: {err}",
+                cut(method, QUOTED_MAX)
+            )),
         }
     }
 
     pub(crate) fn result(method: &str, err: impl fmt::Display) -> Self {
         Self {
             kind: DecodeErrorKind::Result,
-            message: format!("invalid result for {method}: {err}"),
+            message: tidy(&format!(
+                "invalid result for {}: {err}",
+                cut(method, QUOTED_MAX)
+            )),
         }
     }
 
     pub(crate) fn value(type_name: &str, err: impl fmt::Display) -> Self {
         Self {
             kind: DecodeErrorKind::Value,
-            message: format!("invalid {type_name}: {err}"),
+            message: tidy(&format!("invalid {type_name}: {err}")),
         }
     }
 
@@ -260,3 +392,62 @@ impl fmt::Display for DecodeError {
 }
 
 impl std::error::Error for DecodeError {}
+
+#[cfg(test)]
+mod tidy_tests {
+    use super::tidy;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code, reason = "only decoded")]
+    struct SomeParams {
+        name: String,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(untagged)]
+    #[allow(dead_code, reason = "only decoded")]
+    enum SomeKind {
+        A(u8),
+    }
+
+    fn serde_says<T: serde::de::DeserializeOwned + std::fmt::Debug>(text: &str) -> String {
+        serde_json::from_str::<T>(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn positions_and_type_names_are_removed() {
+        let raw = serde_says::<SomeParams>(r#""just a string""#);
+        assert!(
+            raw.contains("struct SomeParams") && raw.contains("line 1"),
+            "{raw}"
+        );
+        let clean = tidy(&raw);
+        assert_eq!(
+            clean,
+            r#"invalid type: string "just a string", expected an object"#
+        );
+        let raw = serde_json::from_value::<SomeKind>(serde_json::json!(true))
+            .unwrap_err()
+            .to_string();
+        assert!(raw.contains("enum SomeKind"), "{raw}");
+        assert_eq!(tidy(&raw), "data did not match any accepted form");
+        // Not a type name: a word that merely ends in "struct".
+        assert_eq!(tidy("destruct Foo"), "destruct Foo");
+        assert_eq!(tidy("at line 3 of the poem"), "at line 3 of the poem");
+    }
+
+    #[test]
+    fn echoed_values_are_cut_and_the_whole_is_bounded() {
+        let big = "x".repeat(3 << 20);
+        let raw = serde_says::<SomeParams>(&format!(r#"{{"name": 1, "{big}": 2}}"#));
+        let clean = tidy(&raw);
+        assert!(clean.len() < 600, "{} bytes", clean.len());
+        let raw = serde_says::<u8>(&format!("\"{big}\\\"{big}\""));
+        let clean = tidy(&raw);
+        assert!(clean.len() < 200, "{clean}");
+        assert!(clean.starts_with("invalid type: string \"xxx"), "{clean}");
+        assert!(clean.ends_with("…\", expected u8"), "{clean}");
+        // Unquoted text is bounded too.
+        assert!(tidy(&big).chars().count() <= 513);
+    }
+}

@@ -51,12 +51,18 @@ pub(crate) struct Config {
     pub(crate) max_listen_uris: usize,
     /// Most `subscriptions/listen` streams open at once.
     pub(crate) max_listens: usize,
+    /// Most of them one caller holds.
+    pub(crate) max_listens_per_caller: usize,
 }
 
 /// Default cap on the resource URIs of one `subscriptions/listen`: 256.
 pub const DEFAULT_MAX_LISTEN_URIS: usize = 256;
 /// Default cap on `subscriptions/listen` streams open at once: 64.
 pub const DEFAULT_MAX_LISTENS: usize = 64;
+/// Default cap on the `subscriptions/listen` streams one caller (an
+/// authenticated principal, else one anonymous peer) holds open: 16, a
+/// quarter of [`DEFAULT_MAX_LISTENS`], so one caller cannot take them all.
+pub const DEFAULT_MAX_LISTENS_PER_CALLER: usize = 16;
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
@@ -127,6 +133,7 @@ impl ServerBuilder {
                 legacy: Some(crate::legacy::LegacyOptions::default()),
                 max_listen_uris: DEFAULT_MAX_LISTEN_URIS,
                 max_listens: DEFAULT_MAX_LISTENS,
+                max_listens_per_caller: DEFAULT_MAX_LISTENS_PER_CALLER,
             },
         }
     }
@@ -277,6 +284,18 @@ impl ServerBuilder {
     #[must_use]
     pub fn max_listens(mut self, n: usize) -> Self {
         self.config.max_listens = n.max(1);
+        self
+    }
+
+    /// Most `subscriptions/listen` streams one caller holds open (default
+    /// [`DEFAULT_MAX_LISTENS_PER_CALLER`]): an authenticated principal, else
+    /// the anonymous peer the transport names ([`crate::CallContext::peer`]:
+    /// the HTTP client's address, `stdio`). One more is refused like a
+    /// listen over [`Self::max_listens`], and other callers still get what
+    /// is left of it.
+    #[must_use]
+    pub fn max_listens_per_caller(mut self, n: usize) -> Self {
+        self.config.max_listens_per_caller = n.max(1);
         self
     }
 
@@ -482,6 +501,7 @@ impl ServerBuilder {
                 tasks,
             }),
             listen_slots: Arc::new(tokio::sync::Semaphore::new(self.config.max_listens)),
+            listen_shares: Arc::default(),
             config: self.config,
         };
         Ok(Server {

@@ -31,6 +31,11 @@ pub struct CallContext {
     /// it to handlers ([`crate::auth::ResourceServer::token_in_context`]):
     /// read with [`crate::Ctx::access_token`].
     pub access_token: Option<Arc<crate::auth::AccessToken>>,
+    /// What an overload refusal from the server (a listen over its cap)
+    /// says in `data.retryAfterMs`: the transport's configured value
+    /// ([`crate::transport::http::Http::retry_after`],
+    /// [`crate::transport::stdio::StdioOptions::retry_after`]); `None`: 1 s.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl CallContext {
@@ -54,6 +59,13 @@ impl CallContext {
     #[must_use]
     pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
+        self
+    }
+
+    /// Overload refusals say `retry_after` (see [`Self::retry_after`]).
+    #[must_use]
+    pub fn with_retry_after(mut self, retry_after: std::time::Duration) -> Self {
+        self.retry_after = Some(retry_after);
         self
     }
 

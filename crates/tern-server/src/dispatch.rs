@@ -155,7 +155,9 @@ impl Server {
             && let Err(duplicate) = tern_protocol::unique_members(raw.get())
         {
             return Err(fail(Fail {
-                error: ErrorObject::invalid_params(format!("Invalid params: {duplicate}")),
+                error: ErrorObject::invalid_params(tern_protocol::error::tidy(&format!(
+                    "Invalid params: {duplicate}"
+                ))),
                 malformed: true,
             }));
         }
@@ -192,6 +194,8 @@ impl Server {
                     tracing::info!(reason = "not a string", "requestState refused");
                     ErrorObject::invalid_params(INVALID_STATE)
                 } else {
+                    // Already tidied by the decoder: no position, no type
+                    // name, quoted values cut short.
                     ErrorObject::invalid_params(e.to_string())
                 };
                 Err(fail(Fail {

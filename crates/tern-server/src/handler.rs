@@ -79,9 +79,11 @@ pub struct Args<T>(pub T);
 
 impl<T: DeserializeOwned + JsonSchema + Send + 'static> FromCall for Args<T> {
     fn from_call(parts: &CallParts) -> Result<Self, ToolError> {
-        T::deserialize(&*parts.arguments)
-            .map(Args)
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
+        T::deserialize(&*parts.arguments).map(Args).map_err(|e| {
+            ToolError::new(tern_protocol::error::tidy(&format!(
+                "Invalid arguments: {e}"
+            )))
+        })
     }
 
     fn arguments_schema() -> Option<JsonObject> {

@@ -86,6 +86,7 @@ pub mod registry;
 pub mod replay;
 pub mod resource;
 pub mod server;
+pub(crate) mod share;
 pub(crate) mod subscription;
 pub mod task;
 pub(crate) mod template;

@@ -134,7 +134,7 @@ pub(crate) async fn get(
     let Some(def) = registry.prompts.get(&params.name).cloned() else {
         return Err(ErrorObject::invalid_params(format!(
             "Unknown prompt: {}",
-            params.name
+            crate::dispatch::short(&params.name)
         )));
     };
     let arguments: JsonObject = params
@@ -184,9 +184,9 @@ pub(crate) async fn get(
                     Ok(to_json(&result))
                 }
                 // A prompt has no `isError`: a handler error is invalid params.
-                Err(e) => Err(e
-                    .error_object()
-                    .unwrap_or_else(|| ErrorObject::invalid_params(e.to_string()))),
+                Err(e) => Err(e.error_object().unwrap_or_else(|| {
+                    ErrorObject::invalid_params(tern_protocol::error::tidy(&e.to_string()))
+                })),
             }),
             strategy,
         )

@@ -253,8 +253,8 @@ pub(crate) async fn read(
                     ..ReadResourceResult::default()
                 })),
                 Err(e) => Err(e.error_object().unwrap_or_else(|| {
-                    ErrorObject::invalid_params(e.to_string())
-                        .with_data(serde_json::json!({ "uri": uri }))
+                    ErrorObject::invalid_params(tern_protocol::error::tidy(&e.to_string()))
+                        .with_data(serde_json::json!({ "uri": crate::dispatch::short(&uri) }))
                 })),
             }),
             strategy,

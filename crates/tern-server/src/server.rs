@@ -25,6 +25,8 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     /// One permit per open `subscriptions/listen` stream.
     pub(crate) listen_slots: Arc<tokio::sync::Semaphore>,
+    /// Open `subscriptions/listen` streams per caller.
+    pub(crate) listen_shares: Arc<crate::share::Shares>,
 }
 
 /// An MCP server: what it offers, and the dispatcher that answers requests

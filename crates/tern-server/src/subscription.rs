@@ -126,13 +126,42 @@ impl Server {
             ));
         };
         self.check_listen_uris(&params.notifications)?;
+        // The transport's one configured hint, the same its own 503s give.
+        let ms = u64::try_from(
+            call.retry_after
+                .unwrap_or(std::time::Duration::from_secs(1))
+                .as_millis(),
+        )
+        .unwrap_or(u64::MAX);
+        // The caller's share first, then the server-wide cap: one caller at
+        // its share leaves the rest to others.
+        let _share = match crate::share::caller_key(&call.principal, call.peer.as_deref()) {
+            Some(key) => {
+                let Some(slot) = self
+                    .inner
+                    .listen_shares
+                    .take(&key, self.inner.config.max_listens_per_caller)
+                else {
+                    tracing::warn!(
+                        "one caller's subscriptions/listen streams at its share: refused"
+                    );
+                    return Err(ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        "too many subscriptions open for this caller; retry later",
+                    )
+                    .with_data(serde_json::json!({ "retryAfterMs": ms })));
+                };
+                Some(slot)
+            }
+            None => None,
+        };
         let Ok(_slot) = Arc::clone(&self.inner.listen_slots).try_acquire_owned() else {
             tracing::warn!("subscriptions/listen streams at the cap: refused");
             return Err(ErrorObject::new(
                 code::INTERNAL_ERROR,
                 "too many subscriptions open; retry later",
             )
-            .with_data(serde_json::json!({ "retryAfterMs": 1000 })));
+            .with_data(serde_json::json!({ "retryAfterMs": ms })));
         };
         let tasks = &self.inner.engine.tasks;
         // Subscribe before reading the tasks and acknowledging, so nothing

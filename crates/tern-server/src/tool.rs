@@ -223,7 +223,7 @@ pub(crate) async fn call(
     let Some(entry) = registry.tools.get(&params.name).cloned() else {
         return Err(ErrorObject::invalid_params(format!(
             "Unknown tool: {}",
-            params.name
+            crate::dispatch::short(&params.name)
         )));
     };
     // Digest §5: a tool that cannot run without a task, asked by a request
@@ -250,10 +250,12 @@ pub(crate) async fn call(
         } else {
             format!(" at {path}")
         };
-        let result = CallToolResult::error(format!(
+        // The validator quotes the offending value whole: tidied (quoted
+        // values cut, the whole bounded) so a 3 MiB argument is not echoed.
+        let result = CallToolResult::error(tern_protocol::error::tidy(&format!(
             "Invalid arguments for tool {}{at}: {error}",
             params.name
-        ));
+        )));
         return Ok(stamp(engine, result));
     }
     let request = LegRequest {

@@ -513,7 +513,8 @@ fn decode<T: serde::de::DeserializeOwned>(request: &Request) -> Result<T, ErrorO
         .params
         .as_deref()
         .ok_or_else(|| ErrorObject::invalid_params("missing params"))?;
-    serde_json::from_str(raw.get()).map_err(|e| ErrorObject::invalid_params(e.to_string()))
+    serde_json::from_str(raw.get())
+        .map_err(|e| ErrorObject::invalid_params(tern_protocol::error::tidy(&e.to_string())))
 }
 
 /// A request in flight on a session; forgotten when dropped.

@@ -20,9 +20,11 @@
 //! |---|---|---|---|
 //! | requests in flight for one authenticated principal | 32 | [`Http::max_in_flight_per_principal`](crate::transport::http::Http::max_in_flight_per_principal) | `503` + `Retry-After` (other principals unaffected) |
 //! | SSE responses open at once | 128 | [`Http::max_streams`](crate::transport::http::Http::max_streams) | `503` + `Retry-After` |
+//! | SSE responses one caller (principal, else peer address) holds | 32 | [`Http::max_streams_per_caller`](crate::transport::http::Http::max_streams_per_caller) | `503` + `Retry-After` (other callers unaffected) |
 //! | notifications buffered per response | 256 | [`Http::stream_buffer`](crate::transport::http::Http::stream_buffer) | dropped (progress is lossy); a reader that stops reading is dropped by the write timeout above, and its request cancelled |
 //! | request body | 4 MiB | [`Http::body_limit`](crate::transport::http::Http::body_limit) | `413` before it is read whole |
 //! | `subscriptions/listen` streams open at once | 64 | [`ServerBuilder::max_listens`](crate::ServerBuilder::max_listens) | `503` + `Retry-After` (stdio: `-32603` + `data.retryAfterMs`) |
+//! | `subscriptions/listen` streams one caller holds | 16 | [`ServerBuilder::max_listens_per_caller`](crate::ServerBuilder::max_listens_per_caller) | as above (other callers unaffected) |
 //! | resource URIs per listen | 256, known and distinct | [`ServerBuilder::max_listen_uris`](crate::ServerBuilder::max_listen_uris) | `-32602` |
 //! | stdio requests queued | 16 × 64 | [`StdioOptions`](crate::transport::stdio::StdioOptions) | `-32603` + `data.retryAfterMs` |
 //!
@@ -133,6 +135,16 @@ impl ServeOptions {
     #[must_use]
     pub fn max_in_flight_per_peer(mut self, n: usize) -> Self {
         self.max_in_flight_per_peer = n.max(1);
+        self
+    }
+
+    /// Sets [`Self::retry_after`]; under
+    /// [`serve_with`](crate::transport::http::serve_with) the endpoint's
+    /// refusals follow it too, unless it has its own
+    /// ([`Http::retry_after`](crate::transport::http::Http::retry_after)).
+    #[must_use]
+    pub fn retry_after(mut self, retry_after: Duration) -> Self {
+        self.retry_after = retry_after;
         self
     }
 

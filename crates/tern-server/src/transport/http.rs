@@ -1,16 +1,41 @@
-//! Streamable HTTP, 2026-07-28 form (spec §6.2): one POST endpoint, as a tower
-//! [`tower::Service`] you mount in your own axum `Router`.
+//! Streamable HTTP, 2026-07-28 form (spec §6.2): one POST endpoint, served by
+//! tern's own accept loop ([`serve`]), or as a tower [`tower::Service`] you
+//! mount in your own axum `Router` and serve with [`serve_service`].
 //!
 //! ```no_run
 //! # async fn run(server: tern_server::Server) -> std::io::Result<()> {
-//! use tern_server::transport::http::Http;
+//! use tern_server::transport::http::{Http, serve};
+//!
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! serve(listener, Http::new(server), "/mcp", std::future::pending()).await
+//! # }
+//! ```
+//!
+//! Your own router, still behind tern's accept loop (its timeouts, caps and
+//! the peer address):
+//!
+//! ```no_run
+//! # async fn run(server: tern_server::Server) -> std::io::Result<()> {
+//! use tern_server::transport::http::{Http, ServeOptions, serve_service};
 //!
 //! let mcp = Http::new(server.clone()).into_service();
 //! let app = axum::Router::new().route_service("/mcp", mcp);
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-//! axum::serve(listener, app).await
+//! serve_service(listener, app, ServeOptions::default(), async move {
+//!     std::future::pending::<()>().await;
+//!     server.shutdown();
+//! })
+//! .await
 //! # }
 //! ```
+//!
+//! Anonymous callers are told apart by their address, which the endpoint
+//! reads from axum's `ConnectInfo<SocketAddr>` request extension: tern's
+//! loop supplies it; `axum::serve` does not (unless the router is served
+//! with `into_make_service_with_connect_info`). Without it every anonymous
+//! caller counts as one: one share of the replay store, of listen streams
+//! and of SSE responses, so one of them filling its share refuses them all.
+//! Behind a proxy every caller has the proxy's address: authenticate them.
 //!
 //! What it checks, in order, and how it answers:
 //!
@@ -31,8 +56,9 @@
 //! | unknown or removed method | 404 | `-32601` |
 //! | under [`Http::oauth`], `tools/call` of a tool whose scopes the token lacks (on a 2025 session too) | 403 `insufficient_scope` | `-32600`, `data.requiredScopes` |
 //! | the principal's requests in flight at [`Http::max_in_flight_per_principal`] (default 32) | 503 + `Retry-After` | id-less `-32603`, `data.retryAfterMs` |
+//! | a streaming request with the caller's SSE responses at [`Http::max_streams_per_caller`] (default 32; the caller is the principal, else the peer address) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
 //! | a streaming request with SSE responses at [`Http::max_streams`] (default 128) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
-//! | `subscriptions/listen` over the server's listen cap ([`crate::ServerBuilder::max_listens`], default 64) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
+//! | `subscriptions/listen` over the caller's share ([`crate::ServerBuilder::max_listens_per_caller`], default 16) or the server's cap ([`crate::ServerBuilder::max_listens`], default 64) | 503 + `Retry-After` | `-32603`, `data.retryAfterMs` |
 //! | `subscriptions/listen` naming an unknown or repeated resource URI, or more than [`crate::ServerBuilder::max_listen_uris`] (default 256) | 200 | `-32602` (the URI not echoed) |
 //! | anything else | 200 | the result or error |
 //!
@@ -79,7 +105,8 @@ use crate::principal::Principal;
 use crate::registry::HeaderParamType;
 use crate::replay::BoxFuture;
 use crate::server::Server;
-pub use crate::transport::accept::ServeOptions;
+use crate::share::{ShareSlot, Shares, caller_key};
+pub use crate::transport::accept::{ServeOptions, serve_service};
 
 /// Default body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -231,15 +258,24 @@ pub struct Http {
     /// One permit per open SSE response.
     streams: Arc<tokio::sync::Semaphore>,
     max_streams: usize,
-    per_principal: Arc<PerPrincipal>,
+    per_principal: Arc<Shares>,
     max_in_flight_per_principal: usize,
+    /// SSE responses open per caller (principal, else peer address).
+    stream_shares: Arc<Shares>,
+    max_streams_per_caller: usize,
     stream_buffer: usize,
-    retry_after: Duration,
+    /// `None`: the accept loop's ([`ServeOptions::retry_after`]) under
+    /// [`serve_with`], else 1 s.
+    retry_after: Option<Duration>,
 }
 
 /// Default cap on SSE responses open at once: 128 (half the accept loop's
 /// requests in flight, so plain calls still get through).
 pub const DEFAULT_MAX_STREAMS: usize = 128;
+/// Default cap on the SSE responses one caller (an authenticated
+/// principal, else one peer address) holds open: 32, a quarter of
+/// [`DEFAULT_MAX_STREAMS`], so one caller cannot take every stream.
+pub const DEFAULT_MAX_STREAMS_PER_CALLER: usize = 32;
 /// Default cap on one authenticated principal's requests in flight: 32 (an
 /// SSE stream counts until it ends).
 pub const DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL: usize = 32;
@@ -248,51 +284,6 @@ pub const DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL: usize = 32;
 /// (progress is lossy by nature); a client that stops reading altogether is
 /// dropped by the accept loop's write timeout, which cancels its request.
 pub const DEFAULT_STREAM_BUFFER: usize = 256;
-
-/// Requests in flight per authenticated principal.
-#[derive(Debug, Default)]
-struct PerPrincipal(std::sync::Mutex<std::collections::HashMap<Arc<str>, usize>>);
-
-/// One principal's request slot; given back when dropped.
-struct PrincipalSlot {
-    map: Arc<PerPrincipal>,
-    id: Arc<str>,
-}
-
-impl PerPrincipal {
-    fn take(self: &Arc<Self>, id: &str, max: usize) -> Option<PrincipalSlot> {
-        let mut map = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let id: Arc<str> = Arc::from(id);
-        let n = map.entry(Arc::clone(&id)).or_insert(0);
-        if *n >= max {
-            return None;
-        }
-        *n += 1;
-        Some(PrincipalSlot {
-            map: Arc::clone(self),
-            id,
-        })
-    }
-}
-
-impl Drop for PrincipalSlot {
-    fn drop(&mut self) {
-        let mut map = self
-            .map
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(n) = map.get_mut(&self.id) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.id);
-            }
-        }
-    }
-}
 
 /// Who sent a request: the principal, the peer address (for logs) and,
 /// under OAuth, the access token that named the principal.
@@ -307,9 +298,11 @@ struct Caller {
 #[derive(Default)]
 struct Held {
     #[allow(dead_code, reason = "held for its drop")]
-    principal: Option<PrincipalSlot>,
+    principal: Option<ShareSlot>,
     #[allow(dead_code, reason = "held for its drop")]
     stream: Option<tokio::sync::OwnedSemaphorePermit>,
+    #[allow(dead_code, reason = "held for its drop")]
+    stream_share: Option<ShareSlot>,
 }
 
 /// A response body that holds [`Held`] until it ends or is dropped.
@@ -391,8 +384,10 @@ impl Http {
             max_streams: DEFAULT_MAX_STREAMS,
             per_principal: Arc::default(),
             max_in_flight_per_principal: DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL,
+            stream_shares: Arc::default(),
+            max_streams_per_caller: DEFAULT_MAX_STREAMS_PER_CALLER,
             stream_buffer: DEFAULT_STREAM_BUFFER,
-            retry_after: Duration::from_secs(1),
+            retry_after: None,
             legacy: server
                 .legacy_options()
                 .map(|o| Arc::new(crate::legacy::http::Sessions::new(o))),
@@ -417,6 +412,17 @@ impl Http {
         self
     }
 
+    /// Most SSE responses one caller holds open (default
+    /// [`DEFAULT_MAX_STREAMS_PER_CALLER`]): an authenticated principal, else
+    /// the peer address (from `ConnectInfo`, which [`serve`] supplies). One
+    /// more is answered `503` + `Retry-After`, and other callers still get
+    /// what is left of [`Self::max_streams`].
+    #[must_use]
+    pub fn max_streams_per_caller(mut self, n: usize) -> Self {
+        self.max_streams_per_caller = n.max(1);
+        self
+    }
+
     /// Most requests in flight for one authenticated principal (default
     /// [`DEFAULT_MAX_IN_FLIGHT_PER_PRINCIPAL`]); one more is answered `503`
     /// and `Retry-After`, and other principals are not affected. Anonymous
@@ -425,6 +431,21 @@ impl Http {
     pub fn max_in_flight_per_principal(mut self, n: usize) -> Self {
         self.max_in_flight_per_principal = n.max(1);
         self
+    }
+
+    /// What every overload refusal of this endpoint says: `Retry-After`
+    /// (whole seconds, at least 1) and `data.retryAfterMs`, for its own
+    /// caps and for a listen the server refuses (default: the accept loop's
+    /// [`ServeOptions::retry_after`] under [`serve`] / [`serve_with`], else
+    /// 1 s).
+    #[must_use]
+    pub fn retry_after(mut self, retry_after: Duration) -> Self {
+        self.retry_after = Some(retry_after);
+        self
+    }
+
+    fn retry_hint(&self) -> Duration {
+        self.retry_after.unwrap_or(Duration::from_secs(1))
     }
 
     /// Notifications buffered per response for a slow reader (default
@@ -542,12 +563,16 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let server = http.server.clone();
+    // One configured hint for the whole stack: the endpoint follows the
+    // accept loop's unless it was given its own.
+    let mut http = http;
+    http.retry_after.get_or_insert(options.retry_after);
     let metadata = http.oauth.as_ref().map(|r| r.metadata_router());
     let mut app = axum::Router::new().route_service(path, http.into_service());
     if let Some(metadata) = metadata {
         app = app.merge(metadata);
     }
-    crate::transport::accept::serve_service(listener, app, options, async move {
+    serve_service(listener, app, options, async move {
         shutdown.await;
         server.shutdown();
     })
@@ -815,7 +840,8 @@ fn check_param_headers(
         };
         if !matches {
             return Err(mismatch(format!(
-                "Header mismatch: {display} header value '{decoded}' does not match the argument"
+                "Header mismatch: {display} header value '{}' does not match the argument",
+                crate::dispatch::short(&decoded)
             )));
         }
     }
@@ -953,7 +979,7 @@ impl Http {
             else {
                 tracing::warn!("one principal's requests in flight at the cap: 503");
                 return overloaded(
-                    self.retry_after,
+                    self.retry_hint(),
                     None,
                     "too many requests in flight for this principal; retry later",
                 );
@@ -1033,7 +1059,8 @@ impl Http {
         // Legacy sessions are routed before the modern header checks.
         let message = match &self.legacy {
             Some(sessions) => {
-                let mut call = CallContext::new(principal.clone());
+                let mut call =
+                    CallContext::new(principal.clone()).with_retry_after(self.retry_hint());
                 call.peer.clone_from(&peer);
                 call.access_token = self.token_for_context(token.as_ref());
                 let gate = |request: &RpcRequest| self.legacy_scope_gate(token.as_ref(), request);
@@ -1094,10 +1121,23 @@ impl Http {
         let (notifier, notifications) = if streams {
             // A stream slot is taken before any work: over the cap the
             // request is refused whole, not served without its stream.
+            // The caller's share first: one caller at its share leaves the
+            // rest of the server-wide cap to others.
+            if let Some(key) = caller_key(&principal, peer.as_deref()) {
+                let Some(slot) = self.stream_shares.take(&key, self.max_streams_per_caller) else {
+                    tracing::warn!("one caller's SSE streams at its share: 503");
+                    return overloaded(
+                        self.retry_hint(),
+                        Some(request.id),
+                        "too many streams open for this caller; retry later",
+                    );
+                };
+                held.stream_share = Some(slot);
+            }
             let Ok(permit) = Arc::clone(&self.streams).try_acquire_owned() else {
                 tracing::warn!("SSE streams at the cap: 503");
                 return overloaded(
-                    self.retry_after,
+                    self.retry_hint(),
                     Some(request.id),
                     "too many streams open; retry later",
                 );
@@ -1109,7 +1149,9 @@ impl Http {
             (None, None)
         };
         let server = self.server.clone();
-        let mut call = CallContext::new(principal).with_cancel(cancel);
+        let mut call = CallContext::new(principal)
+            .with_cancel(cancel)
+            .with_retry_after(self.retry_hint());
         call.notifier = notifier;
         call.peer = peer;
         call.access_token = self.token_for_context(token.as_ref());

@@ -162,6 +162,10 @@ fn on_notification(in_flight: &InFlight, n: &Notification) {
 
 /// Answers one request, writing its notifications first; writes nothing once
 /// it is cancelled.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "what one request's serving needs from the connection"
+)]
 async fn serve_request(
     server: &Server,
     request: &Request,
@@ -170,13 +174,15 @@ async fn serve_request(
     in_flight: &InFlight,
     seq: u64,
     session: Option<Arc<legacy::Session>>,
+    retry_after: std::time::Duration,
 ) {
     let (notifier, mut notifications) = Notifier::channel(256);
     // One peer per stdio process: anonymous replay records share its bound.
     let call = CallContext::new(Principal::anonymous())
         .with_notifier(notifier)
         .with_cancel(cancel.clone())
-        .with_peer("stdio");
+        .with_peer("stdio")
+        .with_retry_after(retry_after);
     let sink = legacy::Sink::lines(out.clone());
     let handling: Pin<Box<dyn Future<Output = crate::call::Reply> + Send + '_>> = match &session {
         Some(session) => Box::pin(session.serve(server, request, call, &sink)),
@@ -440,6 +446,7 @@ impl Connection {
                 .await;
             return;
         }
+        let retry_after = self.options.retry_after;
         let (server, out, in_flight, permits) = (
             self.server.clone(),
             self.out.clone(),
@@ -455,7 +462,14 @@ impl Connection {
             };
             if permit.is_some() {
                 let serving = CatchUnwind(Box::pin(serve_request(
-                    &server, &request, &out, cancel, &in_flight, seq, session,
+                    &server,
+                    &request,
+                    &out,
+                    cancel,
+                    &in_flight,
+                    seq,
+                    session,
+                    retry_after,
                 )));
                 if serving.await.is_err() {
                     tracing::error!(id = %request.id, "a handler panicked");

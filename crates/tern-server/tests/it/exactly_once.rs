@@ -353,12 +353,13 @@ async fn refusals_before_the_claim_leave_no_record() {
 #[tokio::test]
 async fn a_full_store_refuses_new_claims_with_its_own_code() {
     let counters = Arc::new(Counters::default());
-    let c = TestClient::new(
-        builder(&counters, TestClock::new())
-            .replay_store_limits(StoreLimits::default().per_anonymous_bytes(300))
-            .build()
-            .unwrap(),
-    );
+    // One server, one store, two callers: the anonymous one fills its
+    // share, alice's is untouched.
+    let server = builder(&counters, TestClock::new())
+        .replay_store_limits(StoreLimits::default().per_anonymous_bytes(300))
+        .build()
+        .unwrap();
+    let c = TestClient::new(server.clone());
     let first = first_leg(&c, "once_only").await;
     assert_eq!(
         retry(&c, "once_only", go(), &first).await.text(),
@@ -367,14 +368,20 @@ async fn a_full_store_refuses_new_claims_with_its_own_code() {
     let second = first_leg(&c, "once_only").await;
     let full = retry(&c, "once_only", go(), &second).await;
     assert_eq!(full.error_code(), Some(codes::STORE_FULL), "{full:?}");
-    // Another caller's share is its own.
-    let alice = TestClient::new(builder(&counters, TestClock::new()).build().unwrap())
-        .with_principal(Principal::new("alice"));
-    let state = first_leg(&alice, "once_only").await;
-    assert_eq!(
-        retry(&alice, "once_only", go(), &state).await.text(),
-        Some("went: true")
-    );
+    // Another caller's share is its own: the same server and store still
+    // take alice's claims.
+    let alice = TestClient::new(server).with_principal(Principal::new("alice"));
+    for _ in 0..2 {
+        let state = first_leg(&alice, "once_only").await;
+        assert_eq!(
+            retry(&alice, "once_only", go(), &state).await.text(),
+            Some("went: true")
+        );
+    }
+    // And the anonymous share stays full.
+    let third = first_leg(&c, "once_only").await;
+    let full = retry(&c, "once_only", go(), &third).await;
+    assert_eq!(full.error_code(), Some(codes::STORE_FULL), "{full:?}");
 }
 
 #[test]

@@ -751,13 +751,26 @@ async fn a_repeated_member_cannot_slip_past_the_header_checks() {
         format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"debug_ctx","arguments":{{"to":"a","to":"b"}},"_meta":{m}}}}}"#
         ),
+        // A doubled uri on prompts/get (a member it does not read), and
+        // its name twice.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{{"name":"guarded_prompt","uri":"res://ask","uri":"res://guarded","_meta":{m}}}}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{{"name":"greet","name":"guarded_prompt","_meta":{m}}}}}"#
+        ),
     ];
-    for body in &cases {
-        for name in ["greet", "transfer", ""] {
+    // With the right version header and with a lying one (the issue's
+    // 1999-01-01): refused either way.
+    for (body, version) in cases
+        .iter()
+        .flat_map(|b| [(b, "2026-07-28"), (b, "1999-01-01")])
+    {
+        for name in ["greet", "transfer", "guarded_prompt", ""] {
             let mut headers = vec![
                 ("Content-Type", "application/json".to_owned()),
                 ("Accept", "application/json, text/event-stream".to_owned()),
-                ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+                ("MCP-Protocol-Version", version.to_owned()),
                 (
                     "Mcp-Method",
                     serde_json::from_str::<Value>(
@@ -787,6 +800,28 @@ async fn a_repeated_member_cannot_slip_past_the_header_checks() {
             );
         }
     }
+    assert_eq!(e.counters.transfers.load(Ordering::SeqCst), 0);
+    assert_eq!(e.counters.prompt_runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_lying_protocol_version_header_is_refused_on_every_method() {
+    let e = start(|h| h).await;
+    for body in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "guarded_prompt", "_meta": meta()}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "res://guarded", "_meta": meta()}}),
+        call("transfer", json!({})),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}),
+    ] {
+        let mut headers = mcp_headers(&body);
+        headers.retain(|(k, _)| *k != "MCP-Protocol-Version");
+        headers.push(("MCP-Protocol-Version", "1999-01-01".to_owned()));
+        let r = send(e.port, "POST", &headers, &body.to_string()).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert_eq!(r.json()["error"]["code"], -32020, "{body}: {}", r.body);
+    }
+    assert_eq!(e.counters.prompt_runs.load(Ordering::SeqCst), 0);
+    assert_eq!(e.counters.read_runs.load(Ordering::SeqCst), 0);
     assert_eq!(e.counters.transfers.load(Ordering::SeqCst), 0);
 }
 
@@ -923,5 +958,104 @@ async fn handlers_see_the_token_only_when_asked() {
             "{}",
             reply.body
         );
+    }
+}
+
+/// An error message fit to send back: short, no serde position, no Rust
+/// type name or path.
+fn assert_clean(what: &str, r: &Reply) {
+    assert!(
+        r.body.len() < 1000,
+        "{what}: {} bytes back: {}",
+        r.body.len(),
+        &r.body[..r.body.len().min(300)]
+    );
+    for leak in [
+        "line ", "column", "struct", "enum ", "::", "Params", "Request",
+    ] {
+        assert!(!r.body.contains(leak), "{what}: {leak:?} in {}", r.body);
+    }
+}
+
+#[tokio::test]
+async fn error_messages_are_short_and_free_of_positions_and_type_names() {
+    let e = start(|h| h).await;
+    let big = "s".repeat(3 << 20);
+    // A wrong-type string argument (the tool wants an integer): a tool error.
+    let r = post(&e, &call("typed", json!({"count": big}))).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["isError"], true, "{}", r.body);
+    assert_clean("wrong-type argument", &r);
+    // Arguments that are a string, not an object: the params decode.
+    let body = call("typed", json!(big));
+    let r = post(&e, &body).await;
+    assert_eq!(r.json()["error"]["code"], -32602);
+    assert_clean("arguments not an object", &r);
+    // A wrong-type member the decoder reads (the tool's name).
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": {"x": big}, "_meta": meta()}});
+    let r = send(e.port, "POST", &mcp_headers(&body), &body.to_string()).await;
+    assert_eq!(
+        r.json()["error"]["code"],
+        -32602,
+        "{}",
+        &r.body[..r.body.len().min(300)]
+    );
+    assert_clean("name not a string", &r);
+    // An unknown tool named as long as the header limit lets Mcp-Name be.
+    let r = post(&e, &call(&"t".repeat(300 << 10), json!({}))).await;
+    assert_eq!(r.json()["error"]["code"], -32602);
+    assert_clean("unknown tool", &r);
+    // Params that are a string: serde would name the Rust type it wanted.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": big});
+    let r = send(e.port, "POST", &mcp_headers(&body), &body.to_string()).await;
+    assert_eq!(r.status, 400);
+    assert_clean("params a string", &r);
+    // An unsupported protocol version as long as the header limit lets
+    // MCP-Protocol-Version be (header and body agree): -32022 names what
+    // is supported, and the requested one only cut short.
+    let version = "9".repeat(300 << 10);
+    let mut m = meta();
+    m["io.modelcontextprotocol/protocolVersion"] = json!(version);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": m}});
+    let mut headers = mcp_headers(&body);
+    headers.retain(|(k, _)| *k != "MCP-Protocol-Version");
+    headers.push(("MCP-Protocol-Version", version));
+    let r = send(e.port, "POST", &headers, &body.to_string()).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["error"]["code"],
+        -32022,
+        "{}",
+        &r.body[..r.body.len().min(300)]
+    );
+    assert_clean("long version", &r);
+    // An Mcp-Param value as large as the header limit lets through, and a
+    // 3 MiB argument under a short mismatching header: -32020, short.
+    async fn region(tern_server::Args(a): tern_server::Args<Value>) -> String {
+        a.to_string()
+    }
+    let schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}});
+    e.server
+        .add_tool(
+            ToolDef::new("place", "Places things", region)
+                .input_schema(schema.as_object().unwrap().clone()),
+        )
+        .unwrap();
+    for (argument, header) in [
+        ("eu-west-1".to_owned(), "r".repeat(300 << 10)),
+        (big.clone(), "eu-west-1".to_owned()),
+    ] {
+        let body = call("place", json!({"region": argument}));
+        let mut headers = mcp_headers(&body);
+        headers.push(("Mcp-Param-Region", header));
+        let r = send(e.port, "POST", &headers, &body.to_string()).await;
+        assert_eq!(
+            r.json()["error"]["code"],
+            -32020,
+            "{}",
+            &r.body[..r.body.len().min(300)]
+        );
+        assert_clean("Mcp-Param mismatch", &r);
     }
 }

@@ -392,7 +392,11 @@ async fn a_listen_over_the_cap_is_32603_with_a_retry_hint_over_stdio() {
         server,
         server_in,
         server_out,
-        StdioOptions::default(),
+        StdioOptions {
+            // The listen refusal says the transport's configured hint.
+            retry_after: std::time::Duration::from_millis(2500),
+            ..StdioOptions::default()
+        },
     ));
     let mut p = Pipe {
         server_handle,
@@ -410,7 +414,7 @@ async fn a_listen_over_the_cap_is_32603_with_a_retry_hint_over_stdio() {
     let e = p.recv().await;
     assert_eq!(e["id"], 2);
     assert_eq!(e["error"]["code"], -32603);
-    assert_eq!(e["error"]["data"]["retryAfterMs"], 1000);
+    assert_eq!(e["error"]["data"]["retryAfterMs"], 2500);
     // Cancelling the open one frees its slot: the next listen is served.
     p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#)
         .await;

@@ -150,6 +150,7 @@ pub(crate) async fn all(
                 asked,
                 asked.state.as_deref().unwrap_or_default(),
                 effects,
+                args.single_use,
             )
             .await?
         }
@@ -324,7 +325,13 @@ fn outcome(x: &Exchange) -> Value {
     r
 }
 
-async fn replayed(s: &mut Session, asked: &Asked, state: &str, effects: bool) -> Io<Check> {
+async fn replayed(
+    s: &mut Session,
+    asked: &Asked,
+    state: &str,
+    effects: bool,
+    single_use: bool,
+) -> Io<Check> {
     let (id, rule) = ("state-replayed", "S11");
     if !effects {
         return Ok(Check::new(
@@ -361,13 +368,26 @@ async fn replayed(s: &mut Session, asked: &Asked, state: &str, effects: bool) ->
                 again.describe()
             ),
         )
-    } else if outcome(&first) == outcome(&again) {
+    } else if outcome(&first) == outcome(&again) && single_use {
+        // Declared single use: the same answer is the stored outcome.
         Check::new(
             id,
             rule,
             Status::Pass,
             format!(
-                "the answered state sent again: the same outcome ({})",
+                "the answered state sent again: the stored outcome again ({})",
+                again.describe()
+            ),
+        )
+    } else if outcome(&first) == outcome(&again) {
+        // A deterministic tool run twice answers the same: from outside
+        // that cannot be told from a stored outcome.
+        Check::new(
+            id,
+            rule,
+            Status::NotApplicable,
+            format!(
+                "inconclusive: the answered state sent again gave the same outcome ({}), a stored one or the call run again; pass --single-use if the tool is meant to be",
                 again.describe()
             ),
         )
@@ -768,6 +788,17 @@ async fn headers(s: &mut Session, asked: &Asked, other: Option<&Asked>) -> Io<Ve
     Ok(out)
 }
 
+/// `tools/call` params text naming `first`, then `last`, as `"name"`.
+fn raw_params_named(first: &str, last: &str, arguments: &str) -> String {
+    let meta = Session::with_meta(&json!({}), &sample::all_capabilities());
+    format!(
+        r#"{{"name":{},"name":{},"arguments":{arguments},"_meta":{}}}"#,
+        Value::String(first.to_string()),
+        Value::String(last.to_string()),
+        meta["_meta"]
+    )
+}
+
 /// `tools/call` params text with `dup` (raw members) spliced in before the
 /// rest.
 fn raw_params(asked: &Asked, dup: &str, arguments: &str) -> String {
@@ -782,38 +813,43 @@ fn raw_params(asked: &Asked, dup: &str, arguments: &str) -> String {
 async fn duplicate_name(s: &mut Session, asked: &Asked, other: Option<&Asked>) -> Io<Check> {
     let (id, rule) = ("duplicate-key-name", "S8 -32020");
     let decoy = other.map_or("tern_audit_other_tool", |o| o.tool.as_str());
-    // The issue's trick: the first "name" is what a header peek reads, the
-    // last what a last-wins decoder serves; Mcp-Name names the decoy.
-    let params = raw_params(
-        asked,
-        &format!(r#""name":{},"#, Value::String(decoy.to_string())),
-        &Value::Object(asked.args.clone()).to_string(),
-    );
-    let mut h = s.headers("tools/call", &json!({"name": decoy}));
-    h.retain(|(n, _)| n != "Mcp-Name");
-    h.push(("Mcp-Name".into(), decoy.to_string()));
-    let x = s.send_raw("tools/call", &params, &h).await?;
-    Ok(if x.error_code().is_some() {
+    // "name" twice, each order, `Mcp-Name` naming the audited tool: a
+    // last-wins decoder serves the audited tool in the first probe, a
+    // first-wins one in the second (the issue's trick: a gateway peeking
+    // at one copy, the server serving the other). Only a server that
+    // reads neither copy alone refuses both: a last-wins server's own
+    // -32020 in the second probe does not hide what it served in the first.
+    let mut served = Vec::new();
+    let mut refused = Vec::new();
+    for (first, last) in [(decoy, asked.tool.as_str()), (asked.tool.as_str(), decoy)] {
+        let params = raw_params_named(first, last, &Value::Object(asked.args.clone()).to_string());
+        let mut h = s.headers(
+            "tools/call",
+            &json!({"name": asked.tool, "arguments": asked.args}),
+        );
+        h.retain(|(n, _)| n != "Mcp-Name");
+        h.push(("Mcp-Name".into(), asked.tool.clone()));
+        let x = s.send_raw("tools/call", &params, &h).await?;
+        let order = format!("{first}, then {last}");
+        if x.error_code().is_some() {
+            refused.push(format!("{order}: refused ({})", x.describe()));
+        } else {
+            served.push(format!("{order}: served ({})", x.describe()));
+        }
+    }
+    Ok(if served.is_empty() {
         Check::new(
             id,
             rule,
             Status::Pass,
-            format!(
-                "params with \"name\" twice ({decoy}, then {}): refused ({})",
-                asked.tool,
-                x.describe()
-            ),
+            format!("params with \"name\" twice: {}", refused.join("; ")),
         )
     } else {
         Check::new(
             id,
             rule,
             Status::Fail,
-            format!(
-                "params with \"name\" twice ({decoy}, then {}): served ({})",
-                asked.tool,
-                x.describe()
-            ),
+            format!("params with \"name\" twice: {}", served.join("; ")),
         )
     })
 }

@@ -6,8 +6,9 @@
 //!            [--allow-effects] [--aggressive] [--json] [--timeout SECONDS]
 //! ```
 //!
-//! It picks a tool that asks (the first in `tools/list` whose first leg
-//! answers `input_required`, or `--tool`) and sends what a hostile client
+//! It audits the tool named with `--tool` (one whose first leg answers
+//! `input_required`; with `--allow-effects` the default is the first in
+//! `tools/list` whose first leg asks) and sends what a hostile client
 //! would: forged `requestState` (tampered, truncated, extended, moved to
 //! another tool, argument or resource, replayed), answers the server never
 //! asked for or of the wrong shape, first legs that leave out the
@@ -21,9 +22,10 @@
 //! Effects: the audit never answers a question in a way that lets a correct
 //! server finish its final leg, unless `--allow-effects` is given (then the
 //! forged states also carry valid answers, and the replay check runs a call
-//! to its end twice). Choosing a tool runs first legs: a tool that completes
-//! on its first leg has run, so without `--allow-effects` the choice stops
-//! there (name a tool that asks with `--tool`). A server that fails a check
+//! to its end twice). Choosing a tool runs first legs, and a tool that asks
+//! nothing completes its first: so without `--allow-effects` nothing is
+//! chosen, `--tool` is required (a named tool that does not ask on its
+//! first leg has run once: the audit stops there). A server that fails a check
 //! may of course do what it should have refused. The slow-header and
 //! oversize-body probes (HTTP) hold a connection for up to a minute and
 //! send up to 64 MiB: only with `--aggressive`.
@@ -66,7 +68,9 @@ pub(crate) struct AuditArgs {
     /// Add KEY=VALUE to a stdio server's environment (repeatable).
     #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
     pub(crate) env: Vec<String>,
-    /// The tool to audit (default: the first whose first leg asks).
+    /// The tool to audit: one whose first leg asks (`input_required`).
+    /// Needed unless --allow-effects is given; then the default is the first
+    /// in tools/list whose first leg asks.
     #[arg(long, value_name = "NAME")]
     pub(crate) tool: Option<String>,
     /// The tool's arguments as a JSON object (default: made up from its
@@ -78,9 +82,16 @@ pub(crate) struct AuditArgs {
     #[arg(long, value_name = "NAME")]
     pub(crate) other_tool: Option<String>,
     /// Let the audit finish calls (valid answers with forged states, the
-    /// replay check): for servers whose tools have no effects that matter.
+    /// replay check, and choosing a tool by calling each): for servers whose
+    /// tools have no effects that matter.
     #[arg(long)]
     pub(crate) allow_effects: bool,
+    /// The audited tool is meant to be single use (S11): a replay answered
+    /// with the first outcome again then counts as the stored outcome
+    /// (pass); without it that is inconclusive (n/a), since a deterministic
+    /// tool run twice answers the same.
+    #[arg(long)]
+    pub(crate) single_use: bool,
     /// Also probe the HTTP server's timeouts and limits: headers sent a
     /// byte a second (up to 65 s), a body of 1 GiB announced (up to 64 MiB
     /// sent).
@@ -532,24 +543,27 @@ async fn audit(session: &mut Session, args: &AuditArgs) -> Result<(Asked, Vec<Ch
             )));
         }
         asked = Some(a);
+    } else if !args.allow_effects {
+        // Choosing means calling each tool's first leg, and a tool that asks
+        // nothing completes it: a final leg, which only --allow-effects may
+        // run.
+        let names: Vec<&str> = list
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str))
+            .collect();
+        return Err(usage(format!(
+            "name a tool that asks with --tool (choosing one calls each tool, and one that asks nothing would run): tools: {}; or pass --allow-effects",
+            names.join(", ")
+        )));
     } else {
         for tool in &list {
             let (x, a) = first_leg(session, tool, None)
                 .await
                 .map_err(|e| transport(&e))?;
             tried.push(format!("{} ({})", a.tool, x.describe()));
-            match x.result_type() {
-                Some("input_required") => {
-                    asked = Some(a);
-                    break;
-                }
-                Some(_) if !args.allow_effects => {
-                    return Err(usage(format!(
-                        "tool {} completed on its first leg (it asks nothing), so it ran; name a tool that asks with --tool, or pass --allow-effects to keep trying",
-                        a.tool
-                    )));
-                }
-                _ => {}
+            if x.result_type() == Some("input_required") {
+                asked = Some(a);
+                break;
             }
         }
     }

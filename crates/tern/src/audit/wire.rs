@@ -428,11 +428,16 @@ pub(crate) async fn oversize_body(
     let (mut read, mut write) = stream.into_split();
     write.write_all(head.as_bytes()).await?;
     let chunk = vec![b' '; 64 * 1024];
+    // Bounded in bytes (the answer to an oversize body is a status line,
+    // not what is audited) and in time; aborted, not left running, when the
+    // wait for it ends.
     let reader = tokio::spawn(async move {
         let mut raw = Vec::new();
-        let _ = read.read_to_end(&mut raw).await;
+        let mut limited = (&mut read).take(64 * 1024);
+        let _ = tokio::time::timeout(timeout, limited.read_to_end(&mut raw)).await;
         raw
     });
+    let abort = reader.abort_handle();
     let start = Instant::now();
     let mut sent: u64 = 0;
     while sent < limit && start.elapsed() < timeout {
@@ -450,6 +455,7 @@ pub(crate) async fn oversize_body(
         .ok()
         .and_then(Result::ok)
         .unwrap_or_default();
+    abort.abort();
     if sent >= limit && raw.is_empty() {
         return Ok(None);
     }

@@ -73,8 +73,12 @@ enum Fault {
     IgnoreState,
     /// Sets every Mcp-* and version header from the body.
     TrustHeaders,
-    /// Decodes the body last-wins and forwards it re-encoded.
+    /// Decodes the body last-wins and forwards it re-encoded, `Mcp-Name`
+    /// set to what it serves.
     LastWins,
+    /// The same, the headers left as sent: the server's own header check
+    /// then compares `Mcp-Name` with the last copy.
+    LastWinsOwnHeaders,
     /// Declares every capability whatever the client said.
     WidenCapabilities,
     /// Refuses (-32602) a retry that does not answer every question.
@@ -112,7 +116,8 @@ impl Front {
             .as_ref()
             .is_some_and(|v| v.to_string().len() != bytes.len());
         let mut bytes = bytes.to_vec();
-        if let Some(mut v) = parsed.filter(|_| !doubled || self.fault == Fault::LastWins) {
+        let last_wins = matches!(self.fault, Fault::LastWins | Fault::LastWinsOwnHeaders);
+        if let Some(mut v) = parsed.filter(|_| !doubled || last_wins) {
             let method = v["method"].as_str().unwrap_or("").to_string();
             let params = &mut v["params"];
             let mrtr = matches!(
@@ -128,7 +133,7 @@ impl Front {
                     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}});
                     true
                 }
-                Fault::LastWins => doubled,
+                Fault::LastWins | Fault::LastWinsOwnHeaders => doubled,
                 Fault::TakeAnyAnswer => {
                     if let Some(r) = params
                         .get_mut("inputResponses")
@@ -255,7 +260,20 @@ async fn demo_behind(fault: Fault, extra: &[&str]) -> (i32, BTreeMap<String, (St
 #[tokio::test(flavor = "multi_thread")]
 async fn every_check_passes_against_the_demo_over_stdio() {
     let tern = env!("CARGO_BIN_EXE_tern");
-    let (code, checks) = audit(&["--allow-effects", "--", tern, "serve", "demo", "--stdio"]).await;
+    // transfer_funds is single use (and idempotent): its replay answers the
+    // stored outcome, which --single-use lets count.
+    let (code, checks) = audit(&[
+        "--allow-effects",
+        "--tool",
+        "transfer_funds",
+        "--single-use",
+        "--",
+        tern,
+        "serve",
+        "demo",
+        "--stdio",
+    ])
+    .await;
     assert_eq!(failed(&checks), Vec::<&str>::new());
     assert_eq!(code, 0);
     for id in [
@@ -281,9 +299,12 @@ async fn every_check_passes_against_the_demo_over_http() {
     assert_eq!(code, 0);
     let applicable = checks.values().filter(|(s, _)| s == "pass").count();
     assert_eq!(
-        applicable, 21,
-        "all but the two --aggressive probes ran: {checks:?}"
+        applicable, 20,
+        "all but the two --aggressive probes and the replay ran: {checks:?}"
     );
+    // provision_database is not single use and answers the same when run
+    // again: the replay is inconclusive, not a pass.
+    assert_eq!(checks["state-replayed"].0, "n/a", "{checks:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -294,7 +315,7 @@ async fn without_allow_effects_the_replay_is_not_tried_and_nothing_completes() {
     // A tool with a counted effect: the whole audit never runs it.
     let counter = Arc::new(AtomicU64::new(0));
     let (url, _stop) = serve(ticket_server(Arc::clone(&counter), false), Fault::None).await;
-    let (code, checks) = audit(&["--url", &url]).await;
+    let (code, checks) = audit(&["--url", &url, "--tool", "issue_ticket"]).await;
     assert_eq!(code, 0, "{checks:?}");
     assert_eq!(counter.load(Ordering::SeqCst), 0, "no final leg ran");
     // Even forged states that a faulty server takes carry no answers.
@@ -304,9 +325,38 @@ async fn without_allow_effects_the_replay_is_not_tried_and_nothing_completes() {
         Fault::IgnoreState,
     )
     .await;
-    let (code, _) = audit(&["--url", &url]).await;
+    let (code, _) = audit(&["--url", &url, "--tool", "issue_ticket"]).await;
     assert_eq!(code, 1);
     assert_eq!(counter.load(Ordering::SeqCst), 0, "no final leg ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_allow_effects_no_tool_is_chosen_by_calling_it() {
+    // The first tool listed asks nothing: calling its first leg to see
+    // whether it asks would run it. Without --tool the audit refuses to
+    // choose, and nothing runs.
+    let counter = Arc::new(AtomicU64::new(0));
+    let stamps = Arc::clone(&counter);
+    let stamp = ToolDef::new("stamp", "Stamps at once", move || {
+        let stamps = Arc::clone(&stamps);
+        async move { format!("stamp #{}", stamps.fetch_add(1, Ordering::SeqCst) + 1) }
+    });
+    let server = Server::builder("stamps", "1").tool(stamp).build().unwrap();
+    let (url, _stop) = serve(server, Fault::None).await;
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["audit", "--url", &url])
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), out)
+        .await
+        .expect("the audit ends")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--tool") && stderr.contains("stamp"),
+        "{stderr}"
+    );
+    assert_eq!(counter.load(Ordering::SeqCst), 0, "no tool ran");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -353,6 +403,19 @@ async fn a_last_wins_decoder_fails_the_duplicate_key_checks() {
     assert_eq!(
         failed(&checks),
         vec!["duplicate-key-argument", "duplicate-key-name"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_last_wins_decoder_checking_its_own_headers_fails_the_duplicate_name_check() {
+    // Its -32020 for one order of the doubled "name" is no defence: in the
+    // other order it serves the copy Mcp-Name names.
+    let (code, checks) = demo_behind(Fault::LastWinsOwnHeaders, &[]).await;
+    assert_eq!(code, 1);
+    assert_eq!(
+        failed(&checks),
+        vec!["duplicate-key-argument", "duplicate-key-name"],
+        "{checks:?}"
     );
 }
 
@@ -446,6 +509,31 @@ async fn a_replayable_effect_fails_the_replay_check_and_single_use_passes_it() {
         "the replay ran the effect again"
     );
 
+    // A tool that answers the same each time it runs: its re-run cannot
+    // be told from a stored outcome, so the check is inconclusive, unless
+    // the tool is declared single use.
+    let runs = Arc::new(AtomicU64::new(0));
+    let tally = Arc::clone(&runs);
+    let same = ToolDef::new("confirm", "Confirms", move |ctx: Ctx| {
+        let tally = Arc::clone(&tally);
+        async move {
+            ctx.ask(Elicit::<Confirm>::form("Sure?").key("confirm"))
+                .await?;
+            tally.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, ToolError>("confirmed".to_string())
+        }
+    })
+    .elicits::<Confirm>();
+    let server = Server::builder("same", "1").tool(same).build().unwrap();
+    let (url, _stop) = serve(server, Fault::None).await;
+    let (_, checks) = audit(&["--url", &url, "--allow-effects"]).await;
+    assert_eq!(checks["state-replayed"].0, "n/a", "{checks:?}");
+    assert!(
+        checks["state-replayed"].1.contains("inconclusive"),
+        "{checks:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "it ran again");
+
     let counter = Arc::new(AtomicU64::new(0));
     let (url, _stop) = serve(ticket_server(Arc::clone(&counter), true), Fault::None).await;
     let (code, checks) = audit(&["--url", &url, "--allow-effects"]).await;
@@ -531,7 +619,7 @@ async fn a_tool_with_header_arguments_is_audited_with_its_mcp_param_headers() {
     .input_schema(schema.as_object().unwrap().clone());
     let server = Server::builder("placer", "1").tool(tool).build().unwrap();
     let (url, _stop) = serve(server, Fault::None).await;
-    let (code, checks) = audit(&["--url", &url]).await;
+    let (code, checks) = audit(&["--url", &url, "--tool", "place"]).await;
     assert_eq!(failed(&checks), Vec::<&str>::new());
     assert_eq!(code, 0);
     assert_eq!(checks["header-name-mismatch"].0, "pass");
