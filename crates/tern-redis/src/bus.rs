@@ -21,7 +21,7 @@ use redis::aio::ConnectionManager;
 use tern_server::{Change, ChangeRelay, Changes};
 use tokio::sync::broadcast;
 
-use crate::replay::{ConnectError, RedisOptions, connect, listen};
+use crate::replay::{ConnectError, RedisOptions, connect, spawn_listener};
 
 /// The resource-update bus of a fleet: channel `P:changes`, one URI per
 /// message.
@@ -79,7 +79,8 @@ impl RedisChangeBus {
         let (client, conn) = connect(url, &options).await?;
         let channel = format!("{}:changes", options.prefix);
         let (heard, mut rx) = broadcast::channel::<String>(1024);
-        let listener = tokio::spawn(listen(client, channel.clone(), heard, uri));
+        let listener =
+            spawn_listener(client, channel.clone(), heard, uri, options.connect_timeout).await;
         let forwarder = tokio::spawn(async move {
             loop {
                 match rx.recv().await {

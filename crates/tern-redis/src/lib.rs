@@ -39,15 +39,16 @@
 //! another (task notifications follow the task store's own announcements;
 //! registry `list_changed` stays per replica, see [`bus`]).
 //!
-//! Features: `tls` enables `rediss://` URLs (rustls with the ring provider
-//! and the system's roots). Stability: pre-1.0.
+//! Features: `tls` (on by default) enables `rediss://` URLs (rustls with the
+//! ring provider; the system's roots, or [`RedisOptions::ca_file`]'s).
+//! Stability: pre-1.0.
 
 pub mod bus;
 pub mod replay;
 pub mod task;
 
 pub use bus::RedisChangeBus;
-pub use replay::{ConnectError, RedisOptions, RedisReplayStore};
+pub use replay::{ConnectError, RedisOptions, RedisReplayStore, open_client};
 pub use task::RedisTaskStore;
 
 /// Installs rustls's ring provider once, for `rediss://` connections. The

@@ -236,6 +236,10 @@ pub struct RedisOptions {
     pub response_timeout: Duration,
     /// How long connecting may take (default 2 s).
     pub connect_timeout: Duration,
+    /// For `rediss://`: a PEM file of the CA certificates to trust instead
+    /// of the system's roots (a Redis behind a private CA). Needs the `tls`
+    /// feature; read at connect.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for RedisOptions {
@@ -245,6 +249,7 @@ impl Default for RedisOptions {
             limits: StoreLimits::default(),
             response_timeout: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(2),
+            ca_file: None,
         }
     }
 }
@@ -273,6 +278,13 @@ impl RedisOptions {
     #[must_use]
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Self::ca_file`].
+    #[must_use]
+    pub fn ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
         self
     }
 }
@@ -348,9 +360,7 @@ pub(crate) async fn connect(
     url: &str,
     options: &RedisOptions,
 ) -> Result<(redis::Client, ConnectionManager), ConnectError> {
-    #[cfg(feature = "tls")]
-    crate::install_crypto_provider();
-    let client = redis::Client::open(url).map_err(ConnectError)?;
+    let client = open_client(url, options)?;
     let config = redis::aio::ConnectionManagerConfig::new()
         .set_response_timeout(Some(options.response_timeout))
         .set_connection_timeout(Some(options.connect_timeout))
@@ -360,6 +370,38 @@ pub(crate) async fn connect(
         .await
         .map_err(ConnectError)?;
     Ok((client, conn))
+}
+
+/// A `redis::Client` for `url` that trusts [`RedisOptions::ca_file`] when
+/// one is set (`rediss://` with the `tls` feature), as the stores connect:
+/// for a connection of your own beside them.
+///
+/// # Errors
+/// A malformed URL, an unreadable CA file, or a CA file without the `tls`
+/// feature.
+pub fn open_client(url: &str, options: &RedisOptions) -> Result<redis::Client, ConnectError> {
+    #[cfg(feature = "tls")]
+    crate::install_crypto_provider();
+    let Some(ca) = &options.ca_file else {
+        return redis::Client::open(url).map_err(ConnectError);
+    };
+    #[cfg(feature = "tls")]
+    {
+        let pem = std::fs::read(ca).map_err(|e| ConnectError(e.into()))?;
+        let certs = redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem),
+        };
+        redis::Client::build_with_tls(url, certs).map_err(ConnectError)
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = ca;
+        Err(ConnectError(redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "a CA file needs tern-redis's `tls` feature",
+        ))))
+    }
 }
 
 /// Why a store could not be set up.
@@ -386,7 +428,14 @@ impl RedisReplayStore {
         let (client, conn) = connect(url, &options).await?;
         let channel = format!("{}:replay", options.prefix);
         let (changes, _) = broadcast::channel(1024);
-        let listener = tokio::spawn(listen(client, channel.clone(), changes.clone(), unhex));
+        let listener = spawn_listener(
+            client,
+            channel.clone(),
+            changes.clone(),
+            unhex,
+            options.connect_timeout,
+        )
+        .await;
         Ok(Self {
             conn,
             scripts: Arc::new(Scripts::new()),
@@ -586,20 +635,46 @@ fn parse_state(answer: &str) -> Result<Begin, StoreError> {
 /// A change channel's subscriber: reconnects after an outage (waiters
 /// re-check on a slow timer meanwhile). Each payload `parse` accepts is
 /// fanned out on `changes`.
+/// Spawns [`listen`] and waits, at most `within`, until its first
+/// subscription is in: a store handed out before it could miss the wake-up
+/// of a write made right after (found over `rediss://`, where the TLS
+/// handshake made the window wide enough to lose the contract's first
+/// wake-up). Past `within` the store is handed out anyway: waiters also
+/// re-check on a slow timer.
+pub(crate) async fn spawn_listener<T: Clone + Send + 'static>(
+    client: redis::Client,
+    channel: String,
+    changes: broadcast::Sender<T>,
+    parse: fn(&str) -> Option<T>,
+    within: Duration,
+) -> tokio::task::JoinHandle<()> {
+    let (ready, subscribed) = tokio::sync::oneshot::channel();
+    let listener = tokio::spawn(listen(client, channel.clone(), changes, parse, ready));
+    if tokio::time::timeout(within, subscribed).await.is_err() {
+        tracing::warn!(%channel, "change channel not subscribed yet; waiters fall back to re-checking");
+    }
+    listener
+}
+
 pub(crate) async fn listen<T: Clone>(
     client: redis::Client,
     channel: String,
     changes: broadcast::Sender<T>,
     parse: fn(&str) -> Option<T>,
+    ready: tokio::sync::oneshot::Sender<()>,
 ) {
     use futures_util::StreamExt as _;
     let mut backoff = Duration::from_millis(50);
+    let mut ready = Some(ready);
     loop {
         match client.get_async_pubsub().await {
             Ok(mut pubsub) => {
                 if let Err(e) = pubsub.subscribe(&channel).await {
                     tracing::warn!(error = %e, %channel, "cannot subscribe to a change channel");
                 } else {
+                    if let Some(ready) = ready.take() {
+                        let _ = ready.send(());
+                    }
                     backoff = Duration::from_millis(50);
                     let mut messages = pubsub.into_on_message();
                     while let Some(message) = messages.next().await {

@@ -41,7 +41,7 @@ use tern_server::replay::BoxFuture;
 use tern_server::task::{Created, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
 use tokio::sync::broadcast;
 
-use crate::replay::{ConnectError, RedisOptions, connect, listen, once_more};
+use crate::replay::{ConnectError, RedisOptions, connect, once_more, spawn_listener};
 
 /// KEYS: record, dedupe key, owner set. ARGV: tag prefix (`P:{tasks}:`),
 /// now, id, key, owner, version, live, bytes, exp ('' never), json,
@@ -198,7 +198,14 @@ impl RedisTaskStore {
         let (client, conn) = connect(url, &options).await?;
         let channel = format!("{}:tasks", options.prefix);
         let (changes, _) = broadcast::channel(1024);
-        let listener = tokio::spawn(listen(client, channel.clone(), changes.clone(), task_id));
+        let listener = spawn_listener(
+            client,
+            channel.clone(),
+            changes.clone(),
+            task_id,
+            options.connect_timeout,
+        )
+        .await;
         Ok(Self {
             conn,
             scripts: Arc::new(Scripts {

@@ -25,6 +25,16 @@ use tern_server::transport::accept::ServeOptions;
 use tern_server::transport::http::Http;
 use tern_server::{CallLimits, Changes, KeyRing, Server, ServerBuilder};
 
+/// Where the fleet's Redis is: `--redis URL [--redis-ca FILE]`.
+#[derive(Debug, Clone, Copy)]
+pub struct RedisAt<'a> {
+    /// `redis://` or `rediss://`.
+    pub url: &'a str,
+    /// For `rediss://`: the CA certificates to trust instead of the
+    /// system's roots.
+    pub ca_file: Option<&'a Path>,
+}
+
 /// The ledger's resource.
 pub const LEDGER_URI: &str = "demo://ledger";
 
@@ -47,13 +57,14 @@ impl std::fmt::Debug for Ledger {
 }
 
 impl Ledger {
-    /// Connects to the ledger of the Redis at `url`, under `prefix`.
+    /// Connects to the ledger of the Redis at `url`, under `options`'
+    /// prefix (trusting its CA file, for `rediss://`).
     ///
     /// # Errors
     /// Redis cannot be reached (or the URL is malformed).
-    pub async fn connect(url: &str, prefix: &str) -> Result<Self, String> {
-        tern_redis::install_crypto_provider();
-        let client = redis::Client::open(url).map_err(|e| format!("--redis {url}: {e}"))?;
+    pub async fn connect(url: &str, options: &RedisOptions) -> Result<Self, String> {
+        let prefix = &options.prefix;
+        let client = tern_redis::open_client(url, options).map_err(|e| unreachable(url, &e))?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_response_timeout(Some(Duration::from_secs(2)))
             .set_connection_timeout(Some(Duration::from_secs(2)))
@@ -144,19 +155,23 @@ pub fn read_keys(path: &Path) -> Result<KeyRing, String> {
 /// # Errors
 /// The key file, or Redis.
 pub async fn fleet(
-    url: &str,
+    redis: &RedisAt<'_>,
     keys_file: &Path,
     lease: Duration,
 ) -> Result<(ServerBuilder, Ledger), String> {
+    let url = redis.url;
     let keys = read_keys(keys_file)?;
-    let options = RedisOptions::new().prefix("tern-demo");
+    let mut options = RedisOptions::new().prefix("tern-demo");
+    if let Some(ca) = redis.ca_file {
+        options = options.ca_file(ca);
+    }
     let replay = RedisReplayStore::connect(url, options.clone())
         .await
         .map_err(|e| unreachable(url, &e))?;
     let tasks = RedisTaskStore::connect(url, options.clone())
         .await
         .map_err(|e| unreachable(url, &e))?;
-    let ledger = Ledger::connect(url, "tern-demo").await?;
+    let ledger = Ledger::connect(url, &options).await?;
     let builder = crate::demo::builder_with_ledger(Some(ledger.clone()));
     // Resource updates reach the listen streams of every replica.
     let changes = builder.changes();

@@ -271,6 +271,11 @@ enum Served {
         /// `/healthz` and `/readyz` besides `/mcp`.
         #[arg(long, value_name = "URL", requires = "http", requires = "keys")]
         redis: Option<String>,
+        /// Fleet mode over `rediss://`: trust the CA certificates in FILE
+        /// (PEM) instead of the system's roots, for a Redis behind a
+        /// private CA.
+        #[arg(long, value_name = "FILE", requires = "redis")]
+        redis_ca: Option<PathBuf>,
         /// Fleet mode: how long a replica's claim on a guarded leg or a task
         /// holds without renewal, in seconds (default 15). A replica that
         /// dies leaves them to read "outcome unknown" within this time.
@@ -631,7 +636,7 @@ impl Access {
 /// `tern serve demo --http ADDR --redis URL --keys FILE`: one replica.
 fn serve_fleet(
     runtime: &tokio::runtime::Runtime,
-    url: &str,
+    redis: tern::demo_fleet::RedisAt<'_>,
     addr: std::net::SocketAddr,
     keys: &std::path::Path,
     state_ttl: Option<u64>,
@@ -639,7 +644,7 @@ fn serve_fleet(
     access: Access,
 ) -> ExitCode {
     let outcome = runtime.block_on(async move {
-        let (mut builder, ledger) = match tern::demo_fleet::fleet(url, keys, lease).await {
+        let (mut builder, ledger) = match tern::demo_fleet::fleet(&redis, keys, lease).await {
             Ok(both) => both,
             Err(e) => {
                 eprintln!("tern serve demo: {e}");
@@ -713,6 +718,7 @@ fn serve(served: Served) -> ExitCode {
             tasks,
             tokens,
             redis,
+            redis_ca,
             lease,
             issuer,
             audience,
@@ -762,7 +768,11 @@ fn serve(served: Served) -> ExitCode {
                     return ExitCode::from(2);
                 };
                 let lease = Duration::from_secs(lease.unwrap_or(15));
-                return serve_fleet(&runtime, &url, addr, &keys, state_ttl, lease, access);
+                let redis = tern::demo_fleet::RedisAt {
+                    url: &url,
+                    ca_file: redis_ca.as_deref(),
+                };
+                return serve_fleet(&runtime, redis, addr, &keys, state_ttl, lease, access);
             }
             let store = match demo::task_store(tasks.as_deref().unwrap_or("memory")) {
                 Ok(store) => store,

@@ -10,3 +10,4 @@
 mod redis_server;
 mod replay;
 mod tasks;
+mod tls;
