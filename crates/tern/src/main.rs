@@ -438,15 +438,9 @@ fn main() -> ExitCode {
         Command::Serve { server } => return serve(server),
         Command::Audit(args) => return run_audit(args),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("tern: cannot start the runtime: {e}");
-            return ExitCode::from(cmd::EXIT_TRANSPORT);
-        }
+        Err(code) => return code,
     };
     let outcome = runtime.block_on(cmd::run(op, &server, input.as_ref()));
     // A prompt abandoned (Ctrl-C, a dead server) may still block its thread
@@ -461,16 +455,22 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_audit(args: audit::AuditArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+/// The multi-threaded runtime of a command, or its exit status with the
+/// reason printed.
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
+        .map_err(|e| {
             eprintln!("tern: cannot start the runtime: {e}");
-            return ExitCode::from(cmd::EXIT_TRANSPORT);
-        }
+            ExitCode::from(cmd::EXIT_TRANSPORT)
+        })
+}
+
+fn run_audit(args: audit::AuditArgs) -> ExitCode {
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
     };
     let outcome = runtime.block_on(audit::run(args));
     runtime.shutdown_background();
@@ -489,15 +489,9 @@ fn login(
     client_id: Option<String>,
     client_secret: Option<String>,
 ) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("tern: cannot start the runtime: {e}");
-            return ExitCode::from(cmd::EXIT_TRANSPORT);
-        }
+        Err(code) => return code,
     };
     let outcome = runtime.block_on(async {
         let oauth = cmd::oauth_for(url, ca_file, client_id, client_secret)?;
@@ -745,15 +739,9 @@ fn serve(served: Served) -> ExitCode {
                     ca_file,
                 }),
             };
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
+            let runtime = match runtime() {
                 Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("tern: cannot start the runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
+                Err(code) => return code,
             };
             if let Some(url) = redis {
                 if let Some(tasks) = tasks {

@@ -227,14 +227,30 @@ struct Slots {
     _peer: PeerSlot,
 }
 
-/// A body that holds its request's slots, and gives them back when it ends
-/// or is dropped.
-struct Holding {
-    body: Body,
-    slots: Option<Slots>,
+/// `response` with its body holding `held` (slots, permits) until the body
+/// ends or is dropped: what a request takes is given back when its last
+/// byte is sent, not when the handler returns.
+pub(crate) fn holding<H: Send + Unpin + 'static>(
+    response: Response<Body>,
+    held: H,
+) -> Response<Body> {
+    let (parts, body) = response.into_parts();
+    Response::from_parts(
+        parts,
+        Body::new(Holding {
+            body,
+            held: Some(held),
+        }),
+    )
 }
 
-impl hyper::body::Body for Holding {
+/// A body that holds `H` until it ends or is dropped.
+struct Holding<H> {
+    body: Body,
+    held: Option<H>,
+}
+
+impl<H: Unpin> hyper::body::Body for Holding<H> {
     type Data = Bytes;
     type Error = axum::Error;
 
@@ -244,7 +260,7 @@ impl hyper::body::Body for Holding {
     ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, axum::Error>>> {
         let polled = Pin::new(&mut self.body).poll_frame(cx);
         if let Poll::Ready(None) = polled {
-            self.slots = None;
+            self.held = None;
         }
         polled
     }
@@ -408,15 +424,13 @@ where
     let mut service = shared.service.clone();
     let response =
         tower::ServiceExt::oneshot(&mut service, Request::from_parts(parts, body)).await?;
-    let (parts, body) = response.into_parts();
-    let body = Body::new(Holding {
-        body,
-        slots: Some(Slots {
+    Ok(holding(
+        response,
+        Slots {
             _server: server,
             _peer: peer_slot,
-        }),
-    });
-    Ok(Response::from_parts(parts, body))
+        },
+    ))
 }
 
 /// Serves `service` on `listener` until `shutdown` resolves, then stops

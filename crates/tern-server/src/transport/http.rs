@@ -305,47 +305,6 @@ struct Held {
     stream_share: Option<ShareSlot>,
 }
 
-/// A response body that holds [`Held`] until it ends or is dropped.
-struct HeldBody {
-    body: Body,
-    held: Option<Held>,
-}
-
-impl hyper::body::Body for HeldBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, axum::Error>>> {
-        let polled = Pin::new(&mut self.body).poll_frame(cx);
-        if let Poll::Ready(None) = polled {
-            self.held = None;
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
-fn holding(response: Response<Body>, held: Held) -> Response<Body> {
-    let (parts, body) = response.into_parts();
-    Response::from_parts(
-        parts,
-        Body::new(HeldBody {
-            body,
-            held: Some(held),
-        }),
-    )
-}
-
 /// `503` + `Retry-After` with an id-less `-32603` carrying
 /// `data.retryAfterMs`, as the accept loop answers when full.
 fn overloaded(retry_after: Duration, id: Option<RequestId>, why: &str) -> Response<Body> {
@@ -994,7 +953,7 @@ impl Http {
         let response = self
             .handle_as(parts, body, caller, legacy_method, &mut held)
             .await;
-        holding(response, held)
+        super::accept::holding(response, held)
     }
 
     #[allow(
