@@ -509,6 +509,11 @@ pub fn builder() -> ServerBuilder {
     builder_with_ledger(None)
 }
 
+/// The demo's task settings: status polled every 200 ms.
+pub fn task_config() -> TaskConfig {
+    TaskConfig::default().poll_interval(Duration::from_millis(200))
+}
+
 /// The demo's builder; with a ledger (fleet mode), `transfer_funds` records
 /// each transfer in it and `demo://ledger` reads them back.
 pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
@@ -522,7 +527,7 @@ pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
         move |ctx: Ctx, args: Args<Transfer>| transfer_funds(ctx, args, transfer_ledger.clone());
     let builder = Server::builder("tern-demo", env!("CARGO_PKG_VERSION"))
         .info(info)
-        .task_config(TaskConfig::default().poll_interval(Duration::from_millis(200)))
+        .task_config(task_config())
         .instructions("A demo of MCP 2026-07-28 multi round-trip requests: each tool, the prompt and the resource asks the client something (a form, a sign-in page, a completion or the roots) before it answers.")
         .tool(ToolDef::new("provision_database", "Creates a database after asking which region it should live in", provision_database).elicits::<Region>())
         .tool(ToolDef::new("book_table", "Books a restaurant table; asks party size and time in one round", book_table).elicits::<Party>().elicits::<Time>())

@@ -149,7 +149,7 @@ pub fn read_keys(path: &Path) -> Result<KeyRing, String> {
 /// Makes `builder` one replica of a fleet: the keys of `keys_file`, the
 /// replay and task stores in the Redis at `url`, `multi_instance` (so a
 /// random key or an in-process store is refused), and a ledger for
-/// `transfer_funds`; guarded legs and tasks hold `lease`. The prefix of
+/// `transfer_funds`; guarded legs and tasks hold `lease`, tasks follow `task_config`. The prefix of
 /// every Redis key is `tern-demo`.
 ///
 /// # Errors
@@ -158,6 +158,7 @@ pub async fn fleet(
     redis: &RedisAt<'_>,
     keys_file: &Path,
     lease: Duration,
+    task_config: TaskConfig,
 ) -> Result<(ServerBuilder, Ledger), String> {
     let url = redis.url;
     let keys = read_keys(keys_file)?;
@@ -187,11 +188,7 @@ pub async fn fleet(
         // A replica that dies leaves its guarded legs and tasks to lapse
         // into "outcome unknown" within `lease`.
         .call_limits(CallLimits::default().lease(lease))
-        .task_config(
-            TaskConfig::default()
-                .poll_interval(Duration::from_millis(200))
-                .lease(lease),
-        )
+        .task_config(task_config.lease(lease))
         .multi_instance();
     Ok((builder, ledger))
 }

@@ -255,6 +255,10 @@ enum Served {
         /// Lifetime of each round's requestState, in seconds (default 600).
         #[arg(long, value_name = "SECONDS")]
         state_ttl: Option<u64>,
+        /// How long a finished task is kept for `tasks/get` and
+        /// `tasks/result`, in seconds (default 3600).
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=604_800))]
+        task_retention: Option<u64>,
         /// A key file (see `tern keys generate`); without one a random key
         /// serves this process only.
         #[arg(long, value_name = "FILE")]
@@ -596,6 +600,24 @@ fn read_key_file(path: &std::path::Path) -> Option<KeyRing> {
         .ok()
 }
 
+/// `--state-ttl` and `--task-retention`.
+#[derive(Debug, Clone, Copy)]
+struct Lifetimes {
+    state_ttl: Option<u64>,
+    task_retention: Option<u64>,
+}
+
+impl Lifetimes {
+    /// The demo's task settings with `--task-retention` applied.
+    fn tasks(self) -> tern_server::TaskConfig {
+        let tasks = demo::task_config();
+        match self.task_retention {
+            Some(secs) => tasks.retention(Duration::from_secs(secs)),
+            None => tasks,
+        }
+    }
+}
+
 /// Who may call the demo over HTTP: the `--tokens` file's bearer tokens,
 /// OAuth access tokens of `--issuer`, or both.
 struct Access {
@@ -633,19 +655,21 @@ fn serve_fleet(
     redis: tern::demo_fleet::RedisAt<'_>,
     addr: std::net::SocketAddr,
     keys: &std::path::Path,
-    state_ttl: Option<u64>,
+    lifetimes: Lifetimes,
     lease: Duration,
     access: Access,
 ) -> ExitCode {
     let outcome = runtime.block_on(async move {
-        let (mut builder, ledger) = match tern::demo_fleet::fleet(&redis, keys, lease).await {
+        let tasks = lifetimes.tasks();
+        let (mut builder, ledger) = match tern::demo_fleet::fleet(&redis, keys, lease, tasks).await
+        {
             Ok(both) => both,
             Err(e) => {
                 eprintln!("tern serve demo: {e}");
                 return Ok(ExitCode::from(2));
             }
         };
-        if let Some(secs) = state_ttl {
+        if let Some(secs) = lifetimes.state_ttl {
             builder = builder.state_ttl(Duration::from_secs(secs));
         }
         let server = match builder.build() {
@@ -708,6 +732,7 @@ fn serve(served: Served) -> ExitCode {
             stdio,
             http,
             state_ttl,
+            task_retention,
             keys,
             tasks,
             tokens,
@@ -729,6 +754,10 @@ fn serve(served: Served) -> ExitCode {
                     eprintln!("tern serve demo: {e}");
                     return ExitCode::from(2);
                 }
+            };
+            let lifetimes = Lifetimes {
+                state_ttl,
+                task_retention,
             };
             let access = Access {
                 tokens,
@@ -760,7 +789,7 @@ fn serve(served: Served) -> ExitCode {
                     url: &url,
                     ca_file: redis_ca.as_deref(),
                 };
-                return serve_fleet(&runtime, redis, addr, &keys, state_ttl, lease, access);
+                return serve_fleet(&runtime, redis, addr, &keys, lifetimes, lease, access);
             }
             let store = match demo::task_store(tasks.as_deref().unwrap_or("memory")) {
                 Ok(store) => store,
@@ -769,7 +798,9 @@ fn serve(served: Served) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let mut builder = demo::builder().task_store(store);
+            let mut builder = demo::builder()
+                .task_config(lifetimes.tasks())
+                .task_store(store);
             if let Some(secs) = state_ttl {
                 builder = builder.state_ttl(Duration::from_secs(secs));
             }

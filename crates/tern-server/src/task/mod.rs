@@ -362,6 +362,11 @@ pub(crate) fn lapse(record: &mut TaskRecord, now: u64) -> bool {
     true
 }
 
+/// What each kept task record counts against its owner's byte quota beside
+/// its result (see [`TaskRecord::result_bytes`](crate::task::TaskRecord)):
+/// about what a record with its ids, metadata and index entries takes.
+pub const RECORD_CHARGE: u64 = 2048;
+
 /// `status` as the `tern.task_states` counter labels it.
 fn status_label(status: TaskStatus) -> &'static str {
     match status {
@@ -388,9 +393,10 @@ pub(crate) fn end(
         (TaskStatus::Cancelled, _) => "Cancelled".to_owned(),
         _ => "Done".to_owned(),
     });
-    record.result_bytes = result
-        .as_ref()
-        .map_or(0, |r| serde_json::to_vec(r).map_or(0, |v| v.len() as u64));
+    let kept = |v: Option<Vec<u8>>| v.map_or(0, |v| v.len() as u64);
+    record.result_bytes = RECORD_CHARGE
+        + kept(result.as_ref().and_then(|r| serde_json::to_vec(r).ok()))
+        + kept(error.as_ref().and_then(|e| serde_json::to_vec(e).ok()));
     record.result = result;
     record.error = error;
     record.input_requests.clear();

@@ -99,7 +99,7 @@ impl Tasks {
             used_keys: std::collections::BTreeSet::new(),
             result: None,
             error: None,
-            result_bytes: 0,
+            result_bytes: super::RECORD_CHARGE,
             cancel_requested: false,
             lease: Some(Lease::new(token.clone(), now + ms(self.config.lease))),
         };

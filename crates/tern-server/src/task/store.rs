@@ -101,7 +101,11 @@ pub struct TaskRecord {
     pub result: Option<Value>,
     /// The JSON-RPC error (status `failed`).
     pub error: Option<ErrorObject>,
-    /// Bytes of `result` as stored (counted against the owner's quota).
+    /// Bytes charged to the owner's quota while the record is kept: the
+    /// stored `result` or `error` serialized, plus
+    /// [`RECORD_CHARGE`](crate::task::RECORD_CHARGE) for the record itself,
+    /// so a principal's finished tasks are bounded however small their
+    /// results (a soak of tiny results grew without bound until retention).
     pub result_bytes: u64,
     /// `tasks/cancel` arrived.
     pub cancel_requested: bool,

@@ -684,6 +684,34 @@ async fn live_tasks_are_bounded_per_principal() {
 }
 
 #[tokio::test]
+async fn finished_tasks_with_tiny_results_still_count_against_the_byte_quota() {
+    // Each kept record is charged RECORD_CHARGE beside its result: room for
+    // three records. Without the charge, tiny results never filled it and
+    // finished tasks piled up until their retention ran out.
+    let quota = 3 * tern_server::task::RECORD_CHARGE;
+    let s = server_with(TaskConfig::default().quota(64, quota), None, &Gate::default());
+    let alice = client(&s).with_principal(Principal::new("alice"));
+    let mut refused = None;
+    for i in 0..6 {
+        match alice.call_tool("required", json!({})).await.result() {
+            Ok(created) => {
+                let id = created["taskId"].as_str().unwrap().to_owned();
+                let done = until(&alice, &id, terminal).await;
+                assert_eq!(done["status"], "completed", "{done}");
+            }
+            Err(e) => {
+                assert_eq!(e.code, codes::STORE_FULL);
+                refused = Some(i);
+                break;
+            }
+        }
+    }
+    assert_eq!(refused, Some(3), "the fourth record does not fit");
+    let bob = client(&s).with_principal(Principal::new("bob"));
+    create(&bob, "required").await;
+}
+
+#[tokio::test]
 async fn a_tasks_result_larger_than_the_cap_ends_failed() {
     let s = server_with(
         TaskConfig::default().max_result_bytes(10),
