@@ -387,10 +387,11 @@ fn home(name: &str) -> Home {
     Home(dir)
 }
 
-/// `tern ARGS` with `home` as its config folder, the browser, and `ca` as
-/// `TERN_CA_FILE` (none: the built-in roots only). Prints the command and
-/// its output (tokens never appear in either).
-fn tern_with(home: &Path, args: &[&str], ca: Option<&Path>) -> Output {
+/// `tern ARGS` with `home` as its config folder, the browser (which trusts
+/// the test CA), and, if `trusted`, the test CA as `TERN_CA_FILE` (else the
+/// built-in roots only). Prints the command and its output (tokens never
+/// appear in either).
+fn tern_with(home: &Path, auth: &AuthServer, args: &[&str], trusted: bool) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tern"));
     command
         .args(args)
@@ -398,20 +399,16 @@ fn tern_with(home: &Path, args: &[&str], ca: Option<&Path>) -> Output {
         .env("HOME", home)
         .env_remove("TERN_CA_FILE")
         .stdin(Stdio::null());
-    let browser = home.join("browser.py");
-    match ca {
-        Some(ca) => {
-            command.env("TERN_CA_FILE", ca).env(
-                "TERN_BROWSER",
-                format!("python3 {} {}", browser.display(), ca.display()),
-            );
-        }
-        None => {
-            command.env(
-                "TERN_BROWSER",
-                format!("python3 {} none", browser.display()),
-            );
-        }
+    command.env(
+        "TERN_BROWSER",
+        format!(
+            "python3 {} {}",
+            home.join("browser.py").display(),
+            auth.ca_file.display()
+        ),
+    );
+    if trusted {
+        command.env("TERN_CA_FILE", &auth.ca_file);
     }
     let o = command.output().unwrap();
     let quoted: Vec<String> = args
@@ -435,7 +432,7 @@ fn tern_with(home: &Path, args: &[&str], ca: Option<&Path>) -> Output {
 }
 
 fn tern(home: &Path, auth: &AuthServer, args: &[&str]) -> Output {
-    tern_with(home, args, Some(&auth.ca_file))
+    tern_with(home, auth, args, true)
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -540,4 +537,35 @@ fn assert_private(tokens: &Path) {
         assert_eq!(mode(tokens), 0o600);
         assert_eq!(mode(tokens.parent().unwrap()), 0o700);
     }
+}
+
+#[test]
+fn a_login_that_does_not_trust_the_authorization_server_fails_and_keeps_nothing() {
+    let h = home("untrusted");
+    let auth = start_as(&h.0);
+    let (_served, url) = serve_demo(&auth);
+    // No TERN_CA_FILE, no --ca-file: the built-in roots do not know the
+    // test CA, so the authorization server's certificate is refused.
+    let o = tern_with(&h.0, &auth, &["login", "--url", &url], false);
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{stderr}");
+    assert!(stderr.starts_with("tern login: "), "{stderr}");
+    assert!(stderr.contains(&auth.issuer), "names the server: {stderr}");
+    assert!(
+        stderr.contains("invalid peer certificate: UnknownIssuer"),
+        "says why: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(auth.authorizations(), 0, "no browser was sent anywhere");
+    assert!(!h.0.join("tern/tokens.json").exists(), "a token was kept");
+
+    // With the CA file given, the same login works.
+    let ca = auth.ca_file.to_str().unwrap();
+    let o = tern_with(
+        &h.0,
+        &auth,
+        &["login", "--url", &url, "--ca-file", ca],
+        false,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
