@@ -569,3 +569,59 @@ fn a_login_that_does_not_trust_the_authorization_server_fails_and_keeps_nothing(
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
+
+/// `tern login` in a terminal with no browser to open: it prints the
+/// authorization URL; the test follows it as a person's browser would, and
+/// the pane shows the login.
+#[test]
+fn login_in_a_terminal_without_a_browser_prints_the_url_to_follow() {
+    let h = home("tmux");
+    let auth = start_as(&h.0);
+    let (_served, url) = serve_demo(&auth);
+    // An empty PATH for tern: no xdg-open (nor any other browser) to run;
+    // no display either.
+    let nothing = h.0.join("empty-path");
+    std::fs::create_dir_all(&nothing).unwrap();
+    let env = format!(
+        "env -u TERN_BROWSER -u DISPLAY -u WAYLAND_DISPLAY PATH='{}' HOME='{home}' XDG_CONFIG_HOME='{home}' TERN_CA_FILE='{}'",
+        nothing.display(),
+        auth.ca_file.display(),
+        home = h.0.display(),
+    );
+    let t = crate::terminal::Tmux::start(
+        "login",
+        &format!(
+            "{env} {}",
+            crate::terminal::shell(&format!("login --url '{url}'"))
+        ),
+    );
+    let screen = t.wait_for("open the URL above yourself");
+    let shown = screen
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(&format!("{}/authorize?", auth.issuer)))
+        .unwrap_or_else(|| panic!("no authorization URL on the screen:\n{screen}"))
+        .to_owned();
+
+    // The browser's part: the authorization server redirects to tern's
+    // loopback listener, which says the login worked.
+    let (status, headers, _) = exchange("GET", &shown, &[], "", &auth.tls);
+    assert_eq!(status, 302, "{headers:?}");
+    let back = header(&headers, "location").expect("a redirect").to_owned();
+    assert!(back.starts_with("http://127.0.0.1:"), "{back}");
+    let (status, _, page) = exchange("GET", &back, &[], "", &auth.tls);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("tern is authorized"), "{page}");
+
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains(&format!(
+            "tern: logged in to {url} (authorization server {}",
+            auth.issuer
+        )),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert_eq!(auth.authorizations(), 1);
+    assert_private(&h.0.join("tern/tokens.json"));
+}
