@@ -410,7 +410,7 @@ fn tern_with(home: &Path, auth: &AuthServer, args: &[&str], trusted: bool) -> Ou
     if trusted {
         command.env("TERN_CA_FILE", &auth.ca_file);
     }
-    let o = command.output().unwrap();
+    let o = bounded_output(&mut command);
     let quoted: Vec<String> = args
         .iter()
         .map(|a| {
@@ -429,6 +429,50 @@ fn tern_with(home: &Path, auth: &AuthServer, args: &[&str], trusted: bool) -> Ou
         o.status.code().map_or("signal".into(), |c| c.to_string())
     );
     o
+}
+
+/// How long one `tern` command may take (its own login timeout is 300 s; a
+/// browser that fails would otherwise hold the test that long).
+const COMMAND_PATIENCE: Duration = Duration::from_secs(60);
+
+/// `command`'s output, the process killed if it runs longer than
+/// [`COMMAND_PATIENCE`].
+fn bounded_output(command: &mut Command) -> Output {
+    use std::io::Read as _;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > COMMAND_PATIENCE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "tern did not finish within {COMMAND_PATIENCE:?}; its stderr: {}",
+                text(&stderr.join().unwrap())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
 }
 
 fn tern(home: &Path, auth: &AuthServer, args: &[&str]) -> Output {
