@@ -25,7 +25,8 @@ use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-const REGION: &str = r#"region={"action":"accept","content":{"region":"eu-west-1"}}"#;
+/// The answer to the demo's region question, in its short form.
+const REGION: &str = "region=eu-west-1";
 
 struct As {
     issuer: String,
