@@ -104,7 +104,7 @@ pub(crate) async fn protected_resource(
         let reply = match net::get(http, &url).await {
             Ok(reply) => reply,
             Err(e) => {
-                tried.push(format!("{url} ({e})"));
+                tried.push(format!("{url} ({e:#})"));
                 continue;
             }
         };
@@ -178,7 +178,7 @@ pub(crate) async fn authorization_server(
         let reply = match net::get(http, &url).await {
             Ok(reply) => reply,
             Err(e) => {
-                tried.push(format!("{url} ({e})"));
+                tried.push(format!("{url} ({e:#})"));
                 continue;
             }
         };

@@ -1,15 +1,22 @@
 //! `tern login` / `tern call` / `tern logout` against the demo behind OAuth
 //! (`tern serve demo --http … --issuer …`), with an authorization server of
-//! the test's own on loopback (plain HTTP, allowed on loopback) issuing
-//! ES256 JWTs, and a "browser" (`TERN_BROWSER`, a Python one-liner) that
+//! the test's own on loopback issuing ES256 JWTs, over HTTPS with a test CA
+//! the demo (`--ca-file`) and `tern` (`TERN_CA_FILE`) trust, and a
+//! "browser" (`TERN_BROWSER`, a Python one-liner trusting the CA too) that
 //! follows the authorization URL to tern's loopback redirect, as a person's
-//! browser would.
+//! browser would. Also: a login that does not trust the CA fails cleanly,
+//! and the login in a terminal (tmux) with no browser prints the URL.
+//!
+//! Run with `--nocapture` to see each command and its output (the closing
+//! transcript of issue 16 comes from it).
 
 use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::body::Body;
 use base64::Engine as _;
@@ -18,13 +25,16 @@ use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-const REGION: &str = r#"region={"action":"accept","content":{"region":"eu-west-1"}}"#;
+/// The answer to the demo's region question, in its short form.
+const REGION: &str = "region=eu-west-1";
 
 struct As {
     issuer: String,
     key: rcgen::KeyPair,
     codes: Mutex<HashMap<String, (String, String)>>,
     authorizations: Mutex<u32>,
+    /// Every request it was sent, whatever its path.
+    requests: AtomicU32,
 }
 
 fn reply(status: u16, body: &Value) -> axum::response::Response {
@@ -49,6 +59,7 @@ impl As {
     }
 
     async fn handle(self: Arc<Self>, request: axum::extract::Request) -> axum::response::Response {
+        self.requests.fetch_add(1, Ordering::SeqCst);
         let (parts, body) = request.into_parts();
         let bytes = body.collect().await.unwrap().to_bytes();
         let form: HashMap<String, String> =
@@ -114,18 +125,82 @@ impl As {
     }
 }
 
-/// The authorization server on a thread of its own; its issuer URL.
-fn start_as() -> (String, Arc<As>) {
+/// The running authorization server, its test CA and a TLS client config
+/// trusting that CA.
+struct AuthServer {
+    issuer: String,
+    state: Arc<As>,
+    /// The CA certificate (PEM).
+    ca_file: PathBuf,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+impl AuthServer {
+    fn requests(&self) -> u32 {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+
+    fn authorizations(&self) -> u32 {
+        *self.state.authorizations.lock().unwrap()
+    }
+}
+
+/// The ring provider, as tern's own TLS uses.
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The authorization server on a thread of its own, over HTTPS: a test CA
+/// (its certificate written to `dir/ca.pem`) signed the server's
+/// certificate for 127.0.0.1 and localhost.
+fn start_as(dir: &Path) -> AuthServer {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "tern login test CA");
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let ca = rcgen::Issuer::new(ca_params, ca_key);
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca)
+        .unwrap();
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca_cert.pem()).unwrap();
+    let server_tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+        )
+        .unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca_cert.der().clone()).unwrap();
+    let tls = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
-    let issuer = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let server = Arc::new(As {
+    let issuer = format!(
+        "https://127.0.0.1:{}",
+        listener.local_addr().unwrap().port()
+    );
+    let state = Arc::new(As {
         issuer: issuer.clone(),
         key: rcgen::KeyPair::generate().unwrap(),
         codes: Mutex::default(),
         authorizations: Mutex::default(),
+        requests: AtomicU32::new(0),
     });
-    let s = Arc::clone(&server);
+    let s = Arc::clone(&state);
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_tls));
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -134,10 +209,110 @@ fn start_as() -> (String, Arc<As>) {
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             let app = axum::Router::new().fallback(move |r| Arc::clone(&s).handle(r));
-            axum::serve(listener, app).await.unwrap();
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                let acceptor = acceptor.clone();
+                let app = app.clone();
+                tokio::spawn(async move {
+                    // A client that refuses the certificate ends the handshake.
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(
+                            hyper_util::rt::TokioIo::new(tls),
+                            hyper_util::service::TowerToHyperService::new(app),
+                        )
+                        .await;
+                });
+            }
         });
     });
-    (issuer, server)
+    AuthServer {
+        issuer,
+        state,
+        ca_file,
+        tls: Arc::new(tls),
+    }
+}
+
+/// One HTTP/1.1 exchange with a loopback server on a connection of its own
+/// (TLS with `tls` for `https://`), every read and write bounded: the
+/// status, the headers (names lowercased) and the body as sent.
+fn exchange(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    tls: &Arc<rustls::ClientConfig>,
+) -> (u16, Vec<(String, String)>, String) {
+    use std::fmt::Write as _;
+    use std::io::{Read as _, Write as _};
+    let u = url::Url::parse(url).unwrap();
+    let host = u.host_str().unwrap().to_owned();
+    let port = u.port_or_known_default().unwrap();
+    let tcp = std::net::TcpStream::connect_timeout(
+        &format!("{host}:{port}").parse().unwrap(),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.set_write_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    trait Duplex: std::io::Read + std::io::Write {}
+    impl<T: std::io::Read + std::io::Write> Duplex for T {}
+    let mut stream: Box<dyn Duplex> = if u.scheme() == "https" {
+        let name = rustls::pki_types::ServerName::try_from(host.clone()).unwrap();
+        let conn = rustls::ClientConnection::new(Arc::clone(tls), name).unwrap();
+        Box::new(rustls::StreamOwned::new(conn, tcp))
+    } else {
+        Box::new(tcp)
+    };
+    let mut head = format!(
+        "{method} {}{} HTTP/1.1\r\nhost: {host}:{port}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        u.path(),
+        u.query().map(|q| format!("?{q}")).unwrap_or_default(),
+        body.len()
+    );
+    for (name, value) in headers {
+        let _ = write!(head, "{name}: {value}\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    stream.flush().unwrap();
+    let mut raw = Vec::new();
+    // A TLS peer may close without close_notify once it has answered.
+    match stream.read_to_end(&mut raw) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+        Err(e) => panic!("reading the answer of {url}: {e}"),
+    }
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
 }
 
 struct Served(Child);
@@ -149,9 +324,22 @@ impl Drop for Served {
     }
 }
 
-fn serve_demo(issuer: &str) -> (Served, String) {
+/// `tern serve demo --http 127.0.0.1:0 --issuer ISSUER --ca-file CA`: the
+/// child and the MCP URL it serves.
+fn serve_demo(auth: &AuthServer) -> (Served, String) {
+    let ca = auth.ca_file.to_str().unwrap();
+    let args = [
+        "serve",
+        "demo",
+        "--http",
+        "127.0.0.1:0",
+        "--issuer",
+        &auth.issuer,
+        "--ca-file",
+        ca,
+    ];
     let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(["serve", "demo", "--http", "127.0.0.1:0", "--issuer", issuer])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -159,15 +347,18 @@ fn serve_demo(issuer: &str) -> (Served, String) {
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let served = Served(child);
+    let mut said = Vec::new();
     let url = loop {
         let line = lines
             .next()
             .expect("the server says where it serves")
             .unwrap();
+        said.push(line.clone());
         if let Some(url) = line.split("serving the demo at ").nth(1) {
             break url.trim().to_owned();
         }
     };
+    eprintln!("$ tern {} &\n{}", args.join(" "), said.join("\n"));
     // Keep reading its stderr so it never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
     (served, url)
@@ -185,38 +376,135 @@ fn home(name: &str) -> Home {
     let dir = std::env::temp_dir().join(format!("tern-login-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    // The browser: follows the authorization URL, its redirect included.
+    // The browser: follows the authorization URL (its last argument), its
+    // redirect included, trusting the test CA (its first).
     std::fs::write(
         dir.join("browser.py"),
-        "import sys, urllib.request\nurllib.request.urlopen(sys.argv[1], timeout=20).read()\n",
+        "import ssl, sys, urllib.request\n\
+         ctx = ssl.create_default_context(cafile=sys.argv[1])\n\
+         urllib.request.urlopen(sys.argv[-1], timeout=20, context=ctx).read()\n",
     )
     .unwrap();
     Home(dir)
 }
 
-fn tern(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tern"))
+/// `tern ARGS` with `home` as its config folder, the browser (which trusts
+/// the test CA), and, if `trusted`, the test CA as `TERN_CA_FILE` (else the
+/// built-in roots only). Prints the command and its output (tokens never
+/// appear in either).
+fn tern_with(home: &Path, auth: &AuthServer, args: &[&str], trusted: bool) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tern"));
+    command
         .args(args)
         .env("XDG_CONFIG_HOME", home)
         .env("HOME", home)
-        .env(
-            "TERN_BROWSER",
-            format!("python3 {}", home.join("browser.py").display()),
-        )
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+        .env_remove("TERN_CA_FILE")
+        .stdin(Stdio::null());
+    command.env(
+        "TERN_BROWSER",
+        format!(
+            "python3 {} {}",
+            home.join("browser.py").display(),
+            auth.ca_file.display()
+        ),
+    );
+    if trusted {
+        command.env("TERN_CA_FILE", &auth.ca_file);
+    }
+    let o = bounded_output(&mut command);
+    let quoted: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if a.contains(['"', '{', ' ']) {
+                format!("'{a}'")
+            } else {
+                (*a).to_owned()
+            }
+        })
+        .collect();
+    eprintln!(
+        "$ tern {}\n{}{}(exit {})\n",
+        quoted.join(" "),
+        text(&o.stdout),
+        text(&o.stderr),
+        o.status.code().map_or("signal".into(), |c| c.to_string())
+    );
+    o
+}
+
+/// How long one `tern` command may take (its own login timeout is 300 s; a
+/// browser that fails would otherwise hold the test that long).
+const COMMAND_PATIENCE: Duration = Duration::from_secs(60);
+
+/// `command`'s output, the process killed if it runs longer than
+/// [`COMMAND_PATIENCE`].
+fn bounded_output(command: &mut Command) -> Output {
+    use std::io::Read as _;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > COMMAND_PATIENCE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "tern did not finish within {COMMAND_PATIENCE:?}; its stderr: {}",
+                text(&stderr.join().unwrap())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+fn tern(home: &Path, auth: &AuthServer, args: &[&str]) -> Output {
+    tern_with(home, auth, args, true)
 }
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// An unauthenticated MCP request (`tools/list`) straight to the demo.
+fn unauthenticated(url: &str, auth: &AuthServer) -> (u16, Vec<(String, String)>, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    exchange(
+        "POST",
+        url,
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ],
+        &body.to_string(),
+        &auth.tls,
+    )
+}
+
 #[test]
 fn login_then_call_then_logout() {
-    let (issuer, auth) = start_as();
-    let (_served, url) = serve_demo(&issuer);
     let h = home("flow");
+    let auth = start_as(&h.0);
+    let (_served, url) = serve_demo(&auth);
     let call = [
         "call",
         "--url",
@@ -227,8 +515,21 @@ fn login_then_call_then_logout() {
         REGION,
     ];
 
+    // The demo answers an unauthenticated call with its challenge without
+    // asking the issuer anything (issue 16 §4; RFC 6750 §3, RFC 9728 §5.1).
+    let before = auth.requests();
+    let (status, headers, _) = unauthenticated(&url, &auth);
+    assert_eq!(status, 401, "{headers:?}");
+    let challenge = header(&headers, "www-authenticate").expect("a challenge");
+    assert!(challenge.starts_with("Bearer "), "{challenge}");
+    assert!(
+        challenge.contains("resource_metadata=\"http://127.0.0.1:"),
+        "{challenge}"
+    );
+    assert_eq!(auth.requests(), before, "the demo contacted the issuer");
+
     // Not logged in: the 401 comes with advice.
-    let o = tern(&h.0, &call);
+    let o = tern(&h.0, &auth, &call);
     assert_ne!(o.status.code(), Some(0));
     assert!(
         text(&o.stderr).contains("tern login --url"),
@@ -236,40 +537,136 @@ fn login_then_call_then_logout() {
         text(&o.stderr)
     );
 
-    let o = tern(&h.0, &["login", "--url", &url]);
+    let o = tern(&h.0, &auth, &["login", "--url", &url]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(
-        text(&o.stderr).contains(&format!("logged in to {url}")),
+        text(&o.stderr).contains(&format!(
+            "logged in to {url} (authorization server {})",
+            auth.issuer
+        )),
         "{}",
         text(&o.stderr)
     );
-    assert_eq!(*auth.authorizations.lock().unwrap(), 1);
+    assert_eq!(auth.authorizations(), 1);
     let tokens = h.0.join("tern/tokens.json");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&tokens), 0o600);
-        assert_eq!(mode(&h.0.join("tern")), 0o700);
-    }
+    assert_private(&tokens);
     let kept: Value = serde_json::from_slice(&std::fs::read(&tokens).unwrap()).unwrap();
-    assert_eq!(kept[0]["key"]["issuer"], json!(issuer));
+    assert_eq!(kept[0]["key"]["issuer"], json!(auth.issuer));
 
     // Every --url command sends the kept token, with no new authorization.
-    let o = tern(&h.0, &call);
+    let o = tern(&h.0, &auth, &call);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), "Created database orders in eu-west-1.\n");
-    let o = tern(&h.0, &["tools", "--url", &url]);
+    let o = tern(&h.0, &auth, &["tools", "--url", &url]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert_eq!(*auth.authorizations.lock().unwrap(), 1);
+    assert_eq!(auth.authorizations(), 1);
 
-    let o = tern(&h.0, &["logout", "--url", &url]);
+    let o = tern(&h.0, &auth, &["logout", "--url", &url]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(
         text(&o.stderr).contains("logged out"),
         "{}",
         text(&o.stderr)
     );
-    let o = tern(&h.0, &call);
+    let o = tern(&h.0, &auth, &call);
     assert_ne!(o.status.code(), Some(0), "logged out: {}", text(&o.stdout));
+}
+
+/// The token file is 0600 in a 0700 folder (issue 16 §3).
+fn assert_private(tokens: &Path) {
+    assert!(tokens.is_file(), "no token file at {}", tokens.display());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(tokens), 0o600);
+        assert_eq!(mode(tokens.parent().unwrap()), 0o700);
+    }
+}
+
+#[test]
+fn a_login_that_does_not_trust_the_authorization_server_fails_and_keeps_nothing() {
+    let h = home("untrusted");
+    let auth = start_as(&h.0);
+    let (_served, url) = serve_demo(&auth);
+    // No TERN_CA_FILE, no --ca-file: the built-in roots do not know the
+    // test CA, so the authorization server's certificate is refused.
+    let o = tern_with(&h.0, &auth, &["login", "--url", &url], false);
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{stderr}");
+    assert!(stderr.starts_with("tern login: "), "{stderr}");
+    assert!(stderr.contains(&auth.issuer), "names the server: {stderr}");
+    assert!(
+        stderr.contains("invalid peer certificate: UnknownIssuer"),
+        "says why: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(auth.authorizations(), 0, "no browser was sent anywhere");
+    assert!(!h.0.join("tern/tokens.json").exists(), "a token was kept");
+
+    // With the CA file given, the same login works.
+    let ca = auth.ca_file.to_str().unwrap();
+    let o = tern_with(
+        &h.0,
+        &auth,
+        &["login", "--url", &url, "--ca-file", ca],
+        false,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}
+
+/// `tern login` in a terminal with no browser to open: it prints the
+/// authorization URL; the test follows it as a person's browser would, and
+/// the pane shows the login.
+#[test]
+fn login_in_a_terminal_without_a_browser_prints_the_url_to_follow() {
+    let h = home("tmux");
+    let auth = start_as(&h.0);
+    let (_served, url) = serve_demo(&auth);
+    // An empty PATH for tern: no xdg-open (nor any other browser) to run;
+    // no display either.
+    let nothing = h.0.join("empty-path");
+    std::fs::create_dir_all(&nothing).unwrap();
+    let env = format!(
+        "env -u TERN_BROWSER -u DISPLAY -u WAYLAND_DISPLAY PATH='{}' HOME='{home}' XDG_CONFIG_HOME='{home}' TERN_CA_FILE='{}'",
+        nothing.display(),
+        auth.ca_file.display(),
+        home = h.0.display(),
+    );
+    let t = crate::terminal::Tmux::start(
+        "login",
+        &format!(
+            "{env} {}",
+            crate::terminal::shell(&format!("login --url '{url}'"))
+        ),
+    );
+    let screen = t.wait_for("open the URL above yourself");
+    let shown = screen
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(&format!("{}/authorize?", auth.issuer)))
+        .unwrap_or_else(|| panic!("no authorization URL on the screen:\n{screen}"))
+        .to_owned();
+
+    // The browser's part: the authorization server redirects to tern's
+    // loopback listener, which says the login worked.
+    let (status, headers, _) = exchange("GET", &shown, &[], "", &auth.tls);
+    assert_eq!(status, 302, "{headers:?}");
+    let back = header(&headers, "location").expect("a redirect").to_owned();
+    assert!(back.starts_with("http://127.0.0.1:"), "{back}");
+    let (status, _, page) = exchange("GET", &back, &[], "", &auth.tls);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("tern is authorized"), "{page}");
+
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains(&format!(
+            "tern: logged in to {url} (authorization server {}",
+            auth.issuer
+        )),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert_eq!(auth.authorizations(), 1);
+    assert_private(&h.0.join("tern/tokens.json"));
 }

@@ -11,14 +11,15 @@ use std::time::{Duration, Instant};
 /// How long to wait for something to appear on the screen.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-/// A tmux server of its own (`-L`), killed when dropped.
-struct Tmux {
+/// A tmux server of its own (`-L`), killed when dropped (the login test
+/// drives `tern login` with it too).
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
     /// Runs `shell` (a `sh -c` line) in a new detached session.
-    fn start(name: &str, shell: &str) -> Self {
+    pub(crate) fn start(name: &str, shell: &str) -> Self {
         match Command::new("tmux").arg("-V").output() {
             Ok(o) if o.status.success() => {}
             Ok(o) => panic!(
@@ -61,7 +62,7 @@ impl Tmux {
     }
 
     /// The screen and its history, wrapped lines joined.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         String::from_utf8_lossy(
             &self
                 .tmux(&["capture-pane", "-p", "-J", "-t", "t", "-S", "-500"])
@@ -71,7 +72,7 @@ impl Tmux {
     }
 
     /// Polls the screen until it shows `needle` (at most [`PATIENCE`]).
-    fn wait_for(&self, needle: &str) -> String {
+    pub(crate) fn wait_for(&self, needle: &str) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen();
@@ -128,7 +129,7 @@ impl Drop for Tmux {
 }
 
 /// `tern ARGS; echo EXIT=$?`, kept on screen afterwards.
-fn shell(args: &str) -> String {
+pub(crate) fn shell(args: &str) -> String {
     format!(
         "'{}' {args}; echo EXIT=$?; sleep 60",
         env!("CARGO_BIN_EXE_tern")
