@@ -854,7 +854,9 @@ pub(crate) async fn run(
             message,
         });
     };
-    if input_given {
+    // Unused presets are worth a warning once the server answered or asked;
+    // a call refused before that (a 401, a dead server) says only why.
+    if input_given && (outcome.is_ok() || !session.asked_keys().is_empty()) {
         connected.driver.warn_unused();
     }
     remember_era(started.era.as_ref());

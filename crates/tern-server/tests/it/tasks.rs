@@ -689,7 +689,11 @@ async fn finished_tasks_with_tiny_results_still_count_against_the_byte_quota() {
     // three records. Without the charge, tiny results never filled it and
     // finished tasks piled up until their retention ran out.
     let quota = 3 * tern_server::task::RECORD_CHARGE;
-    let s = server_with(TaskConfig::default().quota(64, quota), None, &Gate::default());
+    let s = server_with(
+        TaskConfig::default().quota(64, quota),
+        None,
+        &Gate::default(),
+    );
     let alice = client(&s).with_principal(Principal::new("alice"));
     let mut refused = None;
     for i in 0..6 {

@@ -536,6 +536,12 @@ fn login_then_call_then_logout() {
         "{}",
         text(&o.stderr)
     );
+    // The preset answer is not blamed: no question could be asked.
+    assert!(
+        !text(&o.stderr).contains("was not used"),
+        "{}",
+        text(&o.stderr)
+    );
 
     let o = tern(&h.0, &auth, &["login", "--url", &url]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
