@@ -175,11 +175,16 @@ impl Results {
         let _ = writeln!(out, "|---|---|---|");
         let cpu = |s: &Sample| s.cpu_us;
         let rate = |s: &Sample| s.rate;
-        let rows: [(&str, Option<Spread>, &str); 8] = [
+        let rows: [(&str, Option<Spread>, &str); 10] = [
             (
                 "echo: tern / floor",
                 self.ratio(("echo", Kind::Tern), ("echo", Kind::Floor), cpu),
                 "≤ 1.6",
+            ),
+            (
+                "echo: tern / hand-rolled",
+                self.ratio(("echo", Kind::Tern), ("echo", Kind::Hand), cpu),
+                "≤ 1.25",
             ),
             (
                 "echo: rmcp / tern",
@@ -190,6 +195,11 @@ impl Results {
                 "1 KiB arg + 4 KiB result: tern / floor",
                 self.ratio(("payload", Kind::Tern), ("payload", Kind::Floor), cpu),
                 "≤ 1.6",
+            ),
+            (
+                "1 KiB arg + 4 KiB result: tern / hand-rolled",
+                self.ratio(("payload", Kind::Tern), ("payload", Kind::Hand), cpu),
+                "≤ 1.3",
             ),
             (
                 "1 KiB arg + 4 KiB result: rmcp / tern",

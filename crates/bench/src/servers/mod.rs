@@ -4,6 +4,7 @@
 use std::io::Write as _;
 
 pub(crate) mod floor;
+pub(crate) mod hand;
 pub(crate) mod rmcp;
 pub(crate) mod tern;
 
@@ -12,6 +13,8 @@ pub(crate) mod tern;
 pub(crate) enum Kind {
     /// Raw hyper, fixed responses.
     Floor,
+    /// hyper + `serde_json` by hand: parse, dispatch, serialise.
+    Hand,
     /// tern-server.
     Tern,
     /// rmcp.
@@ -23,6 +26,7 @@ impl Kind {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Floor => "floor",
+            Self::Hand => "hand-rolled",
             Self::Tern => "tern",
             Self::Rmcp => "rmcp",
         }
@@ -54,12 +58,15 @@ pub(crate) fn run(kind: Kind, transport: Transport) -> std::io::Result<()> {
                 drop(out);
                 match kind {
                     Kind::Floor => floor::http(listener).await,
+                    Kind::Hand => hand::http(listener).await,
                     Kind::Tern => tern::http(listener).await,
                     Kind::Rmcp => rmcp::http(listener).await,
                 }
             }
             Transport::Stdio => match kind {
-                Kind::Floor => Err(std::io::Error::other("the floor has no stdio server")),
+                Kind::Floor | Kind::Hand => Err(std::io::Error::other(
+                    "the floor and the hand-rolled line have no stdio server",
+                )),
                 Kind::Tern => tern::stdio().await,
                 Kind::Rmcp => rmcp::stdio().await,
             },
