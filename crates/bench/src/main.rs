@@ -266,12 +266,12 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
         (
             "echo",
             load::Op::echo(),
-            &[Kind::Floor, Kind::Hand, Kind::Tern, Kind::Rmcp],
+            &[Kind::Floor, Kind::HandRolled, Kind::Tern, Kind::Rmcp],
         ),
         (
             "payload",
             load::Op::payload(),
-            &[Kind::Floor, Kind::Hand, Kind::Tern, Kind::Rmcp],
+            &[Kind::Floor, Kind::HandRolled, Kind::Tern, Kind::Rmcp],
         ),
         ("mrtr", load::Op::mrtr(), &[Kind::Tern, Kind::Rmcp]),
     ];
@@ -281,7 +281,7 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
     }
     if !scenarios.is_empty() {
         let mut running = Vec::new();
-        for kind in [Kind::Floor, Kind::Hand, Kind::Tern, Kind::Rmcp] {
+        for kind in [Kind::Floor, Kind::HandRolled, Kind::Tern, Kind::Rmcp] {
             running.push((kind, procfs::spawn(kind, Transport::Http).await?));
         }
         // A server that answers a scenario wrongly is reported, not measured.

@@ -183,7 +183,7 @@ impl Results {
             ),
             (
                 "echo: tern / hand-rolled",
-                self.ratio(("echo", Kind::Tern), ("echo", Kind::Hand), cpu),
+                self.ratio(("echo", Kind::Tern), ("echo", Kind::HandRolled), cpu),
                 "≤ 1.25",
             ),
             (
@@ -198,7 +198,7 @@ impl Results {
             ),
             (
                 "1 KiB arg + 4 KiB result: tern / hand-rolled",
-                self.ratio(("payload", Kind::Tern), ("payload", Kind::Hand), cpu),
+                self.ratio(("payload", Kind::Tern), ("payload", Kind::HandRolled), cpu),
                 "≤ 1.3",
             ),
             (

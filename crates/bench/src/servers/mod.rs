@@ -14,7 +14,7 @@ pub(crate) enum Kind {
     /// Raw hyper, fixed responses.
     Floor,
     /// hyper + `serde_json` by hand: parse, dispatch, serialise.
-    Hand,
+    HandRolled,
     /// tern-server.
     Tern,
     /// rmcp.
@@ -26,7 +26,7 @@ impl Kind {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Floor => "floor",
-            Self::Hand => "hand-rolled",
+            Self::HandRolled => "hand-rolled",
             Self::Tern => "tern",
             Self::Rmcp => "rmcp",
         }
@@ -58,13 +58,13 @@ pub(crate) fn run(kind: Kind, transport: Transport) -> std::io::Result<()> {
                 drop(out);
                 match kind {
                     Kind::Floor => floor::http(listener).await,
-                    Kind::Hand => hand::http(listener).await,
+                    Kind::HandRolled => hand::http(listener).await,
                     Kind::Tern => tern::http(listener).await,
                     Kind::Rmcp => rmcp::http(listener).await,
                 }
             }
             Transport::Stdio => match kind {
-                Kind::Floor | Kind::Hand => Err(std::io::Error::other(
+                Kind::Floor | Kind::HandRolled => Err(std::io::Error::other(
                     "the floor and the hand-rolled line have no stdio server",
                 )),
                 Kind::Tern => tern::stdio().await,
