@@ -161,7 +161,7 @@ const QUOTED_MAX: usize = 64;
 const MESSAGE_MAX: usize = 512;
 
 /// `text` cut to `max` characters, `…` marking the cut.
-fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+pub fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     match text.char_indices().nth(max) {
         None => std::borrow::Cow::Borrowed(text),
         Some((at, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..at])),

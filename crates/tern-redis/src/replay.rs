@@ -632,9 +632,6 @@ fn parse_state(answer: &str) -> Result<Begin, StoreError> {
     }
 }
 
-/// A change channel's subscriber: reconnects after an outage (waiters
-/// re-check on a slow timer meanwhile). Each payload `parse` accepts is
-/// fanned out on `changes`.
 /// Spawns [`listen`] and waits, at most `within`, until its first
 /// subscription is in: a store handed out before it could miss the wake-up
 /// of a write made right after (found over `rediss://`, where the TLS
@@ -656,6 +653,10 @@ pub(crate) async fn spawn_listener<T: Clone + Send + 'static>(
     listener
 }
 
+/// A change channel's subscriber: reconnects after an outage (waiters
+/// re-check on a slow timer meanwhile). Each payload `parse` accepts is
+/// fanned out on `changes`; `ready` is told once the first subscription is
+/// in.
 pub(crate) async fn listen<T: Clone>(
     client: redis::Client,
     channel: String,

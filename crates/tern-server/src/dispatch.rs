@@ -86,11 +86,7 @@ struct Salvage {
 /// Attacker text echoed in an error, cut to 64 characters: a 3 MiB method
 /// name is not sent back whole.
 pub(crate) fn short(text: &str) -> std::borrow::Cow<'_, str> {
-    const MAX: usize = 64;
-    match text.char_indices().nth(MAX) {
-        None => std::borrow::Cow::Borrowed(text),
-        Some((at, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..at])),
-    }
+    tern_protocol::error::cut(text, 64)
 }
 
 /// The version check (spec §1.3): `-32022` with what is supported.

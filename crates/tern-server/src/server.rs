@@ -186,8 +186,10 @@ impl Server {
     /// Replaces the `requestState` key ring without a restart (rotation:
     /// put the new key first and keep the old ones, so states sealed before
     /// still open; drop an old key once states sealed with it have expired).
-    /// The lifetime, size and audience of states stay. A leg already running
-    /// finishes with the ring it started with.
+    /// The lifetime, size and audience of states stay. Each step of a leg
+    /// reads the ring current then: a leg that opened its state under the
+    /// old ring seals its next one under the new (which still holds the old
+    /// key, so nothing it sealed is lost).
     pub fn reload_keys(&self, keys: crate::KeyRing) {
         let mut sealer = self
             .inner

@@ -23,15 +23,11 @@ impl Shares {
     /// A slot for `key`, or `None` when it already holds `max`.
     pub(crate) fn take(self: &Arc<Self>, key: &str, max: usize) -> Option<ShareSlot> {
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let key: Arc<str> = Arc::from(key);
-        let n = map.entry(Arc::clone(&key)).or_insert(0);
-        if *n >= max {
-            if *n == 0 {
-                map.remove(&key);
-            }
+        if map.get(key).copied().unwrap_or(0) >= max {
             return None;
         }
-        *n += 1;
+        let key: Arc<str> = Arc::from(key);
+        *map.entry(Arc::clone(&key)).or_insert(0) += 1;
         Some(ShareSlot {
             shares: Arc::clone(self),
             key,

@@ -43,22 +43,7 @@ pub(crate) fn default_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TERN_CONFIG").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let home = || {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-    };
-    let folder = if cfg!(windows) {
-        std::env::var_os("APPDATA").map(PathBuf::from)
-    } else if cfg!(target_os = "macos") {
-        home().map(|h| h.join("Library/Application Support"))
-    } else {
-        std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| home().map(|h| h.join(".config")))
-    }?;
-    Some(folder.join("tern").join("servers.json"))
+    tern::login::folder().map(|folder| folder.join("servers.json"))
 }
 
 fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {

@@ -214,8 +214,8 @@ impl Engine {
 /// What every leg of a server shares.
 #[derive(Debug)]
 pub(crate) struct Engine {
-    /// Swapped whole by [`crate::Server::reload_keys`]; each leg takes the
-    /// one current when it starts.
+    /// Swapped whole by [`crate::Server::reload_keys`]; opening and sealing
+    /// each read the one current at that moment.
     pub(crate) sealer: std::sync::RwLock<Arc<Sealer>>,
     pub(crate) store: Arc<dyn ReplayStore>,
     pub(crate) clock: Arc<dyn Clock>,
