@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+mod chart;
 mod load;
 mod memory;
 mod procfs;
@@ -98,7 +99,11 @@ struct RunArgs {
     /// Idle keep-alive connections held for the memory figure.
     #[arg(long, default_value_t = 1000)]
     idle: usize,
-    /// Only these parts (comma-separated): echo, payload, mrtr, stdio, memory.
+    /// Calls of each kind per repetition of the in-process task figure.
+    #[arg(long, default_value_t = 2000)]
+    task_calls: u32,
+    /// Only these parts (comma-separated): echo, payload, mrtr, stdio,
+    /// memory, tasks.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Criterion's output folder, read for the `tern-seal` figures
@@ -108,6 +113,9 @@ struct RunArgs {
     /// Also writes the table to this file.
     #[arg(long)]
     markdown: Option<PathBuf>,
+    /// Also writes a chart of server CPU per call (SVG) to this file.
+    #[arg(long)]
+    chart: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -196,7 +204,29 @@ fn run(args: &RunArgs) -> std::io::Result<()> {
         .enable_all()
         .build()?;
     let load_before = loadavg();
-    let results = runtime.block_on(measure_all(args))?;
+    let mut results = runtime.block_on(measure_all(args))?;
+    if args.wants("tasks") {
+        // In process, on this (the load generator's) core, after the servers.
+        for rep in 0..args.reps {
+            match tasks::figures(args.task_calls) {
+                Ok(f) => {
+                    eprintln!(
+                        "rep {} tasks plain {:.1} µs, task + get (memory) {:.1} µs, (SQLite) {:.1} µs (p50)",
+                        rep + 1,
+                        f[0].0,
+                        f[1].0,
+                        f[2].0
+                    );
+                    results.tasks.push(f);
+                }
+                Err(e) => {
+                    eprintln!("tasks: not measured: {e}");
+                    results.failures.push(format!("tasks: {e}"));
+                    break;
+                }
+            }
+        }
+    }
     let method = format!(
         "{} Machine load average (1 min) before the run: {load_before}, after: {}.",
         method(args),
@@ -209,6 +239,14 @@ fn run(args: &RunArgs) -> std::io::Result<()> {
     }
     if let Some(path) = &args.markdown {
         std::fs::write(path, &text)?;
+    }
+    if let Some(path) = &args.chart {
+        let subtitle = format!("{} CPUs, {}", procfs::cpus(), report::cpu_model());
+        match chart::svg(&results, &subtitle) {
+            Ok(Some(svg)) => std::fs::write(path, svg)?,
+            Ok(None) => eprintln!("bench: no load figures, no chart"),
+            Err(e) => eprintln!("bench: the chart was not drawn: {e}"),
+        }
     }
     Ok(())
 }
@@ -266,14 +304,30 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
         (
             "echo",
             load::Op::echo(),
-            &[Kind::Floor, Kind::HandRolled, Kind::Tern, Kind::Rmcp],
+            &[
+                Kind::Floor,
+                Kind::HandRolled,
+                Kind::Tern,
+                Kind::TernAxum,
+                Kind::Rmcp,
+            ],
         ),
         (
             "payload",
             load::Op::payload(),
-            &[Kind::Floor, Kind::HandRolled, Kind::Tern, Kind::Rmcp],
+            &[
+                Kind::Floor,
+                Kind::HandRolled,
+                Kind::Tern,
+                Kind::TernAxum,
+                Kind::Rmcp,
+            ],
         ),
-        ("mrtr", load::Op::mrtr(), &[Kind::Tern, Kind::Rmcp]),
+        (
+            "mrtr",
+            load::Op::mrtr(),
+            &[Kind::Tern, Kind::TernAxum, Kind::Rmcp],
+        ),
     ];
     let scenarios: Vec<Scenario> = all.into_iter().filter(|s| args.wants(s.0)).collect();
     for s in &scenarios {
@@ -281,7 +335,13 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
     }
     if !scenarios.is_empty() {
         let mut running = Vec::new();
-        for kind in [Kind::Floor, Kind::HandRolled, Kind::Tern, Kind::Rmcp] {
+        for kind in [
+            Kind::Floor,
+            Kind::HandRolled,
+            Kind::Tern,
+            Kind::TernAxum,
+            Kind::Rmcp,
+        ] {
             running.push((kind, procfs::spawn(kind, Transport::Http).await?));
         }
         // A server that answers a scenario wrongly is reported, not measured.
@@ -379,11 +439,13 @@ async fn measure_stdio(args: &RunArgs, ticks: u64, results: &mut Results) {
 async fn measure_memory(args: &RunArgs, results: &mut Results) {
     let mut failed: Vec<(&'static str, Kind)> = Vec::new();
     for rep in 0..args.reps {
-        let plan: [(&'static str, Kind); 5] = [
+        let plan: [(&'static str, Kind); 7] = [
             ("SSE streams", Kind::Tern),
+            ("SSE streams", Kind::TernAxum),
             ("SSE streams", Kind::Rmcp),
             ("idle connections", Kind::Floor),
             ("idle connections", Kind::Tern),
+            ("idle connections", Kind::TernAxum),
             ("idle connections", Kind::Rmcp),
         ];
         for (what, kind) in plan {

@@ -108,6 +108,8 @@ pub(crate) struct Results {
     pub(crate) memory: BTreeMap<(&'static str, Kind), Vec<Reading>>,
     /// Criterion: (name, median ns, lower, upper).
     pub(crate) seal: Vec<(String, f64, f64, f64)>,
+    /// In process, per repetition: (p50, p99) µs of each of `tasks::ROWS`.
+    pub(crate) tasks: Vec<[(f64, f64); 3]>,
 }
 
 impl Results {
@@ -135,6 +137,19 @@ impl Results {
         let a = self.samples(s1, k1)?;
         let b = self.samples(s2, k2)?;
         let values: Vec<f64> = a.iter().zip(b).map(|(x, y)| field(x) / field(y)).collect();
+        spread(&values)
+    }
+
+    /// Per repetition, tern's server CPU of a two-leg MRTR call minus twice
+    /// that of an echo call, µs: what the second leg costs beyond a call.
+    fn mrtr_excess(&self) -> Option<Spread> {
+        let mrtr = self.samples("mrtr", Kind::Tern)?;
+        let echo = self.samples("echo", Kind::Tern)?;
+        let values: Vec<f64> = mrtr
+            .iter()
+            .zip(echo)
+            .map(|(m, e)| 2.0f64.mul_add(-e.cpu_us, m.cpu_us))
+            .collect();
         spread(&values)
     }
 
@@ -175,7 +190,7 @@ impl Results {
         let _ = writeln!(out, "|---|---|---|");
         let cpu = |s: &Sample| s.cpu_us;
         let rate = |s: &Sample| s.rate;
-        let rows: [(&str, Option<Spread>, &str); 10] = [
+        let rows: [(&str, Option<Spread>, &str); 13] = [
             (
                 "echo: tern / floor",
                 self.ratio(("echo", Kind::Tern), ("echo", Kind::Floor), cpu),
@@ -185,6 +200,11 @@ impl Results {
                 "echo: tern / hand-rolled",
                 self.ratio(("echo", Kind::Tern), ("echo", Kind::HandRolled), cpu),
                 "≤ 1.25",
+            ),
+            (
+                "echo: tern in an axum Router / tern on its accept loop",
+                self.ratio(("echo", Kind::TernAxum), ("echo", Kind::Tern), cpu),
+                "",
             ),
             (
                 "echo: rmcp / tern",
@@ -202,6 +222,11 @@ impl Results {
                 "≤ 1.3",
             ),
             (
+                "1 KiB arg + 4 KiB result: tern in an axum Router / tern",
+                self.ratio(("payload", Kind::TernAxum), ("payload", Kind::Tern), cpu),
+                "",
+            ),
+            (
                 "1 KiB arg + 4 KiB result: rmcp / tern",
                 self.ratio(("payload", Kind::Rmcp), ("payload", Kind::Tern), cpu),
                 "≥ 3",
@@ -210,6 +235,11 @@ impl Results {
                 "MRTR two legs / plain echo call (tern)",
                 self.ratio(("mrtr", Kind::Tern), ("echo", Kind::Tern), cpu),
                 "< 2.5",
+            ),
+            (
+                "MRTR two legs − 2 × echo (tern), µs per logical call",
+                self.mrtr_excess(),
+                "≤ 8",
             ),
             (
                 "MRTR two legs: rmcp / tern",
@@ -230,6 +260,20 @@ impl Results {
         for (name, value, target) in rows {
             let _ = writeln!(out, "| {name} | {} | {target} |", show(value));
         }
+        let task_ratio = spread(
+            &self
+                .tasks
+                .iter()
+                .map(|[plain, memory, _]| memory.0 / plain.0)
+                .collect::<Vec<_>>(),
+        );
+        if task_ratio.is_some() {
+            let _ = writeln!(
+                out,
+                "| task create + first `tasks/get` / plain call (memory store, p50 in process) | {} | ≤ 2.5 |",
+                show(task_ratio)
+            );
+        }
         if !self.seal.is_empty() {
             let _ = writeln!(
                 out,
@@ -244,6 +288,25 @@ impl Results {
                     num(*median),
                     num(*low),
                     num(*high)
+                );
+            }
+        }
+        if !self.tasks.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nTask overhead, in process (no transport), {} repetitions (median, min–max):\n",
+                self.tasks.len()
+            );
+            let _ = writeln!(out, "| what | p50 µs | p99 µs |");
+            let _ = writeln!(out, "|---|---|---|");
+            for (i, name) in crate::tasks::ROWS.iter().enumerate() {
+                let p50: Vec<f64> = self.tasks.iter().map(|r| r[i].0).collect();
+                let p99: Vec<f64> = self.tasks.iter().map(|r| r[i].1).collect();
+                let _ = writeln!(
+                    out,
+                    "| {name} | {} | {} |",
+                    show(spread(&p50)),
+                    show(spread(&p99))
                 );
             }
         }
@@ -311,16 +374,21 @@ pub(crate) fn criterion(dir: &Path) -> Vec<(String, f64, f64, f64)> {
     found
 }
 
-/// nproc, CPU model, kernel, and the toolchain.
-pub(crate) fn machine() -> String {
+/// The CPU's model name, from `/proc/cpuinfo`.
+pub(crate) fn cpu_model() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
+    cpuinfo
         .lines()
         .find_map(|l| l.strip_prefix("model name"))
         .map_or_else(
             || "unknown".into(),
             |l| l.trim_start_matches([' ', '\t', ':']).to_owned(),
-        );
+        )
+}
+
+/// nproc, CPU model, kernel, and the toolchain.
+pub(crate) fn machine() -> String {
+    let model = cpu_model();
     let nproc = crate::procfs::cpus();
     let run = |cmd: &str, arg: &str| {
         std::process::Command::new(cmd)

@@ -33,20 +33,6 @@ fn server(store: Arc<dyn TaskStore>) -> Result<Server, String> {
         .map_err(|e| e.to_string())
 }
 
-#[allow(
-    clippy::print_stdout,
-    clippy::cast_precision_loss,
-    reason = "the report is the bench's output; nanoseconds far below 2^52"
-)]
-fn line(name: &str, h: &Histogram<u64>) {
-    println!(
-        "{name:<32} p50 {:>7.1} µs   p99 {:>7.1} µs   ({} samples)",
-        h.value_at_quantile(0.5) as f64 / 1000.0,
-        h.value_at_quantile(0.99) as f64 / 1000.0,
-        h.len()
-    );
-}
-
 async fn measure(client: &TestClient, task: bool, n: u32) -> Result<Histogram<u64>, String> {
     let mut h = Histogram::<u64>::new(3).map_err(|e| e.to_string())?;
     for _ in 0..n {
@@ -70,22 +56,28 @@ async fn measure(client: &TestClient, task: bool, n: u32) -> Result<Histogram<u6
     Ok(h)
 }
 
-/// Runs `n` (at most 100 000) of each and prints p50 and p99.
-pub(crate) fn run(n: u32) -> Result<(), String> {
+/// The rows of the figure, in order.
+pub(crate) const ROWS: [&str; 3] = [
+    "plain tools/call",
+    "task create + first tasks/get, memory store",
+    "task create + first tasks/get, SQLite (synchronous = FULL)",
+];
+
+/// Runs `n` (at most 100 000) of each of [`ROWS`] and answers, per row, the
+/// p50 and p99 in µs.
+#[allow(clippy::cast_precision_loss, reason = "nanoseconds far below 2^52")]
+pub(crate) fn figures(n: u32) -> Result<[(f64, f64); 3], String> {
     let n = n.clamp(1, 100_000);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    rt.block_on(async {
+    let [plain, memory, sqlite] = rt.block_on(async {
         let caps = ClientCapabilities::default().with_extension(TASKS_EXTENSION);
         let memory = server(Arc::new(tern_server::MemoryTaskStore::new()))?;
         let c = TestClient::new(memory).with_capabilities(caps.clone());
-        line("plain tools/call", &measure(&c, false, n).await?);
-        line(
-            "task create + tasks/get, memory",
-            &measure(&c, true, n).await?,
-        );
+        let plain = measure(&c, false, n).await?;
+        let in_memory = measure(&c, true, n).await?;
         let path = std::env::temp_dir().join(format!("tern-bench-tasks-{}.db", std::process::id()));
         let store = tern_sqlite::SqliteTaskStore::open(&path).map_err(|e| e.to_string())?;
         let c = TestClient::new(server(Arc::new(store))?).with_capabilities(caps);
@@ -95,7 +87,18 @@ pub(crate) fn run(n: u32) -> Result<(), String> {
             p.push(suffix);
             let _ = std::fs::remove_file(p);
         }
-        line("task create + tasks/get, sqlite", &sqlite?);
-        Ok(())
-    })
+        Ok::<_, String>([plain, in_memory, sqlite?])
+    })?;
+    let us = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    Ok([plain, memory, sqlite].map(|h| (us(&h, 0.5), us(&h, 0.99))))
+}
+
+/// `bench tasks`: [`figures`], printed.
+pub(crate) fn run(n: u32) -> Result<(), String> {
+    let figures = figures(n)?;
+    #[allow(clippy::print_stdout, reason = "the report is this command's output")]
+    for (name, (p50, p99)) in ROWS.iter().zip(figures) {
+        println!("{name:<58} p50 {p50:>7.1} µs   p99 {p99:>7.1} µs");
+    }
+    Ok(())
 }

@@ -15,8 +15,10 @@ pub(crate) enum Kind {
     Floor,
     /// hyper + `serde_json` by hand: parse, dispatch, serialise.
     HandRolled,
-    /// tern-server.
+    /// tern-server, on its own accept loop.
     Tern,
+    /// tern-server's tower service in an `axum::Router` on `axum::serve`.
+    TernAxum,
     /// rmcp.
     Rmcp,
 }
@@ -28,6 +30,7 @@ impl Kind {
             Self::Floor => "floor",
             Self::HandRolled => "hand-rolled",
             Self::Tern => "tern",
+            Self::TernAxum => "tern-axum",
             Self::Rmcp => "rmcp",
         }
     }
@@ -60,12 +63,13 @@ pub(crate) fn run(kind: Kind, transport: Transport) -> std::io::Result<()> {
                     Kind::Floor => floor::http(listener).await,
                     Kind::HandRolled => hand::http(listener).await,
                     Kind::Tern => tern::http(listener).await,
+                    Kind::TernAxum => tern::axum_router(listener).await,
                     Kind::Rmcp => rmcp::http(listener).await,
                 }
             }
             Transport::Stdio => match kind {
-                Kind::Floor | Kind::HandRolled => Err(std::io::Error::other(
-                    "the floor and the hand-rolled line have no stdio server",
+                Kind::Floor | Kind::HandRolled | Kind::TernAxum => Err(std::io::Error::other(
+                    "the floor, the hand-rolled line and tern-axum have no stdio server",
                 )),
                 Kind::Tern => tern::stdio().await,
                 Kind::Rmcp => rmcp::stdio().await,

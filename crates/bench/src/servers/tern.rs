@@ -76,6 +76,16 @@ pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<(
     .await
 }
 
+/// Serves the same server as users mount it in their own application: the
+/// endpoint's tower service (`Http::into_service`) routed at `/mcp` in an
+/// `axum::Router`, served by `axum::serve` (hyper-util's auto connection
+/// builder, no caps of tern's accept loop). The line beside [`http`] shows
+/// what tern's own accept loop saves, or costs.
+pub(crate) async fn axum_router(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    let router = axum::Router::new().route_service("/mcp", Http::new(server()).into_service());
+    axum::serve(listener, router).await
+}
+
 /// Serves on standard input and output until end of input.
 pub(crate) async fn stdio() -> std::io::Result<()> {
     serve_stdio(server(), StdioOptions::default()).await
