@@ -185,9 +185,17 @@ impl std::error::Error for DuplicateMember {}
 pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
     use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
-    struct Check<'a>(&'a mut Option<DuplicateMember>);
+    /// What the walk keeps: the first repetition found, and the names of the
+    /// objects open on the way down, each object's after its parent's (one
+    /// buffer for the whole text, not one per object).
+    struct State<'de> {
+        found: Option<DuplicateMember>,
+        names: Vec<std::borrow::Cow<'de, str>>,
+    }
 
-    impl<'de> DeserializeSeed<'de> for Check<'_> {
+    struct Check<'s, 'de>(&'s mut State<'de>);
+
+    impl<'de> DeserializeSeed<'de> for Check<'_, 'de> {
         type Value = ();
 
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -195,7 +203,7 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
         }
     }
 
-    impl<'de> Visitor<'de> for Check<'_> {
+    impl<'de> Visitor<'de> for Check<'_, 'de> {
         type Value = ();
 
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -228,30 +236,41 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
 
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
             // Most objects are small: a linear scan over borrowed names
-            // (allocating only for escaped ones), and a hash set past 16
-            // members, so a huge object costs linear time, not quadratic.
-            let mut few: Vec<std::borrow::Cow<'de, str>> = Vec::new();
-            let mut many: std::collections::HashSet<std::borrow::Cow<'de, str>> =
-                std::collections::HashSet::new();
+            // (allocating only for escaped ones) at the end of the shared
+            // buffer, and a hash set past 16 members, so a huge object
+            // costs linear time, not quadratic.
+            let start = self.0.names.len();
+            let mut many: Option<std::collections::HashSet<std::borrow::Cow<'de, str>>> = None;
             while let Some(key) = map.next_key_seed(Key)? {
-                let repeated = if many.is_empty() && few.len() < 16 {
-                    let found = few.contains(&key);
-                    if !found {
-                        few.push(key.clone());
+                let repeated = match &mut many {
+                    Some(set) => !set.insert(key.clone()),
+                    None => {
+                        let mine = &self.0.names[start..];
+                        if mine.contains(&key) {
+                            true
+                        } else if mine.len() < 16 {
+                            self.0.names.push(key.clone());
+                            false
+                        } else {
+                            let mut set: std::collections::HashSet<_> =
+                                self.0.names.drain(start..).collect();
+                            set.insert(key.clone());
+                            many = Some(set);
+                            false
+                        }
                     }
-                    found
-                } else {
-                    many.extend(few.drain(..));
-                    !many.insert(key.clone())
                 };
                 if repeated {
-                    *self.0 = Some(DuplicateMember {
+                    self.0.found = Some(DuplicateMember {
                         name: key.chars().take(64).collect(),
                     });
                     return Err(serde::de::Error::custom("duplicate member"));
                 }
+                // A nested object's names go after this one's and are gone
+                // again when it ends.
                 map.next_value_seed(Check(&mut *self.0))?;
             }
+            self.0.names.truncate(start);
             Ok(())
         }
     }
@@ -283,10 +302,13 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
         }
     }
 
-    let mut found = None;
+    let mut state = State {
+        found: None,
+        names: Vec::with_capacity(32),
+    };
     let mut de = serde_json::Deserializer::from_str(text);
-    let _ = Check(&mut found).deserialize(&mut de);
-    found.map_or(Ok(()), Err)
+    let _ = Check(&mut state).deserialize(&mut de);
+    state.found.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
@@ -318,6 +340,24 @@ mod unique_tests {
         let text = format!("{{{},\"k3\":0}}", wide.join(","));
         assert_eq!(unique_members(&text).unwrap_err().name, "k3");
         assert_eq!(unique_members(&format!("{{{}}}", wide.join(","))), Ok(()));
+        // Objects share one buffer of names: a nested object's names are
+        // its own, and its parent's are still all there after it.
+        for ok in [
+            r#"{"a":{"b":1},"b":2}"#,
+            r#"{"a":{"x":1,"y":{"z":1}},"b":{"x":2},"x":3,"z":[{"z":1}]}"#,
+        ] {
+            assert_eq!(unique_members(ok), Ok(()), "{ok}");
+        }
+        for (bad, name) in [
+            (r#"{"a":{"b":1},"a":2}"#, "a"),
+            (r#"{"a":{"b":{"c":1}},"d":{"c":1,"c":2}}"#, "c"),
+        ] {
+            assert_eq!(unique_members(bad).unwrap_err().name, name, "{bad}");
+        }
+        let nested = format!(r#"{{"p":1,"w":{{{}}},"q":2,"p":3}}"#, wide.join(","));
+        assert_eq!(unique_members(&nested).unwrap_err().name, "p");
+        let wide_parent = format!(r#"{{{},"inner":{{"k1":1}},"k1":5}}"#, wide.join(","));
+        assert_eq!(unique_members(&wide_parent).unwrap_err().name, "k1");
         let long = format!(r#"{{"{0}":1,"{0}":2}}"#, "n".repeat(1000));
         assert_eq!(unique_members(&long).unwrap_err().name.len(), 64);
     }

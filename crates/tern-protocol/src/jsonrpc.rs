@@ -188,7 +188,41 @@ fn raw_present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>,
 impl Message {
     /// Decodes one message from JSON bytes.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let raw: &RawValue = serde_json::from_slice(bytes).map_err(|e| DecodeError::syntax(&e))?;
+        match std::str::from_utf8(bytes) {
+            Ok(text) => text.parse(),
+            // JSON text is UTF-8 (RFC 8259 §8.1): the raw read names where
+            // it is not.
+            Err(_) => Self::slowly(|| serde_json::from_slice(bytes)),
+        }
+    }
+
+    /// One pass on the common path: the envelope straight from the text.
+    /// Only when that fails is the text read again, the old two-step way, so
+    /// broken JSON (`-32700`) and a JSON value that is no message (`-32600`)
+    /// keep their exact errors.
+    fn from_text(text: &str) -> Result<Self, DecodeError> {
+        let first = text
+            .bytes()
+            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+        if first == Some(b'{') {
+            match serde_json::from_str::<Envelope>(text) {
+                Ok(env) => return Self::classify(env),
+                // A data error (a repeated member, say) may come before a
+                // syntax error further on: the slow read tells them apart.
+                Err(e) if e.classify() != serde_json::error::Category::Data => {
+                    return Err(DecodeError::syntax(&e));
+                }
+                Err(_) => {}
+            }
+        }
+        Self::slowly(|| serde_json::from_str(text))
+    }
+
+    /// Reads the text whole as JSON first, then as a message.
+    fn slowly<'a>(
+        read: impl FnOnce() -> serde_json::Result<&'a RawValue>,
+    ) -> Result<Self, DecodeError> {
+        let raw = read().map_err(|e| DecodeError::syntax(&e))?;
         Self::from_raw(raw)
     }
 
@@ -300,8 +334,7 @@ impl std::str::FromStr for Message {
 
     /// Decodes one message from JSON text.
     fn from_str(text: &str) -> Result<Self, DecodeError> {
-        let raw: &RawValue = serde_json::from_str(text).map_err(|e| DecodeError::syntax(&e))?;
-        Self::from_raw(raw)
+        Self::from_text(text)
     }
 }
 
@@ -518,6 +551,46 @@ mod tests {
                 .unwrap_err()
                 .is_envelope()
         );
+    }
+
+    /// The one-pass read answers what the two-step read answered: broken
+    /// JSON is a syntax error even where a data error comes first, a JSON
+    /// value that is no message an envelope error.
+    #[test]
+    fn one_pass_keeps_syntax_and_envelope_apart() {
+        let syntax: [&[u8]; 7] = [
+            br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"} tail"#,
+            br#"{"jsonrpc":"2.0","method":"m"} x"#,
+            br#"{"jsonrpc":"2.0","method":"m""#,
+            b"[1,2",
+            b"\x0c{}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"junk\":\"\xff\"}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"\xc3\"}",
+        ];
+        for bytes in syntax {
+            let e = Message::from_slice(bytes).unwrap_err();
+            assert!(e.is_syntax(), "{}: {e}", String::from_utf8_lossy(bytes));
+        }
+        let envelope: [&[u8]; 4] = [
+            br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#,
+            br#"{"jsonrpc":"2.0","method":"x","method":"y"}"#,
+            b" [1,2] ",
+            br#""text""#,
+        ];
+        for bytes in envelope {
+            let e = Message::from_slice(bytes).unwrap_err();
+            assert!(e.is_envelope(), "{}: {e}", String::from_utf8_lossy(bytes));
+        }
+        assert!(
+            Message::from_slice(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("duplicate field `id`")
+        );
+        assert!(matches!(
+            Message::from_slice(b" \r\n\t{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n"),
+            Ok(Message::Notification(_))
+        ));
     }
 
     #[test]
