@@ -150,7 +150,8 @@ pub struct ResultMeta {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub server_info: Option<Implementation>,
+    /// Shared: a server stamps the one description on every result.
+    pub server_info: Option<std::sync::Arc<Implementation>>,
     /// Every other key, as received.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -158,9 +159,9 @@ pub struct ResultMeta {
 
 impl ResultMeta {
     /// `_meta` carrying `serverInfo`.
-    pub fn with_server_info(info: Implementation) -> Self {
+    pub fn with_server_info(info: impl Into<std::sync::Arc<Implementation>>) -> Self {
         Self {
-            server_info: Some(info),
+            server_info: Some(info.into()),
             extra: JsonObject::new(),
         }
     }

@@ -496,7 +496,7 @@ impl ServerBuilder {
                 store,
                 clock: self.clock,
                 limits: self.limits,
-                info: self.info,
+                info: Arc::new(self.info),
                 progress_interval: self.config.progress_interval,
                 tasks,
             }),

@@ -42,9 +42,20 @@ impl CallContext {
     /// The context of a request from `principal`, with no notifications and
     /// a fresh cancellation token.
     pub fn new(principal: Principal) -> Self {
+        Self::cancelled_by(principal, CancellationToken::new())
+    }
+
+    /// The context of a request from `principal` that is cancelled with
+    /// `cancel`, with no notifications: [`Self::new`] then
+    /// [`Self::with_cancel`] without making the token that is replaced.
+    pub fn cancelled_by(principal: Principal, cancel: CancellationToken) -> Self {
         Self {
             principal,
-            ..Self::default()
+            notifier: None,
+            cancel,
+            peer: None,
+            access_token: None,
+            retry_after: None,
         }
     }
 

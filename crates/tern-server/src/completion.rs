@@ -113,7 +113,9 @@ impl Server {
                 total: Some(total),
                 has_more: Some(has_more),
             },
-            meta: Some(ResultMeta::with_server_info(self.info().clone())),
+            meta: Some(ResultMeta::with_server_info(Arc::clone(
+                &self.inner.engine.info,
+            ))),
             ..CompleteResult::default()
         }
     }

@@ -168,7 +168,7 @@ struct Inner {
     tasks: bool,
     next_id: AtomicI64,
     tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
-    server_info: Mutex<Option<Implementation>>,
+    server_info: Mutex<Option<Arc<Implementation>>>,
 }
 
 /// An MCP client of one server. Cheap to clone; calls may run concurrently
@@ -324,7 +324,7 @@ impl Client {
 
     /// The server's self-description, from the last result that carried it.
     pub fn server_info(&self) -> Option<Implementation> {
-        lock(&self.inner.server_info).clone()
+        lock(&self.inner.server_info).as_deref().cloned()
     }
 
     /// The limits this client keeps.

@@ -220,7 +220,7 @@ pub(crate) struct Engine {
     pub(crate) store: Arc<dyn ReplayStore>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) limits: CallLimits,
-    pub(crate) info: Implementation,
+    pub(crate) info: Arc<Implementation>,
     pub(crate) progress_interval: Duration,
     /// The task machinery (Tasks extension): its store and runners.
     pub(crate) tasks: Arc<crate::task::Tasks>,

@@ -164,12 +164,18 @@ impl Sessions {
 
     /// Routes one POST (module docs' table). `gate` sees each request bound
     /// for a session first: its response, when it has one, answers the
-    /// request instead (the per-tool scope check of `auth`).
+    /// request instead (the per-tool scope check of `auth`). `call` makes the
+    /// context of a request that goes to a session, from `principal`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the POST's parts, each from a different layer of the endpoint"
+    )]
     pub(crate) async fn route(
         &self,
         server: &Server,
         headers: &HeaderMap,
-        call: CallContext,
+        principal: &Principal,
+        call: impl FnOnce() -> CallContext + Send,
         message: Message,
         keep_alive: Duration,
         gate: &(dyn Fn(&Request) -> Option<Response<Body>> + Sync),
@@ -183,7 +189,7 @@ impl Sessions {
         let modern =
             header_version.is_some_and(|v| !legacy::is_session_era(v)) || has_modern_meta(params);
         if let Some(id) = header(headers, SESSION_ID) {
-            return match self.lookup(id, &call.principal) {
+            return match self.lookup(id, principal) {
                 Some(session) => {
                     // One request per POST (2025-11-25 has no batches), so
                     // the gate answers before any SSE stream is open.
@@ -197,7 +203,7 @@ impl Sessions {
                             server,
                             &session,
                             header_version,
-                            call,
+                            call(),
                             message,
                             keep_alive,
                         )
@@ -213,7 +219,7 @@ impl Sessions {
         }
         match message {
             Message::Request(r) if r.method == method::INITIALIZE => {
-                Route::Done(self.initialize(server, &r, call.principal))
+                Route::Done(self.initialize(server, &r, principal.clone()))
             }
             Message::Request(_) if header_version.is_some() => Route::Done(error(
                 StatusCode::BAD_REQUEST,

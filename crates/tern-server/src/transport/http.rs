@@ -500,6 +500,38 @@ impl tower::Service<Request<Body>> for McpService {
     }
 }
 
+/// [`serve_with`]'s service: the endpoint at its path, the OAuth metadata
+/// routes (if any) beside it, `404` elsewhere. The endpoint is found with
+/// one comparison per request; an `axum::Router` here cost a route clone, a
+/// boxed future and extension inserts on every call (`bench`'s tern-axum
+/// line measures that way of mounting).
+#[derive(Clone, Debug)]
+struct Endpoint {
+    path: Arc<str>,
+    mcp: McpService,
+    rest: Option<axum::Router>,
+}
+
+impl tower::Service<Request<Body>> for Endpoint {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        if request.uri().path() == &*self.path {
+            return self.mcp.call(request);
+        }
+        match self.rest.clone() {
+            Some(router) => Box::pin(tower::ServiceExt::oneshot(router, request)),
+            None => Box::pin(std::future::ready(Ok(plain(StatusCode::NOT_FOUND)))),
+        }
+    }
+}
+
 /// Serves `server` at `path` on `listener` until `shutdown` resolves, with
 /// tern's accept loop and its default limits ([`ServeOptions`]: header,
 /// body and write timeouts, connection and in-flight caps); open
@@ -526,11 +558,17 @@ pub async fn serve_with(
     // accept loop's unless it was given its own.
     let mut http = http;
     http.retry_after.get_or_insert(options.retry_after);
-    let metadata = http.oauth.as_ref().map(|r| r.metadata_router());
-    let mut app = axum::Router::new().route_service(path, http.into_service());
-    if let Some(metadata) = metadata {
-        app = app.merge(metadata);
+    if !path.starts_with('/') {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("the endpoint's path must start with '/', not {path:?}"),
+        ));
     }
+    let app = Endpoint {
+        path: Arc::from(path),
+        rest: http.oauth.as_ref().map(|r| r.metadata_router()),
+        mcp: http.into_service(),
+    };
     serve_service(listener, app, options, async move {
         shutdown.await;
         server.shutdown();
@@ -636,22 +674,31 @@ impl Allow {
     }
 }
 
-fn header_lists(headers: &HeaderMap, name: http::HeaderName, wanted: &str) -> bool {
-    headers
+/// Whether the values of header `name` list every media type of `wanted`
+/// (parameters and case aside), in one pass over them.
+fn header_lists<const N: usize>(
+    headers: &HeaderMap,
+    name: http::HeaderName,
+    wanted: [&str; N],
+) -> bool {
+    let mut seen = [false; N];
+    for item in headers
         .get_all(name)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|item| {
-            item.split(';')
-                .next()
-                .is_some_and(|media| media.trim().eq_ignore_ascii_case(wanted))
-        })
+    {
+        let media = item.split(';').next().unwrap_or_default().trim();
+        for (seen, wanted) in seen.iter_mut().zip(wanted) {
+            *seen |= media.eq_ignore_ascii_case(wanted);
+        }
+    }
+    seen.iter().all(|s| *s)
 }
 
 /// A header value as the spec encodes it: plain visible ASCII, or
 /// `=?base64?…?=` for anything else. Surrounding whitespace is tolerated.
-fn decode_header(value: &HeaderValue) -> Result<String, &'static str> {
+fn decode_header(value: &HeaderValue) -> Result<std::borrow::Cow<'_, str>, &'static str> {
     let text = value.to_str().map_err(|_| "has invalid characters")?.trim();
     if let Some(inner) = text
         .strip_prefix("=?base64?")
@@ -660,12 +707,14 @@ fn decode_header(value: &HeaderValue) -> Result<String, &'static str> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(inner)
             .map_err(|_| "has invalid base64")?;
-        return String::from_utf8(bytes).map_err(|_| "is not UTF-8");
+        return String::from_utf8(bytes)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|_| "is not UTF-8");
     }
     if text.bytes().any(|b| !(0x20..0x7f).contains(&b)) {
         return Err("has invalid characters");
     }
-    Ok(text.to_owned())
+    Ok(std::borrow::Cow::Borrowed(text))
 }
 
 fn mismatch(message: String) -> ErrorObject {
@@ -710,10 +759,10 @@ impl Http {
     /// The header checks that need no decoded body (spec §6.2; conformance
     /// §5.2: before the version is checked): `MCP-Protocol-Version` present
     /// and well formed, `Mcp-Method` matching the envelope.
-    fn check_envelope_headers(
-        headers: &HeaderMap,
+    fn check_envelope_headers<'h>(
+        headers: &'h HeaderMap,
         method_name: &str,
-    ) -> Result<String, ErrorObject> {
+    ) -> Result<std::borrow::Cow<'h, str>, ErrorObject> {
         let version = single(headers, "mcp-protocol-version")?
             .ok_or_else(|| mismatch("Missing MCP-Protocol-Version header".into()))?;
         let version = decode_header(version)
@@ -983,12 +1032,10 @@ impl Http {
                 self.keep_alive,
             );
         }
-        if !(header_lists(headers, ACCEPT, "application/json")
-            && header_lists(headers, ACCEPT, "text/event-stream"))
-        {
+        if !header_lists(headers, ACCEPT, ["application/json", "text/event-stream"]) {
             return plain(StatusCode::NOT_ACCEPTABLE);
         }
-        if !header_lists(headers, CONTENT_TYPE, "application/json") {
+        if !header_lists(headers, CONTENT_TYPE, ["application/json"]) {
             return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE);
         }
         let declared = headers
@@ -1018,13 +1065,25 @@ impl Http {
         // Legacy sessions are routed before the modern header checks.
         let message = match &self.legacy {
             Some(sessions) => {
-                let mut call =
-                    CallContext::new(principal.clone()).with_retry_after(self.retry_hint());
-                call.peer.clone_from(&peer);
-                call.access_token = self.token_for_context(token.as_ref());
+                // Made only for a request that goes to a session.
+                let call = || {
+                    let mut call =
+                        CallContext::new(principal.clone()).with_retry_after(self.retry_hint());
+                    call.peer.clone_from(&peer);
+                    call.access_token = self.token_for_context(token.as_ref());
+                    call
+                };
                 let gate = |request: &RpcRequest| self.legacy_scope_gate(token.as_ref(), request);
                 match sessions
-                    .route(&self.server, headers, call, message, self.keep_alive, &gate)
+                    .route(
+                        &self.server,
+                        headers,
+                        &principal,
+                        call,
+                        message,
+                        self.keep_alive,
+                        &gate,
+                    )
                     .await
                 {
                     crate::legacy::http::Route::Done(response) => return response,
@@ -1108,9 +1167,8 @@ impl Http {
             (None, None)
         };
         let server = self.server.clone();
-        let mut call = CallContext::new(principal)
-            .with_cancel(cancel)
-            .with_retry_after(self.retry_hint());
+        let mut call =
+            CallContext::cancelled_by(principal, cancel).with_retry_after(self.retry_hint());
         call.notifier = notifier;
         call.peer = peer;
         call.access_token = self.token_for_context(token.as_ref());

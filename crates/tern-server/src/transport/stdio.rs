@@ -178,9 +178,8 @@ async fn serve_request(
 ) {
     let (notifier, mut notifications) = Notifier::channel(256);
     // One peer per stdio process: anonymous replay records share its bound.
-    let call = CallContext::new(Principal::anonymous())
+    let call = CallContext::cancelled_by(Principal::anonymous(), cancel.clone())
         .with_notifier(notifier)
-        .with_cancel(cancel.clone())
         .with_peer("stdio")
         .with_retry_after(retry_after);
     let sink = legacy::Sink::lines(out.clone());

@@ -264,3 +264,78 @@ async fn shutdown_stops_accepting_and_drains() {
         "no longer accepting"
     );
 }
+
+/// `serve_with` finds its endpoint by path alone (no router): `/mcp`
+/// answers whatever its query, anything else is `404`, the OAuth metadata
+/// is served beside it when configured, and a path that cannot match is
+/// refused before anything listens.
+#[tokio::test]
+async fn serve_with_routes_the_endpoint_the_metadata_and_nothing_else() {
+    let counters = Arc::new(Counters::default());
+    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let resource = tern_server::auth::ResourceServer::new(
+        "http://127.0.0.1/mcp",
+        "https://as.example",
+        crate::fixture::TwoTokens,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(serve_with(
+        listener,
+        Http::new(server).oauth(resource),
+        "/mcp",
+        ServeOptions::new(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let exchange = |text: String| async move {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        stream.write_all(text.as_bytes()).await.unwrap();
+        read_to_close(&mut stream).await
+    };
+    let get = |path: &str| {
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
+    };
+    // The endpoint itself (here it wants a token: 401 with the challenge).
+    let text = request(port, &list_tools(), false);
+    let at_query = text.replacen("POST /mcp ", "POST /mcp?trace=1 ", 1);
+    for request in [text, at_query] {
+        let answer = exchange(request).await;
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+        assert!(
+            answer.contains("resource_metadata="),
+            "the endpoint's challenge: {answer}"
+        );
+    }
+    let metadata = exchange(get("/.well-known/oauth-protected-resource/mcp")).await;
+    assert!(metadata.starts_with("HTTP/1.1 200"), "{metadata}");
+    assert!(
+        metadata.contains(r#""resource":"http://127.0.0.1/mcp""#),
+        "{metadata}"
+    );
+    for path in ["/", "/mcp/", "/mcpx", "/MCP", "/other/mcp"] {
+        let answer = exchange(get(path)).await;
+        assert!(answer.starts_with("HTTP/1.1 404"), "{path}: {answer}");
+    }
+    let _ = stop.send(());
+    done.await.unwrap().unwrap();
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let refused = serve_with(
+        listener,
+        Http::new(server),
+        "mcp",
+        ServeOptions::new(),
+        std::future::ready(()),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        refused.kind(),
+        std::io::ErrorKind::InvalidInput,
+        "{refused}"
+    );
+}
