@@ -167,6 +167,37 @@ pub struct Json<T>(pub T);
 pub trait IntoToolResult {
     /// The result, or the error that ends the call.
     fn into_tool_result(self) -> Result<CallToolResult, ToolError>;
+
+    /// What the server sends: by default [`Self::into_tool_result`]'s
+    /// result. [`Json`] answers its value serialised once, which the server
+    /// writes into `structuredContent` and the text block as it is, never
+    /// building a `serde_json::Value` tree of it.
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError>
+    where
+        Self: Sized,
+    {
+        self.into_tool_result().map(ToolOutput::from)
+    }
+}
+
+/// A tool's outcome on its way to the wire (see
+/// [`IntoToolResult::into_tool_output`]).
+#[derive(Debug)]
+pub struct ToolOutput(pub(crate) Output);
+
+#[derive(Debug)]
+pub(crate) enum Output {
+    /// A result as it is.
+    Result(CallToolResult),
+    /// [`Json`]'s value, serialised: both the structured content and the
+    /// text of the one text block.
+    Structured(Box<serde_json::value::RawValue>),
+}
+
+impl From<CallToolResult> for ToolOutput {
+    fn from(result: CallToolResult) -> Self {
+        Self(Output::Result(result))
+    }
 }
 
 impl IntoToolResult for CallToolResult {
@@ -206,11 +237,20 @@ impl<T: Serialize> IntoToolResult for Json<T> {
             ..CallToolResult::default()
         })
     }
+
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+        let raw = serde_json::value::to_raw_value(&self.0).map_err(ToolError::internal)?;
+        Ok(ToolOutput(Output::Structured(raw)))
+    }
 }
 
 impl<T: IntoToolResult, E: Into<ToolError>> IntoToolResult for Result<T, E> {
     fn into_tool_result(self) -> Result<CallToolResult, ToolError> {
         self.map_err(Into::into)?.into_tool_result()
+    }
+
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+        self.map_err(Into::into)?.into_tool_output()
     }
 }
 
@@ -322,14 +362,14 @@ impl<T: IntoReadResult, E: Into<ToolError>> IntoReadResult for Result<T, E> {
 pub(crate) type Erased<T> =
     Arc<dyn Fn(CallParts) -> BoxFuture<'static, Result<T, ToolError>> + Send + Sync>;
 
-pub(crate) fn erase_tool<H, M, R>(h: H) -> Erased<CallToolResult>
+pub(crate) fn erase_tool<H, M, R>(h: H) -> Erased<ToolOutput>
 where
     H: Handler<M, R>,
     R: IntoToolResult + Send + 'static,
 {
     Arc::new(move |parts| {
         let fut = h.call(parts);
-        Box::pin(async move { fut.await?.into_tool_result() })
+        Box::pin(async move { fut.await?.into_tool_output() })
     })
 }
 

@@ -3,8 +3,11 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tern_protocol::error::ErrorObject;
 use tern_protocol::header::HeaderParam;
+use tern_protocol::meta::ResultMeta;
+use tern_protocol::result::CompleteTag;
 use tern_protocol::tool::{CallToolRequestParams, CallToolResult, Tool, ToolAnnotations};
 use tern_protocol::{JsonObject, RequestId, method};
 
@@ -14,7 +17,7 @@ use crate::engine::runner::{LegPolicy, LegRequest, Origin};
 use crate::engine::strategy::Strategy;
 use crate::error::{BuildError, ToolError};
 use crate::form::{FormError, form_schema};
-use crate::handler::{CallParts, Erased, Handler, IntoToolResult, erase_tool};
+use crate::handler::{CallParts, Erased, Handler, IntoToolResult, Output, ToolOutput, erase_tool};
 use crate::json::{Json, to_json};
 use crate::question::Form;
 use crate::registry::Registry;
@@ -24,7 +27,7 @@ use crate::task::{TaskMode, TaskSupport};
 /// [`crate::ServerBuilder::tool`].
 pub struct ToolDef {
     pub(crate) tool: Tool,
-    pub(crate) handler: Erased<CallToolResult>,
+    pub(crate) handler: Erased<ToolOutput>,
     pub(crate) policy: LegPolicy,
     pub(crate) forms: Vec<Result<(), FormError>>,
 }
@@ -283,12 +286,10 @@ pub(crate) async fn call(
                     uri: None,
                 })
             }),
-            Box::new(|engine, out| {
-                let result = match out {
-                    Ok(r) => r,
-                    Err(e) => tool_error(&e)?,
-                };
-                Ok(stamp(engine, result))
+            Box::new(|engine, out| match out {
+                Ok(ToolOutput(Output::Result(r))) => Ok(stamp(engine, r)),
+                Ok(ToolOutput(Output::Structured(raw))) => Ok(stamp_structured(engine, &raw)),
+                Err(e) => Ok(stamp(engine, tool_error(&e)?)),
             }),
             strategy,
         )
@@ -299,6 +300,37 @@ fn stamp(engine: &Engine, mut result: CallToolResult) -> Json {
     let meta = result.meta.get_or_insert_with(Default::default);
     meta.server_info = Some(engine.info.clone());
     to_json(&result)
+}
+
+/// [`stamp`] of `Json(value)`'s result, written straight from the value's
+/// serialised text: the same JSON as the `CallToolResult` that
+/// `Json::into_tool_result` makes (the `stamp` test holds them equal), with
+/// no value tree built, no second serialisation of it.
+fn stamp_structured(engine: &Engine, raw: &RawValue) -> Json {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Wire<'a> {
+        result_type: CompleteTag,
+        content: [TextBlock<'a>; 1],
+        structured_content: &'a RawValue,
+        #[serde(rename = "_meta")]
+        meta: ResultMeta,
+    }
+    #[derive(serde::Serialize)]
+    struct TextBlock<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        text: &'a str,
+    }
+    to_json(&Wire {
+        result_type: CompleteTag::default(),
+        content: [TextBlock {
+            kind: "text",
+            text: raw.get(),
+        }],
+        structured_content: raw,
+        meta: ResultMeta::with_server_info(Arc::clone(&engine.info)),
+    })
 }
 
 /// A handler error: a tool error becomes an `isError` result, anything else a

@@ -54,6 +54,17 @@ fn server() -> Server {
     }
 }
 
+/// The endpoint, its stream caps raised above the memory scenario's 1,000
+/// SSE streams from one (anonymous) caller: the defaults refuse the 33rd
+/// stream of a caller, the 129th in all, and the 33rd request in flight of
+/// one principal. Everything else is the default.
+fn endpoint() -> Http {
+    Http::new(server())
+        .max_streams(4096)
+        .max_streams_per_caller(4096)
+        .max_in_flight_per_principal(4096)
+}
+
 /// Serves over Streamable HTTP at `/mcp` until the process is killed.
 ///
 /// The accept loop's caps are raised above the memory scenario's 1,000
@@ -68,7 +79,7 @@ pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<(
         .header_timeout(Duration::from_secs(60));
     serve_with(
         listener,
-        Http::new(server()),
+        endpoint(),
         "/mcp",
         options,
         std::future::pending::<()>(),
@@ -82,7 +93,7 @@ pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<(
 /// builder, no caps of tern's accept loop). The line beside [`http`] shows
 /// what tern's own accept loop saves, or costs.
 pub(crate) async fn axum_router(listener: tokio::net::TcpListener) -> std::io::Result<()> {
-    let router = axum::Router::new().route_service("/mcp", Http::new(server()).into_service());
+    let router = axum::Router::new().route_service("/mcp", endpoint().into_service());
     axum::serve(listener, router).await
 }
 

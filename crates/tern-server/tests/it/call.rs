@@ -335,3 +335,85 @@ async fn every_leg_has_a_span_with_its_call_and_none_of_its_secrets() {
         assert!(!log.contains(secret), "{secret} in the log:\n{log}");
     }
 }
+
+/// A structured value for the two ways of answering `Json`: nested objects
+/// in field order, arrays, floats, escapes and non-ASCII text, a map, a
+/// skipped `None`.
+#[derive(serde::Serialize, Clone)]
+struct Shaped {
+    title: String,
+    ratio: f64,
+    count: u64,
+    delta: i64,
+    missing: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<u8>,
+    tags: Vec<String>,
+    inner: Inner,
+    by_key: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+#[derive(serde::Serialize, Clone)]
+struct Inner {
+    z: bool,
+    a: Vec<Inner>,
+}
+
+fn shaped() -> Shaped {
+    Shaped {
+        title: "quote \" backslash \\ newline \n tab \t ünïcode ✓ \u{1f600} \u{7f}".into(),
+        ratio: 0.1 + 0.2,
+        count: u64::MAX,
+        delta: i64::MIN,
+        missing: None,
+        skipped: None,
+        tags: vec![String::new(), "</script>".into()],
+        inner: Inner {
+            z: true,
+            a: vec![Inner {
+                z: false,
+                a: vec![],
+            }],
+        },
+        by_key: [("b".to_owned(), vec![1, 2]), ("a".to_owned(), vec![])]
+            .into_iter()
+            .collect(),
+    }
+}
+
+async fn fast() -> tern_server::Json<Shaped> {
+    tern_server::Json(shaped())
+}
+
+async fn slow() -> Result<tern_protocol::tool::CallToolResult, tern_server::ToolError> {
+    use tern_server::handler::IntoToolResult as _;
+    tern_server::Json(shaped()).into_tool_result()
+}
+
+/// `Json` is written into the wire from its one serialisation; the result
+/// is byte for byte the `CallToolResult` that `Json::into_tool_result`
+/// builds through a value tree (field order, escapes, numbers, `_meta`).
+#[tokio::test]
+async fn json_written_once_is_the_same_result_as_through_a_value_tree() {
+    let server = tern_server::Server::builder("shapes", "1.0.0")
+        .tool(tern_server::ToolDef::new("fast", "", fast))
+        .tool(tern_server::ToolDef::new("slow", "", slow))
+        .build()
+        .unwrap();
+    let c = TestClient::new(server);
+    let fast = c.call_tool("fast", json!({})).await.result().unwrap();
+    let slow = c.call_tool("slow", json!({})).await.result().unwrap();
+    assert_eq!(
+        serde_json::to_string(&fast).unwrap(),
+        serde_json::to_string(&slow).unwrap()
+    );
+    assert_eq!(fast["structuredContent"]["count"], json!(u64::MAX));
+    assert_eq!(
+        fast["content"][0]["text"],
+        json!(serde_json::to_string(&shaped()).unwrap())
+    );
+    assert_eq!(
+        fast["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "shapes"
+    );
+}
