@@ -273,7 +273,7 @@ impl Tasks {
                 return Ok(None);
             };
             let was_terminal = record.status.is_terminal();
-            let lapsed = lapse(&mut record, now);
+            let lapsed = lapse(&mut record, now, self.config.retention);
             let out = change(&mut record, now);
             if out.is_none() && !lapsed {
                 return Ok(Some((record, None)));
@@ -346,9 +346,10 @@ pub(crate) fn runner_gone(why: &str) -> ErrorObject {
     )
 }
 
-/// A non-terminal task whose lease lapsed turns `failed` (outcome unknown).
-/// Returns whether it changed.
-pub(crate) fn lapse(record: &mut TaskRecord, now: u64) -> bool {
+/// A non-terminal task whose lease lapsed turns `failed` (outcome unknown),
+/// kept `retention` from now like any finished task. Returns whether it
+/// changed.
+pub(crate) fn lapse(record: &mut TaskRecord, now: u64, retention: Duration) -> bool {
     if record.status.is_terminal() || record.lease.as_ref().is_none_or(|l| l.expires_at > now) {
         return false;
     }
@@ -358,7 +359,7 @@ pub(crate) fn lapse(record: &mut TaskRecord, now: u64) -> bool {
         TaskStatus::Failed,
         None,
         Some(runner_gone("its runner stopped renewing its lease")),
-        None,
+        Some(retention),
     );
     true
 }

@@ -651,6 +651,28 @@ async fn a_lapsed_lease_reads_failed_with_outcome_unknown_working_or_input_requi
 }
 
 #[tokio::test]
+async fn a_task_failed_by_its_lapsed_lease_leaves_after_the_configured_retention() {
+    let clock = ManualClock::new();
+    let gate = Gate::default();
+    let s = server_with(
+        TaskConfig::default()
+            .ttl(Duration::from_secs(36_000))
+            .lease(Duration::from_secs(3600))
+            .retention(Duration::from_secs(60)),
+        Some(Arc::clone(&clock)),
+        &gate,
+    );
+    let c = client(&s);
+    let id = create(&c, "gated").await;
+    clock.tick(Duration::from_secs(7200));
+    assert_eq!(get(&c, &id).await.unwrap()["status"], "failed");
+    // Kept 60 s from the read that failed it, not the default hour.
+    clock.tick(Duration::from_secs(61));
+    assert_eq!(get(&c, &id).await.unwrap_err().code, -32602);
+    gate.open();
+}
+
+#[tokio::test]
 async fn a_clean_shutdown_marks_running_tasks_failed_at_once() {
     let s = server(&Gate::default());
     let c = client(&s);
