@@ -8,26 +8,52 @@ use crate::replay::BoxFuture;
 
 #[derive(Debug, Default)]
 struct Maps {
-    records: HashMap<String, TaskRecord>,
+    /// Boxed: a record is over 1 KiB, and a table keeps its empty buckets
+    /// (it grows to twice its records and shrinks only when swept).
+    records: HashMap<String, Box<TaskRecord>>,
     /// Dedupe key → task id.
     keys: HashMap<String, String>,
+    /// No sweep before this (ms since the epoch): at most one a second.
+    next_sweep: u64,
 }
 
 impl Maps {
+    /// Drops expired records (and their dedupe keys), at most once a second
+    /// of `now`: called on `create` and `load`, so a server that only
+    /// serves `tasks/get` after a burst still lets its finished tasks go.
     fn sweep(&mut self, now: u64) {
-        let expired: Vec<String> = self
-            .records
-            .values()
-            .filter(|r| r.expires_at.is_some_and(|at| at <= now))
-            .map(|r| r.task_id.clone())
-            .collect();
-        for id in expired {
-            if let Some(r) = self.records.remove(&id) {
-                self.keys.remove(&r.key);
+        // A clock set back more than the interval sweeps at once rather
+        // than waiting for it to catch up.
+        if now < self.next_sweep && self.next_sweep - now <= SWEEP_EVERY_MS {
+            return;
+        }
+        self.next_sweep = now.saturating_add(SWEEP_EVERY_MS);
+        let keys = &mut self.keys;
+        self.records.retain(|id, r| {
+            let keep = live(r, now);
+            if !keep {
+                forget_key(keys, &r.key, id);
             }
+            keep
+        });
+        // A burst's table is given back once most of it has gone.
+        if self.records.capacity() > 64 && self.records.len() * 4 < self.records.capacity() {
+            self.records.shrink_to(self.records.len() * 2);
+            self.keys.shrink_to(self.keys.len() * 2);
         }
     }
 }
+
+/// Drops the dedupe `key` if it still names `task_id`: an expired record's
+/// key may already name the live task created after it under that key.
+fn forget_key(keys: &mut HashMap<String, String>, key: &str, task_id: &str) {
+    if keys.get(key).is_some_and(|id| id == task_id) {
+        keys.remove(key);
+    }
+}
+
+/// How often expired records are swept, at most (ms).
+const SWEEP_EVERY_MS: u64 = 1000;
 
 /// Task records in this process's memory: the default store. Nothing
 /// survives the process (a task's record goes with it); use `tern-sqlite`
@@ -41,6 +67,17 @@ impl MemoryTaskStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Records held, expired ones not swept yet included (they are dropped
+    /// at most a second after they expire, on the next `create` or `load`).
+    pub fn len(&self) -> usize {
+        self.maps().records.len()
+    }
+
+    /// No record is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     fn maps(&self) -> std::sync::MutexGuard<'_, Maps> {
@@ -69,7 +106,7 @@ impl TaskStore for MemoryTaskStore {
             .and_then(|id| maps.records.get(id))
             .filter(|r| live(r, now))
         {
-            Created::Existing(Box::new(existing.clone()))
+            Created::Existing(existing.clone())
         } else {
             let (count, bytes) = maps
                 .records
@@ -82,7 +119,8 @@ impl TaskStore for MemoryTaskStore {
                 Created::OverQuota
             } else {
                 maps.keys.insert(record.key.clone(), record.task_id.clone());
-                maps.records.insert(record.task_id.clone(), record);
+                maps.records
+                    .insert(record.task_id.clone(), Box::new(record));
                 Created::New
             }
         };
@@ -94,12 +132,13 @@ impl TaskStore for MemoryTaskStore {
         task_id: &str,
         now: u64,
     ) -> BoxFuture<'_, Result<Option<TaskRecord>, TaskStoreError>> {
-        let found = self
-            .maps()
+        let mut maps = self.maps();
+        maps.sweep(now);
+        let found = maps
             .records
             .get(task_id)
             .filter(|r| live(r, now))
-            .cloned();
+            .map(|r| TaskRecord::clone(r));
         Box::pin(std::future::ready(Ok(found)))
     }
 
@@ -107,7 +146,7 @@ impl TaskStore for MemoryTaskStore {
         let mut maps = self.maps();
         let swapped = match maps.records.get_mut(&record.task_id) {
             Some(current) if current.version + 1 == record.version => {
-                *current = record;
+                **current = record;
                 true
             }
             _ => false,
@@ -118,7 +157,7 @@ impl TaskStore for MemoryTaskStore {
     fn remove(&self, task_id: &str) -> BoxFuture<'_, Result<(), TaskStoreError>> {
         let mut maps = self.maps();
         if let Some(r) = maps.records.remove(task_id) {
-            maps.keys.remove(&r.key);
+            forget_key(&mut maps.keys, &r.key, task_id);
         }
         Box::pin(std::future::ready(Ok(())))
     }
@@ -133,9 +172,54 @@ mod tests {
     use std::sync::Arc;
 
     use super::MemoryTaskStore;
+    use crate::task::{Created, TaskQuota, TaskStore};
 
     #[tokio::test]
     async fn the_memory_store_meets_the_task_store_contract() {
         crate::testing::task_store_contract(|| Arc::new(MemoryTaskStore::new())).await;
+    }
+
+    const NOW: u64 = 1_800_000_000_000;
+
+    #[tokio::test]
+    async fn expired_records_are_swept_by_loads_too_and_the_tables_shrink() {
+        let store = MemoryTaskStore::new();
+        let quota = TaskQuota::new(1000, 1 << 30);
+        for i in 0..500 {
+            let r = crate::testing::task_record(&format!("t{i}"), &format!("k{i}"), NOW);
+            assert_eq!(store.create(r, quota, NOW).await.unwrap(), Created::New);
+        }
+        assert_eq!(store.len(), 500);
+        let big = store.maps().records.capacity();
+        // Only loads after the records' expiry (60 s): no create sweeps.
+        assert!(store.load("t1", NOW + 60_000).await.unwrap().is_none());
+        assert!(store.is_empty(), "{} records left", store.len());
+        let maps = store.maps();
+        assert!(maps.keys.is_empty(), "dedupe keys left behind");
+        assert!(maps.records.capacity() < big / 4, "the table kept its size");
+    }
+
+    #[tokio::test]
+    async fn a_sweep_keeps_the_key_of_a_live_task_created_over_an_expired_one() {
+        let store = MemoryTaskStore::new();
+        let quota = TaskQuota::new(10, 1 << 20);
+        let first = crate::testing::task_record("a", "k", NOW);
+        store.create(first, quota, NOW).await.unwrap();
+        // A sweep just before "a" expires (at NOW + 60 s); the next is a
+        // second later.
+        store.load("a", NOW + 59_500).await.unwrap();
+        // "a" has expired, not yet swept: "b" takes its key.
+        let second = crate::testing::task_record("b", "k", NOW + 60_100);
+        assert_eq!(
+            store.create(second, quota, NOW + 60_100).await.unwrap(),
+            Created::New
+        );
+        // This create sweeps "a": "b" must still own the key.
+        let third = crate::testing::task_record("c", "k", NOW + 61_000);
+        let Created::Existing(existing) = store.create(third, quota, NOW + 61_000).await.unwrap()
+        else {
+            panic!("the duplicate of b's creating call was inserted");
+        };
+        assert_eq!(existing.task_id, "b");
     }
 }

@@ -84,7 +84,8 @@ pub struct TaskConfig {
     /// questions: default 1 hour.
     pub ttl: Duration,
     /// How long a finished task's record (and result) is kept after its
-    /// end: default 1 hour.
+    /// end, shorter than [`Self::ttl`] or longer (the record's `ttlMs` is
+    /// set to it at the end): default 1 hour.
     pub retention: Duration,
     /// `pollIntervalMs`: default 500 ms.
     pub poll_interval: Duration,
@@ -272,7 +273,7 @@ impl Tasks {
                 return Ok(None);
             };
             let was_terminal = record.status.is_terminal();
-            let lapsed = lapse(&mut record, now);
+            let lapsed = lapse(&mut record, now, self.config.retention);
             let out = change(&mut record, now);
             if out.is_none() && !lapsed {
                 return Ok(Some((record, None)));
@@ -345,9 +346,10 @@ pub(crate) fn runner_gone(why: &str) -> ErrorObject {
     )
 }
 
-/// A non-terminal task whose lease lapsed turns `failed` (outcome unknown).
-/// Returns whether it changed.
-pub(crate) fn lapse(record: &mut TaskRecord, now: u64) -> bool {
+/// A non-terminal task whose lease lapsed turns `failed` (outcome unknown),
+/// kept `retention` from now like any finished task. Returns whether it
+/// changed.
+pub(crate) fn lapse(record: &mut TaskRecord, now: u64, retention: Duration) -> bool {
     if record.status.is_terminal() || record.lease.as_ref().is_none_or(|l| l.expires_at > now) {
         return false;
     }
@@ -357,7 +359,7 @@ pub(crate) fn lapse(record: &mut TaskRecord, now: u64) -> bool {
         TaskStatus::Failed,
         None,
         Some(runner_gone("its runner stopped renewing its lease")),
-        None,
+        Some(retention),
     );
     true
 }
@@ -403,11 +405,15 @@ pub(crate) fn end(
     record.answers.clear();
     record.lease = None;
     record.last_updated_at = now;
-    // Keep the record `retention` past its end (and never less than its
-    // original ttl): ttlMs may change (ext-tasks).
+    // Keep the record `retention` past its end, shorter than the ttl given
+    // at creation too: ttlMs "may change" (digest §5, Task). Kept at least
+    // the original ttl, a retention below it was never applied and every
+    // finished task stayed the full hour (the soak's HTTP memory grew for
+    // its whole run with `--task-retention 120`). An unlimited ttl (`None`)
+    // stays unlimited.
     let retention = retention.unwrap_or(Duration::from_secs(3600));
     let keep = now.saturating_sub(record.created_at) + ms(retention);
-    let ttl = record.ttl_ms.map(|t| t.max(keep));
+    let ttl = record.ttl_ms.map(|_| keep);
     record.ttl_ms = ttl;
     record.expires_at = ttl.map(|t| record.created_at + t);
 }

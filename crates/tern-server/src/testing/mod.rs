@@ -18,6 +18,8 @@ mod store;
 mod task_store;
 
 pub use store::{Advance, ManualClock, RealTime, replay_store_contract};
+#[cfg(test)]
+pub(crate) use task_store::task_record;
 pub use task_store::task_store_contract;
 
 use std::sync::Arc;

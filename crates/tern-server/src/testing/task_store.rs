@@ -20,16 +20,24 @@ const NOW: u64 = 1_800_000_000_000;
 
 fn record(id: &str, key: &str, owner: Option<&str>) -> TaskRecord {
     TaskRecord {
+        owner: owner.map(str::to_owned),
+        ..task_record(id, key, NOW)
+    }
+}
+
+/// A working, anonymous record created at `now` that expires 60 s later.
+pub(crate) fn task_record(id: &str, key: &str, now: u64) -> TaskRecord {
+    TaskRecord {
         task_id: id.to_owned(),
         key: key.to_owned(),
-        owner: owner.map(str::to_owned),
+        owner: None,
         version: 1,
         status: TaskStatus::Working,
         status_message: None,
-        created_at: NOW,
-        last_updated_at: NOW,
+        created_at: now,
+        last_updated_at: now,
         ttl_ms: Some(60_000),
-        expires_at: Some(NOW + 60_000),
+        expires_at: Some(now + 60_000),
         poll_interval_ms: Some(500),
         capabilities: ClientCapabilities::default().with_elicitation_form(),
         input_requests: InputRequests::new(),
@@ -39,7 +47,7 @@ fn record(id: &str, key: &str, owner: Option<&str>) -> TaskRecord {
         error: None,
         result_bytes: 0,
         cancel_requested: false,
-        lease: Some(Lease::new("00ff", NOW + 30_000)),
+        lease: Some(Lease::new("00ff", now + 30_000)),
     }
 }
 

@@ -651,6 +651,28 @@ async fn a_lapsed_lease_reads_failed_with_outcome_unknown_working_or_input_requi
 }
 
 #[tokio::test]
+async fn a_task_failed_by_its_lapsed_lease_leaves_after_the_configured_retention() {
+    let clock = ManualClock::new();
+    let gate = Gate::default();
+    let s = server_with(
+        TaskConfig::default()
+            .ttl(Duration::from_secs(36_000))
+            .lease(Duration::from_secs(3600))
+            .retention(Duration::from_secs(60)),
+        Some(Arc::clone(&clock)),
+        &gate,
+    );
+    let c = client(&s);
+    let id = create(&c, "gated").await;
+    clock.tick(Duration::from_secs(7200));
+    assert_eq!(get(&c, &id).await.unwrap()["status"], "failed");
+    // Kept 60 s from the read that failed it, not the default hour.
+    clock.tick(Duration::from_secs(61));
+    assert_eq!(get(&c, &id).await.unwrap_err().code, -32602);
+    gate.open();
+}
+
+#[tokio::test]
 async fn a_clean_shutdown_marks_running_tasks_failed_at_once() {
     let s = server(&Gate::default());
     let c = client(&s);
@@ -727,4 +749,43 @@ async fn a_tasks_result_larger_than_the_cap_ends_failed() {
     let t = until(&c, &id, terminal).await;
     assert_eq!(t["status"], "failed");
     assert_eq!(t["error"]["code"], codes::STORE_FULL);
+}
+
+#[tokio::test]
+async fn a_finished_task_leaves_after_its_retention_even_when_shorter_than_its_ttl() {
+    // ttl 1 h (the default), retention 60 s: a finished task is kept 60 s
+    // past its end, not the hour. (It was kept the full ttl: the soak's
+    // HTTP memory grew for its whole run with `--task-retention 120`.)
+    let clock = ManualClock::new();
+    let store = Arc::new(tern_server::task::MemoryTaskStore::new());
+    let s = Server::builder("tasks-retention", "1")
+        .task_config(TaskConfig::default().retention(Duration::from_secs(60)))
+        .task_store(Arc::clone(&store) as Arc<dyn tern_server::task::TaskStore>)
+        .clock(clock.clone())
+        .tool(
+            ToolDef::new("required", "", || async { "ran" })
+                .task(TaskSupport::Required)
+                .task_from_start(),
+        )
+        .build()
+        .unwrap();
+    let alice = client(&s).with_principal(Principal::new("alice"));
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        let id = create(&alice, "required").await;
+        let done = until(&alice, &id, terminal).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        // ttlMs may change (digest §5): it now says when the record goes.
+        assert!(done["ttlMs"].as_u64().unwrap() < 3_600_000, "{done}");
+        ids.push(id);
+    }
+    assert_eq!(store.len(), 20);
+    clock.tick(Duration::from_secs(30));
+    assert_eq!(get(&alice, &ids[0]).await.unwrap()["status"], "completed");
+    clock.tick(Duration::from_secs(31));
+    for id in &ids {
+        assert_eq!(get(&alice, id).await.unwrap_err().code, -32602);
+    }
+    // Gone from the store, not only hidden: the reads swept them.
+    assert!(store.is_empty(), "{} records still held", store.len());
 }
