@@ -242,22 +242,21 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
             let start = self.0.names.len();
             let mut many: Option<std::collections::HashSet<std::borrow::Cow<'de, str>>> = None;
             while let Some(key) = map.next_key_seed(Key)? {
-                let repeated = match &mut many {
-                    Some(set) => !set.insert(key.clone()),
-                    None => {
-                        let mine = &self.0.names[start..];
-                        if mine.contains(&key) {
-                            true
-                        } else if mine.len() < 16 {
-                            self.0.names.push(key.clone());
-                            false
-                        } else {
-                            let mut set: std::collections::HashSet<_> =
-                                self.0.names.drain(start..).collect();
-                            set.insert(key.clone());
-                            many = Some(set);
-                            false
-                        }
+                let repeated = if let Some(set) = &mut many {
+                    !set.insert(key.clone())
+                } else {
+                    let mine = &self.0.names[start..];
+                    if mine.contains(&key) {
+                        true
+                    } else if mine.len() < 16 {
+                        self.0.names.push(key.clone());
+                        false
+                    } else {
+                        let mut set: std::collections::HashSet<_> =
+                            self.0.names.drain(start..).collect();
+                        set.insert(key.clone());
+                        many = Some(set);
+                        false
                     }
                 };
                 if repeated {

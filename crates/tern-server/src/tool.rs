@@ -323,7 +323,7 @@ fn stamp_structured(engine: &Engine, raw: &RawValue) -> Json {
         text: &'a str,
     }
     to_json(&Wire {
-        result_type: CompleteTag::default(),
+        result_type: CompleteTag,
         content: [TextBlock {
             kind: "text",
             text: raw.get(),

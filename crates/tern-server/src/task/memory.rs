@@ -13,8 +13,54 @@ struct Maps {
     records: HashMap<String, Box<TaskRecord>>,
     /// Dedupe key → task id.
     keys: HashMap<String, String>,
+    /// Each owner's tally over the records held (expired ones not swept yet
+    /// included): a create under quota is told so without a scan of every
+    /// record; only a refusal counts exactly.
+    usage: HashMap<Option<String>, Usage>,
     /// No sweep before this (ms since the epoch): at most one a second.
     next_sweep: u64,
+}
+
+/// What an owner's records count against its [`TaskQuota`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Usage {
+    /// Records not in a terminal status.
+    running: usize,
+    /// Their `result_bytes`, all of them.
+    bytes: u64,
+}
+
+impl Usage {
+    fn of(r: &TaskRecord) -> Self {
+        Self {
+            running: usize::from(!r.status.is_terminal()),
+            bytes: r.result_bytes,
+        }
+    }
+
+    fn over(self, quota: TaskQuota) -> bool {
+        self.running >= quota.max_live || self.bytes > quota.max_result_bytes
+    }
+}
+
+/// Adds `r` to its owner's tally.
+fn tally(usage: &mut HashMap<Option<String>, Usage>, r: &TaskRecord) {
+    let add = Usage::of(r);
+    let u = usage.entry(r.owner.clone()).or_default();
+    u.running += add.running;
+    u.bytes = u.bytes.saturating_add(add.bytes);
+}
+
+/// Takes `r` off its owner's tally (the owner goes once nothing is left).
+fn untally(usage: &mut HashMap<Option<String>, Usage>, r: &TaskRecord) {
+    let sub = Usage::of(r);
+    if let Some(u) = usage.get_mut(&r.owner) {
+        u.running = u.running.saturating_sub(sub.running);
+        u.bytes = u.bytes.saturating_sub(sub.bytes);
+        if *u == Usage::default() {
+            usage.remove(&r.owner);
+        }
+    }
 }
 
 impl Maps {
@@ -28,11 +74,12 @@ impl Maps {
             return;
         }
         self.next_sweep = now.saturating_add(SWEEP_EVERY_MS);
-        let keys = &mut self.keys;
+        let (keys, usage) = (&mut self.keys, &mut self.usage);
         self.records.retain(|id, r| {
             let keep = live(r, now);
             if !keep {
                 forget_key(keys, &r.key, id);
+                untally(usage, r);
             }
             keep
         });
@@ -108,16 +155,23 @@ impl TaskStore for MemoryTaskStore {
         {
             Created::Existing(existing.clone())
         } else {
-            let (count, bytes) = maps
-                .records
-                .values()
-                .filter(|r| r.owner == record.owner && live(r, now))
-                .fold((0usize, 0u64), |(n, b), r| {
-                    (n + usize::from(!r.status.is_terminal()), b + r.result_bytes)
-                });
-            if count >= quota.max_live || bytes > quota.max_result_bytes {
+            let tallied = maps.usage.get(&record.owner).copied().unwrap_or_default();
+            // The tally still counts records expired since the last sweep:
+            // a refusal is decided on the live ones, counted exactly.
+            let over = tallied.over(quota)
+                && maps
+                    .records
+                    .values()
+                    .filter(|r| r.owner == record.owner && live(r, now))
+                    .fold(Usage::default(), |u, r| Usage {
+                        running: u.running + Usage::of(r).running,
+                        bytes: u.bytes.saturating_add(r.result_bytes),
+                    })
+                    .over(quota);
+            if over {
                 Created::OverQuota
             } else {
+                tally(&mut maps.usage, &record);
                 maps.keys.insert(record.key.clone(), record.task_id.clone());
                 maps.records
                     .insert(record.task_id.clone(), Box::new(record));
@@ -144,8 +198,11 @@ impl TaskStore for MemoryTaskStore {
 
     fn replace(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, TaskStoreError>> {
         let mut maps = self.maps();
-        let swapped = match maps.records.get_mut(&record.task_id) {
+        let Maps { records, usage, .. } = &mut *maps;
+        let swapped = match records.get_mut(&record.task_id) {
             Some(current) if current.version + 1 == record.version => {
+                untally(usage, current);
+                tally(usage, &record);
                 **current = record;
                 true
             }
@@ -158,6 +215,7 @@ impl TaskStore for MemoryTaskStore {
         let mut maps = self.maps();
         if let Some(r) = maps.records.remove(task_id) {
             forget_key(&mut maps.keys, &r.key, task_id);
+            untally(&mut maps.usage, &r);
         }
         Box::pin(std::future::ready(Ok(())))
     }
@@ -197,6 +255,80 @@ mod tests {
         let maps = store.maps();
         assert!(maps.keys.is_empty(), "dedupe keys left behind");
         assert!(maps.records.capacity() < big / 4, "the table kept its size");
+    }
+
+    /// The per-owner tally is what a scan of the records held would count,
+    /// after creates, completions with results, removals and sweeps; and a
+    /// refusal still counts only live records.
+    #[tokio::test]
+    async fn the_owners_tally_matches_the_records_held() {
+        use super::{Maps, Usage};
+        use crate::task::TaskStatus;
+        fn scanned(maps: &Maps) -> std::collections::HashMap<Option<String>, Usage> {
+            let mut out = std::collections::HashMap::new();
+            for r in maps.records.values() {
+                super::tally(&mut out, r);
+            }
+            out
+        }
+        fn check(store: &MemoryTaskStore) {
+            let maps = store.maps();
+            assert_eq!(scanned(&maps), maps.usage);
+        }
+        let store = MemoryTaskStore::new();
+        let quota = TaskQuota::new(4, 10_000);
+        for i in 0..6 {
+            let mut r = crate::testing::task_record(&format!("t{i}"), &format!("k{i}"), NOW);
+            r.owner = (i % 2 == 0).then(|| "alice".to_owned());
+            assert_eq!(store.create(r, quota, NOW).await.unwrap(), Created::New);
+        }
+        check(&store);
+        // Two finish with results, one is removed.
+        for id in ["t0", "t2"] {
+            let mut r = store.load(id, NOW).await.unwrap().unwrap();
+            r.version += 1;
+            r.status = TaskStatus::Completed;
+            r.result_bytes = 4_000;
+            assert!(store.replace(r).await.unwrap());
+        }
+        store.remove("t1").await.unwrap();
+        check(&store);
+        assert_eq!(
+            store.maps().usage[&Some("alice".to_owned())],
+            Usage {
+                running: 1,
+                bytes: 8_000
+            }
+        );
+        // Alice's 8,000 bytes of results: one more result would be over,
+        // but under the quota's 10,000 bytes she may still create.
+        let mut next = crate::testing::task_record("t6", "k6", NOW);
+        next.owner = Some("alice".to_owned());
+        assert_eq!(store.create(next, quota, NOW).await.unwrap(), Created::New);
+        let mut full = crate::testing::task_record("t7", "k7", NOW);
+        full.owner = Some("alice".to_owned());
+        full.result_bytes = 0;
+        let tight = TaskQuota::new(2, 10_000);
+        assert_eq!(
+            store.create(full.clone(), tight, NOW).await.unwrap(),
+            Created::OverQuota
+        );
+        // Once her records have expired (not yet swept: the last sweep was
+        // just before, so the tally still counts them), the exact count
+        // lets her in.
+        store.load("t0", NOW + 59_800).await.unwrap();
+        let later = NOW + 60_500;
+        full.created_at = later;
+        full.expires_at = Some(later + 60_000);
+        assert_eq!(
+            store.create(full, tight, later).await.unwrap(),
+            Created::New
+        );
+        check(&store);
+        // Everything swept: no owner left in the tally.
+        store.load("t7", later + 120_000).await.unwrap();
+        let maps = store.maps();
+        assert!(maps.usage.is_empty(), "{:?}", maps.usage);
     }
 
     #[tokio::test]

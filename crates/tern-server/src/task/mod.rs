@@ -473,12 +473,38 @@ pub(crate) fn iso8601(ms_since_epoch: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let (Ok(year @ 0..=9999), Ok(month), Ok(day)) = (
+        u64::try_from(year),
+        u64::try_from(month),
+        u64::try_from(day),
+    ) else {
+        // Past year 9999: more digits than the fixed layout has.
+        return format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60
+        );
+    };
+    // Every task view carries two of these: digits by hand, not a
+    // formatter per field.
+    let mut out = String::with_capacity(24);
+    for (n, width, after) in [
+        (year, 4, '-'),
+        (month, 2, '-'),
+        (day, 2, 'T'),
+        (rem / 3600, 2, ':'),
+        (rem % 3600 / 60, 2, ':'),
+        (rem % 60, 2, '.'),
+        (millis, 3, 'Z'),
+    ] {
+        for place in (0..width).rev() {
+            let digit = n / 10u64.pow(place) % 10;
+            out.push(char::from(b'0' + u8::try_from(digit).unwrap_or(0)));
+        }
+        out.push(after);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -490,6 +516,9 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso8601(1_764_066_600_123), "2025-11-25T10:30:00.123Z");
         assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso8601(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        assert_eq!(iso8601(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_000_000_000_009), "2001-09-09T01:46:40.009Z");
     }
 
     #[test]
