@@ -113,6 +113,8 @@ fn decode(json: &str) -> Result<TaskRecord, TaskStoreError> {
     serde_json::from_str(json).map_err(err)
 }
 
+// Every statement is prepared once per connection (`prepare_cached`), not
+// parsed again on each call.
 impl TaskStore for SqliteTaskStore {
     fn create(
         &self,
@@ -125,50 +127,50 @@ impl TaskStore for SqliteTaskStore {
             let tx = conn
                 .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                 .map_err(err)?;
-            tx.execute(
+            tx.prepare_cached(
                 "DELETE FROM tern_tasks_v1 WHERE expires_at IS NOT NULL AND expires_at <= ?1",
-                params![int(now)],
             )
+            .map_err(err)?
+            .execute(params![int(now)])
             .map_err(err)?;
             let existing: Option<String> = tx
-                .query_row(
-                    "SELECT record FROM tern_tasks_v1 WHERE key = ?1",
-                    params![record.key],
-                    |row| row.get(0),
-                )
+                .prepare_cached("SELECT record FROM tern_tasks_v1 WHERE key = ?1")
+                .map_err(err)?
+                .query_row(params![record.key], |row| row.get(0))
                 .optional()
                 .map_err(err)?;
             if let Some(existing) = existing {
                 return Ok(Created::Existing(Box::new(decode(&existing)?)));
             }
             let (live, bytes): (i64, i64) = tx
-                .query_row(
+                .prepare_cached(
                     "SELECT COALESCE(SUM(live), 0), COALESCE(SUM(result_bytes), 0) \
                      FROM tern_tasks_v1 WHERE owner IS ?1",
-                    params![record.owner],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
+                .map_err(err)?
+                .query_row(params![record.owner], |row| Ok((row.get(0)?, row.get(1)?)))
                 .map_err(err)?;
             if usize::try_from(live).unwrap_or(usize::MAX) >= quota.max_live
                 || u64::try_from(bytes).unwrap_or(0) > quota.max_result_bytes
             {
                 return Ok(Created::OverQuota);
             }
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO tern_tasks_v1 \
                  (task_id, key, owner, version, live, result_bytes, expires_at, record) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    record.task_id,
-                    record.key,
-                    record.owner,
-                    int(record.version),
-                    i64::from(!record.status.is_terminal()),
-                    int(record.result_bytes),
-                    record.expires_at.map(int),
-                    json
-                ],
             )
+            .map_err(err)?
+            .execute(params![
+                record.task_id,
+                record.key,
+                record.owner,
+                int(record.version),
+                i64::from(!record.status.is_terminal()),
+                int(record.result_bytes),
+                record.expires_at.map(int),
+                json
+            ])
             .map_err(err)?;
             tx.commit().map_err(err)?;
             Ok(Created::New)
@@ -183,12 +185,12 @@ impl TaskStore for SqliteTaskStore {
         let task_id = task_id.to_owned();
         self.with(move |conn| {
             let json: Option<String> = conn
-                .query_row(
+                .prepare_cached(
                     "SELECT record FROM tern_tasks_v1 WHERE task_id = ?1 \
                      AND (expires_at IS NULL OR expires_at > ?2)",
-                    params![task_id, int(now)],
-                    |row| row.get(0),
                 )
+                .map_err(err)?
+                .query_row(params![task_id, int(now)], |row| row.get(0))
                 .optional()
                 .map_err(err)?;
             json.as_deref().map(decode).transpose()
@@ -199,19 +201,20 @@ impl TaskStore for SqliteTaskStore {
         self.with(move |conn| {
             let json = serde_json::to_string(&record).map_err(err)?;
             let changed = conn
-                .execute(
+                .prepare_cached(
                     "UPDATE tern_tasks_v1 SET version = ?1, live = ?2, result_bytes = ?3, \
                      expires_at = ?4, record = ?5 WHERE task_id = ?6 AND version = ?7",
-                    params![
-                        int(record.version),
-                        i64::from(!record.status.is_terminal()),
-                        int(record.result_bytes),
-                        record.expires_at.map(int),
-                        json,
-                        record.task_id,
-                        int(record.version.saturating_sub(1))
-                    ],
                 )
+                .map_err(err)?
+                .execute(params![
+                    int(record.version),
+                    i64::from(!record.status.is_terminal()),
+                    int(record.result_bytes),
+                    record.expires_at.map(int),
+                    json,
+                    record.task_id,
+                    int(record.version.saturating_sub(1))
+                ])
                 .map_err(err)?;
             Ok(changed == 1)
         })
@@ -220,11 +223,10 @@ impl TaskStore for SqliteTaskStore {
     fn remove(&self, task_id: &str) -> BoxFuture<'_, Result<(), TaskStoreError>> {
         let task_id = task_id.to_owned();
         self.with(move |conn| {
-            conn.execute(
-                "DELETE FROM tern_tasks_v1 WHERE task_id = ?1",
-                params![task_id],
-            )
-            .map_err(err)?;
+            conn.prepare_cached("DELETE FROM tern_tasks_v1 WHERE task_id = ?1")
+                .map_err(err)?
+                .execute(params![task_id])
+                .map_err(err)?;
             Ok(())
         })
     }
