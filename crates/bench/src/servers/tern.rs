@@ -90,7 +90,7 @@ pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<(
 /// Serves the same server as users mount it in their own application: the
 /// endpoint's tower service (`Http::into_service`) routed at `/mcp` in an
 /// `axum::Router`, served by `axum::serve` (hyper-util's auto connection
-/// builder, no caps of tern's accept loop). The line beside [`http`] shows
+/// builder, no caps of tern's accept loop). The line beside [`http()`] shows
 /// what tern's own accept loop saves, or costs.
 pub(crate) async fn axum_router(listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let router = axum::Router::new().route_service("/mcp", endpoint().into_service());
