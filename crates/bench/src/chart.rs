@@ -5,7 +5,7 @@
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
-use crate::report::Results;
+use crate::report::{Results, spread};
 use crate::servers::Kind;
 
 /// Each server's colour (colour-blind-safe Okabe–Ito palette).
@@ -31,27 +31,16 @@ struct Bar {
 fn bars(results: &Results) -> Vec<Bar> {
     let mut bars = Vec::new();
     for ((scenario, kind), samples) in &results.load {
-        let mut cpu: Vec<f64> = samples
-            .iter()
-            .map(|s| s.cpu_us)
-            .filter(|x| x.is_finite())
-            .collect();
-        if cpu.is_empty() {
+        let cpu: Vec<f64> = samples.iter().map(|s| s.cpu_us).collect();
+        let Some(s) = spread(&cpu) else {
             continue;
-        }
-        cpu.sort_by(f64::total_cmp);
-        let n = cpu.len();
-        let median = if n % 2 == 1 {
-            cpu[n / 2]
-        } else {
-            f64::midpoint(cpu[n / 2 - 1], cpu[n / 2])
         };
         bars.push(Bar {
             label: format!("{} · {}", results.scenarios[*scenario], kind.name()),
             kind: *kind,
-            median,
-            min: cpu[0],
-            max: cpu[n - 1],
+            median: s.median,
+            min: s.min,
+            max: s.max,
         });
     }
     bars

@@ -51,12 +51,13 @@ impl Sample {
 /// Median, min, max.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Spread {
-    median: f64,
-    min: f64,
-    max: f64,
+    pub(crate) median: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
 }
 
-fn spread(values: &[f64]) -> Option<Spread> {
+/// The median and range of the finite `values`.
+pub(crate) fn spread(values: &[f64]) -> Option<Spread> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return None;

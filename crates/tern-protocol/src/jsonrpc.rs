@@ -205,14 +205,13 @@ impl Message {
             .bytes()
             .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
         if first == Some(b'{') {
-            match serde_json::from_str::<Envelope>(text) {
-                Ok(env) => return Self::classify(env),
-                // A data error (a repeated member, say) may come before a
-                // syntax error further on: the slow read tells them apart.
-                Err(e) if e.classify() != serde_json::error::Category::Data => {
-                    return Err(DecodeError::syntax(&e));
-                }
-                Err(_) => {}
+            // Any failure is read again the slow way: a data error (a
+            // repeated member) may come before a syntax error further on,
+            // and serde_json files limits the first read never checks (a
+            // number out of range, a lone surrogate, nesting depth) as
+            // syntax, though the text is JSON (-32600, not -32700).
+            if let Ok(env) = serde_json::from_str::<Envelope>(text) {
+                return Self::classify(env);
             }
         }
         Self::slowly(|| serde_json::from_str(text))
@@ -571,11 +570,21 @@ mod tests {
             let e = Message::from_slice(bytes).unwrap_err();
             assert!(e.is_syntax(), "{}: {e}", String::from_utf8_lossy(bytes));
         }
-        let envelope: [&[u8]; 4] = [
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","method":"m","id":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let envelope: [&[u8]; 8] = [
             br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#,
             br#"{"jsonrpc":"2.0","method":"x","method":"y"}"#,
             b" [1,2] ",
             br#""text""#,
+            // JSON all, beyond what the envelope's reader takes.
+            br#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#,
+            br#"{"jsonrpc":"2.0","method":"\ud800"}"#,
+            br#"{"jsonrpc":"2.0","method":"m","\udc00":1}"#,
+            deep.as_bytes(),
         ];
         for bytes in envelope {
             let e = Message::from_slice(bytes).unwrap_err();

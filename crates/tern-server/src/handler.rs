@@ -238,8 +238,17 @@ impl<T: Serialize> IntoToolResult for Json<T> {
         })
     }
 
+    /// `T` serialised straight to text: the same JSON as through a value
+    /// tree, except that an `f32` is written as itself (`0.1`, not its f64
+    /// widening) and a `u128`/`i128` past 64 bits is written instead of
+    /// refused. A value that repeats a member name (a `#[serde(flatten)]`
+    /// map overlapping a field) goes through the value tree instead, which
+    /// keeps one of each: tern sends no object its own reader would refuse.
     fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
         let raw = serde_json::value::to_raw_value(&self.0).map_err(ToolError::internal)?;
+        if tern_protocol::unique_members(raw.get()).is_err() {
+            return self.into_tool_result().map(ToolOutput::from);
+        }
         Ok(ToolOutput(Output::Structured(raw)))
     }
 }

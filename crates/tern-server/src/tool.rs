@@ -304,8 +304,9 @@ fn stamp(engine: &Engine, mut result: CallToolResult) -> Json {
 
 /// [`stamp`] of `Json(value)`'s result, written straight from the value's
 /// serialised text: the same JSON as the `CallToolResult` that
-/// `Json::into_tool_result` makes (the `stamp` test holds them equal), with
-/// no value tree built, no second serialisation of it.
+/// `Json::into_tool_result` makes (the exceptions are on
+/// `Json::into_tool_output`; `call::json_written_once_…` holds them equal),
+/// with no value tree built, no second serialisation of it.
 fn stamp_structured(engine: &Engine, raw: &RawValue) -> Json {
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]

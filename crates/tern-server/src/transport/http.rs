@@ -558,10 +558,13 @@ pub async fn serve_with(
     // accept loop's unless it was given its own.
     let mut http = http;
     http.retry_after.get_or_insert(options.retry_after);
-    if !path.starts_with('/') {
+    // The path is compared as it is: no captures or wildcards (an
+    // application that wants them mounts `Http::into_service` in its own
+    // router).
+    if !path.starts_with('/') || path.contains(['{', '}', '*']) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("the endpoint's path must start with '/', not {path:?}"),
+            format!("the endpoint's path must start with '/' and be literal, not {path:?}"),
         ));
     }
     let app = Endpoint {

@@ -322,20 +322,22 @@ async fn serve_with_routes_the_endpoint_the_metadata_and_nothing_else() {
     let _ = stop.send(());
     done.await.unwrap().unwrap();
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = builder(&counters, TestClock::new()).build().unwrap();
-    let refused = serve_with(
-        listener,
-        Http::new(server),
-        "mcp",
-        ServeOptions::new(),
-        std::future::ready(()),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(
-        refused.kind(),
-        std::io::ErrorKind::InvalidInput,
-        "{refused}"
-    );
+    for path in ["mcp", "", "/mcp/{tenant}", "/{*rest}"] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = builder(&counters, TestClock::new()).build().unwrap();
+        let refused = serve_with(
+            listener,
+            Http::new(server),
+            path,
+            ServeOptions::new(),
+            std::future::ready(()),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            refused.kind(),
+            std::io::ErrorKind::InvalidInput,
+            "{path}: {refused}"
+        );
+    }
 }

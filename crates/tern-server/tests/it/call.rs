@@ -417,3 +417,57 @@ async fn json_written_once_is_the_same_result_as_through_a_value_tree() {
         "shapes"
     );
 }
+
+#[derive(serde::Serialize)]
+struct Overlapping {
+    a: u32,
+    #[serde(flatten)]
+    rest: std::collections::BTreeMap<String, u32>,
+}
+
+async fn overlapping() -> tern_server::Json<Overlapping> {
+    tern_server::Json(Overlapping {
+        a: 1,
+        rest: [("a".to_owned(), 2), ("b".to_owned(), 3)]
+            .into_iter()
+            .collect(),
+    })
+}
+
+/// A value whose serialisation repeats a member name is not sent as such
+/// (a strict reader, tern's own among them, refuses it): it goes through
+/// the value tree, which keeps one of each, as before `Json` was written
+/// once.
+#[tokio::test]
+async fn json_that_repeats_a_member_is_sent_with_each_name_once() {
+    let server = tern_server::Server::builder("shapes", "1.0.0")
+        .tool(tern_server::ToolDef::new("overlapping", "", overlapping))
+        .build()
+        .unwrap();
+    // The reply as it goes on the wire, not re-read into a value (which
+    // would merge a repeated name itself).
+    let params =
+        TestClient::new(server.clone()).with_meta(json!({"name": "overlapping", "arguments": {}}));
+    let request = tern_protocol::jsonrpc::Request {
+        id: tern_protocol::RequestId::Number(1),
+        method: "tools/call".to_owned(),
+        params: Some(serde_json::value::to_raw_value(&params).unwrap()),
+    };
+    let reply = server
+        .handle(
+            &request,
+            tern_server::CallContext::new(Principal::anonymous()),
+        )
+        .await;
+    let wire = reply.outcome.unwrap();
+    assert_eq!(
+        tern_protocol::unique_members(wire.get()),
+        Ok(()),
+        "{}",
+        wire.get()
+    );
+    let r: Value = serde_json::from_str(wire.get()).unwrap();
+    let block = r["content"][0]["text"].as_str().unwrap();
+    assert_eq!(tern_protocol::unique_members(block), Ok(()), "{block}");
+    assert_eq!(r["structuredContent"], json!({"a": 2, "b": 3}));
+}
