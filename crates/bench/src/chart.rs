@@ -124,3 +124,27 @@ pub(crate) fn svg(results: &Results, subtitle: &str) -> Result<Option<String>, S
     }
     Ok(Some(out))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_measured_line_is_a_labelled_bar_and_nothing_measured_draws_nothing() {
+        let results = crate::report::tests::two_reps();
+        let svg = super::svg(&results, "test machine").unwrap().unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+        for label in [
+            "echo · tern",
+            "echo · hand-rolled",
+            "mrtr · tern",
+            "test machine",
+        ] {
+            assert!(svg.contains(label), "{label} missing");
+        }
+        // The medians are printed beside their bars.
+        for median in ["11.0", "27.5"] {
+            assert!(svg.contains(median), "{median} missing");
+        }
+        let empty = crate::report::Results::default();
+        assert!(super::svg(&empty, "x").unwrap().is_none());
+    }
+}

@@ -413,3 +413,64 @@ pub(crate) fn machine() -> String {
         run("rustc", "-V"),
     )
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::{Results, Sample};
+    use crate::servers::Kind;
+
+    fn sample(cpu_us: f64) -> Sample {
+        Sample {
+            rate: 1.0,
+            p50_us: 1.0,
+            p99_us: 1.0,
+            cpu_us,
+            client_cores: 0.5,
+            errors: 0,
+        }
+    }
+
+    /// Results of two repetitions: echo and MRTR for tern, echo for the
+    /// hand-rolled line, and the in-process task figures.
+    pub(crate) fn two_reps() -> Results {
+        let mut r = Results::default();
+        let echo = r.scenario("echo");
+        let mrtr = r.scenario("mrtr");
+        r.load
+            .insert((echo, Kind::Tern), vec![sample(10.0), sample(12.0)]);
+        r.load
+            .insert((echo, Kind::HandRolled), vec![sample(8.0), sample(10.0)]);
+        r.load
+            .insert((mrtr, Kind::Tern), vec![sample(25.0), sample(30.0)]);
+        r.tasks = vec![
+            [(10.0, 20.0), (25.0, 40.0), (500.0, 900.0)],
+            [(12.0, 20.0), (24.0, 40.0), (600.0, 900.0)],
+        ];
+        r
+    }
+
+    #[test]
+    fn the_ratios_the_issue_states_are_paired_per_repetition() {
+        let r = two_reps();
+        // 25 − 2 × 10 and 30 − 2 × 12: median 5.5, range 5–6.
+        let excess = r.mrtr_excess().unwrap();
+        assert_eq!((excess.median, excess.min, excess.max), (5.5, 5.0, 6.0));
+        let text = r.markdown("machine", "method");
+        // 10/8 and 12/10 → 1.25 and 1.2.
+        assert!(
+            text.contains("| echo: tern / hand-rolled | 1.23 (1.20–1.25) | ≤ 1.25 |"),
+            "{text}"
+        );
+        // Tasks: 25/10 and 24/12 → 2.5 and 2.0.
+        assert!(
+            text.contains(
+                "/ plain call (memory store, p50 in process) | 2.25 (2.00–2.50) | ≤ 2.5 |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| plain tools/call | 11.0 (10.0–12.0) |"),
+            "{text}"
+        );
+    }
+}

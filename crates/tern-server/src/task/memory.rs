@@ -38,6 +38,13 @@ impl Usage {
         }
     }
 
+    fn plus(self, other: Self) -> Self {
+        Self {
+            running: self.running + other.running,
+            bytes: self.bytes.saturating_add(other.bytes),
+        }
+    }
+
     fn over(self, quota: TaskQuota) -> bool {
         self.running >= quota.max_live || self.bytes > quota.max_result_bytes
     }
@@ -45,10 +52,8 @@ impl Usage {
 
 /// Adds `r` to its owner's tally.
 fn tally(usage: &mut HashMap<Option<String>, Usage>, r: &TaskRecord) {
-    let add = Usage::of(r);
     let u = usage.entry(r.owner.clone()).or_default();
-    u.running += add.running;
-    u.bytes = u.bytes.saturating_add(add.bytes);
+    *u = u.plus(Usage::of(r));
 }
 
 /// Takes `r` off its owner's tally (the owner goes once nothing is left).
@@ -163,10 +168,7 @@ impl TaskStore for MemoryTaskStore {
                     .records
                     .values()
                     .filter(|r| r.owner == record.owner && live(r, now))
-                    .fold(Usage::default(), |u, r| Usage {
-                        running: u.running + Usage::of(r).running,
-                        bytes: u.bytes.saturating_add(r.result_bytes),
-                    })
+                    .fold(Usage::default(), |u, r| u.plus(Usage::of(r)))
                     .over(quota);
             if over {
                 Created::OverQuota

@@ -276,11 +276,33 @@ async fn methods_media_types_and_body_size() {
         assert_eq!(r.status, 405, "{method}");
         assert_eq!(r.header("allow"), Some("POST"));
     }
+    // Accept must list both media types (either alone is 406), in any
+    // case, with parameters, over one or several header lines.
+    for accept in [
+        "application/json",
+        "text/event-stream",
+        "application/jsonx, text/event-stream",
+    ] {
+        let mut h = mcp_headers(&body);
+        h[1].1 = accept.into();
+        assert_eq!(
+            send(e.port, "POST", &h, &body.to_string()).await.status,
+            406,
+            "{accept}"
+        );
+    }
     let mut h = mcp_headers(&body);
-    h[1].1 = "application/json".into();
+    h[1].1 = "Application/JSON;q=0.9 , TEXT/event-stream; q=0.5".into();
     assert_eq!(
         send(e.port, "POST", &h, &body.to_string()).await.status,
-        406
+        200
+    );
+    let mut h = mcp_headers(&body);
+    h[1].1 = "text/event-stream".into();
+    h.push(("Accept", "application/json".into()));
+    assert_eq!(
+        send(e.port, "POST", &h, &body.to_string()).await.status,
+        200
     );
     let mut h = mcp_headers(&body);
     h[0].1 = "text/plain".into();
