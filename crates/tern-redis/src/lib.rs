@@ -48,7 +48,7 @@ pub mod replay;
 pub mod task;
 
 pub use bus::RedisChangeBus;
-pub use replay::{ConnectError, RedisOptions, RedisReplayStore, open_client};
+pub use replay::{ConnectError, RedisOptions, RedisReplayStore, open_client, open_connection};
 pub use task::RedisTaskStore;
 
 /// Installs rustls's ring provider once, for `rediss://` connections. The

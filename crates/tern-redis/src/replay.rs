@@ -372,6 +372,19 @@ pub(crate) async fn connect(
     Ok((client, conn))
 }
 
+/// A connection manager for `url` as the stores open theirs: `options`'
+/// CA file, connect and response timeouts, one retry. For a connection of
+/// your own beside them.
+///
+/// # Errors
+/// As [`open_client`], or Redis cannot be reached.
+pub async fn open_connection(
+    url: &str,
+    options: &RedisOptions,
+) -> Result<ConnectionManager, ConnectError> {
+    connect(url, options).await.map(|(_, conn)| conn)
+}
+
 /// A `redis::Client` for `url` that trusts [`RedisOptions::ca_file`] when
 /// one is set (`rediss://` with the `tls` feature), as the stores connect:
 /// for a connection of your own beside them.

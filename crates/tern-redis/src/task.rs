@@ -17,7 +17,7 @@
 //!
 //! | key | type | what |
 //! |---|---|---|
-//! | `P:{tasks}:t:ID` | hash, expires at the record's `expires_at` | `json` (the whole [`TaskRecord`]), `v` (version), `key`, `owner`, `live` (1 while not terminal), `bytes` (stored result bytes), `exp` (ms, empty: never) |
+//! | `P:{tasks}:t:ID` | hash, expires at the record's `expires_at` | `json` (the whole [`TaskRecord`]), `v` (version), `key`, `owner`, `live` (1 while not terminal), `bytes` (the record's `result_bytes`: its result or error plus the per-record charge), `exp` (ms, empty: never) |
 //! | `P:{tasks}:k:KEY` | string, same expiry | the task id holding dedupe key `KEY` |
 //! | `P:{tasks}:o:OWNER` | set | the owner's task ids (swept of expired ones on every create); `-` is the anonymous owner |
 //! | channel `P:tasks` | pub/sub | the id of every record written |

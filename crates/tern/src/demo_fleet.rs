@@ -64,15 +64,9 @@ impl Ledger {
     /// Redis cannot be reached (or the URL is malformed).
     pub async fn connect(url: &str, options: &RedisOptions) -> Result<Self, String> {
         let prefix = &options.prefix;
-        let client = tern_redis::open_client(url, options).map_err(|e| unreachable(url, &e))?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_response_timeout(Some(Duration::from_secs(2)))
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_number_of_retries(1);
-        let conn = client
-            .get_connection_manager_with_config(config)
+        let conn = tern_redis::open_connection(url, options)
             .await
-            .map_err(|e| format!("cannot reach Redis at {url}: {e}"))?;
+            .map_err(|e| unreachable(url, &e))?;
         Ok(Self {
             conn,
             key: format!("{prefix}:ledger"),

@@ -41,7 +41,9 @@
 //! - **No token passthrough**: tern sends the access token nowhere (only to
 //!   a configured introspection endpoint), and a handler given the raw
 //!   token must not either.
-//! - **Caching of list results** (`cacheScope`, S-rules on `ttlMs`): tern's
+//! - **Caching of list results** (`ttlMs` + `cacheScope`, digest §6.2: "Cache
+//!   list results": `public` may be shared across users, `private` is per
+//!   authorization context): tern's
 //!   list results (`tools/list`, `prompts/list`, `resources/list`,
 //!   `resources/templates/list`) are the server's registrations, the same
 //!   for every caller: no list handler sees the principal or the token, so
@@ -420,12 +422,8 @@ impl ResourceServer {
     pub(crate) fn for_context(&self, token: &AccessToken) -> Option<Arc<AccessToken>> {
         match self.in_context {
             InContext::Nothing => None,
-            InContext::Verified => {
-                let mut shown = token.clone();
-                shown.raw = None;
-                Some(Arc::new(shown))
-            }
-            InContext::Raw => Some(Arc::new(token.clone())),
+            // The raw token is kept at verification only under `Raw`.
+            InContext::Verified | InContext::Raw => Some(Arc::new(token.clone())),
         }
     }
 

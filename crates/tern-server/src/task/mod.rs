@@ -98,7 +98,8 @@ pub struct TaskConfig {
     pub recheck: Duration,
     /// Most live tasks per principal: default 64.
     pub max_live_per_principal: usize,
-    /// Most bytes of stored results per principal: default 16 MiB.
+    /// Most bytes per principal of its task records (each result or error,
+    /// plus [`RECORD_CHARGE`] a record): default 16 MiB.
     pub max_result_bytes_per_principal: u64,
     /// Largest result one task may store: default 1 MiB. A larger one ends
     /// the task `failed` with [`crate::error::codes::STORE_FULL`].

@@ -202,8 +202,8 @@ impl Tasks {
         // the write's latency and the replicas' clock skew (a reader marks
         // the task `failed` on its own clock). From then on another replica
         // may read the task `failed`, so its effects must stop too.
-        let margin = self.config.lease / 6;
-        let mut deadline = tokio::time::Instant::now() + self.config.lease - margin;
+        let hold = self.config.lease.saturating_sub(self.config.lease / 6);
+        let mut deadline = tokio::time::Instant::now() + hold;
         let joined = loop {
             tokio::select! {
                 joined = &mut join => break joined,
@@ -217,7 +217,7 @@ impl Tasks {
                     // Bounded by the deadline: a store that hangs must not
                     // hold the loop past it.
                     match tokio::time::timeout_at(deadline, self.renew(task_id, token)).await {
-                        Ok(Ok(true)) => deadline = started + self.config.lease - margin,
+                        Ok(Ok(true)) => deadline = started + hold,
                         Ok(Ok(false)) => {
                             tracing::warn!("task lost its lease; its body is stopped");
                             join.abort();

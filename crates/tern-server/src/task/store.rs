@@ -119,8 +119,10 @@ pub struct TaskRecord {
 pub struct TaskQuota {
     /// Most non-terminal tasks one owner may have.
     pub max_live: usize,
-    /// Most bytes of stored results one owner may hold (expired records do
-    /// not count).
+    /// Most bytes one owner's records may be charged: each record's
+    /// `result_bytes` (its result or error plus
+    /// [`RECORD_CHARGE`](crate::task::RECORD_CHARGE) for the record itself);
+    /// expired records do not count.
     pub max_result_bytes: u64,
 }
 
