@@ -127,6 +127,17 @@ impl Server {
         }
     }
 
+    /// Answers a request decoded by [`Self::decode`] under the *await*
+    /// strategy, as [`Self::handle_awaiting`].
+    pub(crate) async fn handle_decoded_awaiting(
+        &self,
+        decoded: DecodedRequest,
+        call: CallContext,
+        source: Arc<dyn AnswerSource>,
+    ) -> Reply {
+        self.answer(decoded, call, Strategy::Await(source)).await
+    }
+
     /// Decodes `request` strictly, once: an unknown or unserved method is
     /// `-32601`; params that do not decode are `-32602` (`-32022` when their
     /// version is the problem; the uniform `requestState` refusal when a

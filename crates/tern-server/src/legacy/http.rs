@@ -39,8 +39,10 @@ use tern_protocol::{legacy, method};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::session::Prepared;
 use super::{LegacyOptions, Session, Sink, has_modern_meta};
 use crate::call::{CallContext, Reply};
+use crate::dispatch::DecodedRequest;
 use crate::principal::Principal;
 use crate::server::Server;
 
@@ -72,6 +74,10 @@ impl std::fmt::Debug for Sessions {
             .finish_non_exhaustive()
     }
 }
+
+/// What sees a session's request once it is decoded, before it is served:
+/// a response answers the request instead.
+pub(crate) type Gate<'a> = dyn Fn(&DecodedRequest) -> Option<Response<Body>> + Sync + 'a;
 
 /// Where a POST goes.
 pub(crate) enum Route {
@@ -163,8 +169,10 @@ impl Sessions {
     }
 
     /// Routes one POST (module docs' table). `gate` sees each request bound
-    /// for a session first: its response, when it has one, answers the
-    /// request instead (the per-tool scope check of `auth`). `call` makes the
+    /// for a session once it is decoded, strictly, the one reading the
+    /// handler is served from: its response, when it has one, answers the
+    /// request instead (the per-tool scope check of `auth`). A request that
+    /// does not decode never reaches the gate: it is refused (`-32602`). `call` makes the
     /// context of a request that goes to a session, from `principal`.
     #[allow(
         clippy::too_many_arguments,
@@ -178,7 +186,7 @@ impl Sessions {
         call: impl FnOnce() -> CallContext + Send,
         message: Message,
         keep_alive: Duration,
-        gate: &(dyn Fn(&Request) -> Option<Response<Body>> + Sync),
+        gate: &Gate<'_>,
     ) -> Route {
         let header_version = header(headers, "mcp-protocol-version");
         let params = match &message {
@@ -190,26 +198,18 @@ impl Sessions {
             header_version.is_some_and(|v| !legacy::is_session_era(v)) || has_modern_meta(params);
         if let Some(id) = header(headers, SESSION_ID) {
             return match self.lookup(id, principal) {
-                Some(session) => {
-                    // One request per POST (2025-11-25 has no batches), so
-                    // the gate answers before any SSE stream is open.
-                    if let Message::Request(r) = &message
-                        && let Some(refused) = gate(r)
-                    {
-                        return Route::Done(refused);
-                    }
-                    Route::Done(
-                        self.on_session(
-                            server,
-                            &session,
-                            header_version,
-                            call(),
-                            message,
-                            keep_alive,
-                        )
-                        .await,
+                Some(session) => Route::Done(
+                    self.on_session(
+                        server,
+                        &session,
+                        header_version,
+                        call,
+                        message,
+                        keep_alive,
+                        gate,
                     )
-                }
+                    .await,
+                ),
                 None if modern => Route::Modern(message),
                 None => Route::Done(not_found()),
             };
@@ -278,14 +278,19 @@ impl Sessions {
         response
     }
 
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the POST's parts, each from a different layer of the endpoint"
+    )]
     async fn on_session(
         &self,
         server: &Server,
         session: &Arc<Session>,
         header_version: Option<&str>,
-        call: CallContext,
+        call: impl FnOnce() -> CallContext + Send,
         message: Message,
         keep_alive: Duration,
+        gate: &Gate<'_>,
     ) -> Response<Body> {
         // 2025-11-25: later requests carry the negotiated version.
         if let Some(v) = header_version
@@ -312,7 +317,25 @@ impl Sessions {
                 session.on_error(&e);
                 plain(StatusCode::ACCEPTED)
             }
-            Message::Request(request) => serve(server, session, request, call, keep_alive).await,
+            Message::Request(request) => {
+                // One reading, then authorization, then the handler: one
+                // request per POST (2025-11-25 has no batches), so a refusal
+                // comes before any SSE stream is open.
+                let prepared = match session.prepare(server, &request) {
+                    Ok(prepared) => prepared,
+                    Err(refused) => {
+                        let reply =
+                            super::downgrade::reply(session.version(), &request.method, *refused);
+                        return json_response(StatusCode::OK, &reply);
+                    }
+                };
+                if let Prepared::Modern(decoded) = &prepared
+                    && let Some(refused) = gate(decoded)
+                {
+                    return refused;
+                }
+                serve(server, session, request, prepared, call(), keep_alive).await
+            }
         }
     }
 
@@ -378,6 +401,7 @@ async fn serve(
     server: &Server,
     session: &Arc<Session>,
     request: Request,
+    prepared: Prepared,
     call: CallContext,
     keep_alive: Duration,
 ) -> Response<Body> {
@@ -403,7 +427,7 @@ async fn serve(
         let call = call.with_cancel(token.clone());
         let sink = Sink::events(tx);
         tokio::select! {
-            reply = session.serve(&server, &request, call, &sink) => {
+            reply = session.serve_prepared(&server, &request, prepared, call, &sink) => {
                 let _ = done_tx.send(reply);
             }
             () = token.cancelled() => {

@@ -24,8 +24,18 @@ use super::downgrade;
 use super::live::Live;
 use crate::call::{CallContext, Reply};
 use crate::ctx::Notifier;
+use crate::dispatch::DecodedRequest;
 use crate::registry::Change;
 use crate::server::Server;
+
+/// A session request read once, strictly ([`Session::prepare`]).
+pub(crate) enum Prepared {
+    /// A method the session answers itself (`ping`, `logging/setLevel`,
+    /// subscriptions, and the methods a session refuses).
+    Session,
+    /// The modern request it means, decoded.
+    Modern(DecodedRequest),
+}
 
 /// A client's reply to a server-to-client request.
 pub(crate) type ClientReply = Result<Value, ErrorObject>;
@@ -285,6 +295,61 @@ impl Session {
         self: &Arc<Self>,
         server: &Server,
         request: &Request,
+        call: CallContext,
+        sink: &Sink,
+    ) -> Reply {
+        match self.prepare(server, request) {
+            Ok(prepared) => {
+                self.serve_prepared(server, request, prepared, call, sink)
+                    .await
+            }
+            Err(refused) => downgrade::reply(self.version, &request.method, *refused),
+        }
+    }
+
+    /// Reads `request` once, strictly, before anything acts on it: a method
+    /// the session answers itself, or the modern request it means, decoded
+    /// by the same strict decoder as the 2026-07-28 wire (a repeated member
+    /// name anywhere in the params, `arguments` included, is `-32602`; so
+    /// are params that do not decode). What is authorized and what is served
+    /// is this one reading.
+    pub(crate) fn prepare(
+        &self,
+        server: &Server,
+        request: &Request,
+    ) -> Result<Prepared, Box<Reply>> {
+        let m = request.method.as_str();
+        let own = matches!(
+            m,
+            method::PING
+                | legacy::SET_LEVEL
+                | method::INITIALIZE
+                | method::DISCOVER
+                | method::SUBSCRIPTIONS_LISTEN
+        ) || m.starts_with("tasks/")
+            || (matches!(
+                m,
+                legacy::RESOURCES_SUBSCRIBE | legacy::RESOURCES_UNSUBSCRIBE
+            ) && server.serves(method::RESOURCES_READ));
+        if own {
+            return Ok(Prepared::Session);
+        }
+        let modern = self.modernise(request).map_err(|e| {
+            Box::new(Reply {
+                id: request.id.clone(),
+                outcome: Err(e),
+                malformed: true,
+            })
+        })?;
+        server.decode(&modern).map(Prepared::Modern)
+    }
+
+    /// Serves `request`, read by [`Self::prepare`] as `prepared`.
+    pub(crate) async fn serve_prepared(
+        self: &Arc<Self>,
+        server: &Server,
+        request: &Request,
+        prepared: Prepared,
         mut call: CallContext,
         sink: &Sink,
     ) -> Reply {
@@ -298,55 +363,42 @@ impl Session {
             malformed: false,
         };
         let m = request.method.as_str();
-        match m {
-            method::PING => return done(Ok(json!({}))),
-            legacy::SET_LEVEL => {
-                return done(decode::<legacy::SetLevelRequestParams>(request).map(|p| {
-                    *lock(&self.log_level) = Some(p.level);
-                    json!({})
-                }));
-            }
-            legacy::RESOURCES_SUBSCRIBE | legacy::RESOURCES_UNSUBSCRIBE
-                if server.serves(method::RESOURCES_READ) =>
-            {
-                return done(decode::<legacy::SubscribeRequestParams>(request).map(|p| {
-                    let mut subs = lock(&self.subscriptions);
-                    if m == legacy::RESOURCES_SUBSCRIBE {
-                        subs.insert(p.uri);
-                    } else {
-                        subs.remove(&p.uri);
+        let decoded = match prepared {
+            Prepared::Modern(decoded) => decoded,
+            Prepared::Session => {
+                return match m {
+                    method::PING => done(Ok(json!({}))),
+                    legacy::SET_LEVEL => {
+                        done(decode::<legacy::SetLevelRequestParams>(request).map(|p| {
+                            *lock(&self.log_level) = Some(p.level);
+                            json!({})
+                        }))
                     }
-                    json!({})
-                }));
-            }
-            method::INITIALIZE => {
-                return done(Err(ErrorObject::new(
-                    code::INVALID_REQUEST,
-                    "The session is already initialized",
-                )));
-            }
-            // Modern-only methods, and tasks (§8.2: a legacy session does
-            // not get the Tasks extension; task tools run inline).
-            method::DISCOVER | method::SUBSCRIPTIONS_LISTEN => {
-                return done(Err(ErrorObject::method_not_found(m)));
-            }
-            _ if m.starts_with("tasks/") => return done(Err(ErrorObject::method_not_found(m))),
-            _ => {}
-        }
-        let modern = match self.modernise(request) {
-            Ok(modern) => modern,
-            Err(e) => {
-                return Reply {
-                    id: id.clone(),
-                    outcome: Err(e),
-                    malformed: true,
+                    legacy::RESOURCES_SUBSCRIBE | legacy::RESOURCES_UNSUBSCRIBE => {
+                        done(decode::<legacy::SubscribeRequestParams>(request).map(|p| {
+                            let mut subs = lock(&self.subscriptions);
+                            if m == legacy::RESOURCES_SUBSCRIBE {
+                                subs.insert(p.uri);
+                            } else {
+                                subs.remove(&p.uri);
+                            }
+                            json!({})
+                        }))
+                    }
+                    method::INITIALIZE => done(Err(ErrorObject::new(
+                        code::INVALID_REQUEST,
+                        "The session is already initialized",
+                    ))),
+                    // Modern-only methods, and tasks (a legacy session does
+                    // not get the Tasks extension; task tools run inline).
+                    _ => done(Err(ErrorObject::method_not_found(m))),
                 };
             }
         };
         let (notifier, mut notes) = Notifier::channel(256);
         call.notifier = Some(notifier);
         let live = Live::new(Arc::clone(self), sink.clone());
-        let handling = server.handle_awaiting(&modern, call, live.source());
+        let handling = server.handle_decoded_awaiting(decoded, call, live.source());
         tokio::pin!(handling);
         let reply = loop {
             tokio::select! {
@@ -372,6 +424,16 @@ impl Session {
     /// `_meta` (a legacy `progressToken` stays), and no MRTR members (a
     /// legacy request has no retry).
     fn modernise(&self, request: &Request) -> Result<Request, ErrorObject> {
+        // The same reading as the 2026-07-28 decode: a map keeps the last
+        // of a repeated name, so a repeated name is refused before one is
+        // built (a scope check and the handler must not read two values).
+        if let Some(raw) = request.params.as_deref()
+            && let Err(duplicate) = tern_protocol::unique_members(raw.get())
+        {
+            return Err(ErrorObject::invalid_params(tern_protocol::error::tidy(
+                &format!("Invalid params: {duplicate}"),
+            )));
+        }
         let mut params: JsonObject = match request.params.as_deref() {
             None => JsonObject::new(),
             Some(raw) => serde_json::from_str(raw.get())

@@ -94,7 +94,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::header::HeaderParam;
-use tern_protocol::jsonrpc::{ErrorResponse, Message, Request as RpcRequest};
+use tern_protocol::jsonrpc::{ErrorResponse, Message};
 use tern_protocol::{ClientRequest, JsonObject, RequestId, ServerNotification, method};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -870,28 +870,22 @@ impl Http {
 
     /// A legacy session's `tools/call` of a tool whose scopes `token` lacks:
     /// the same 403 `insufficient_scope` as the stateless wire gives (the
-    /// challenge and a JSON-RPC error body, RFC 6750 §3.1). A request whose
-    /// params do not name a tool passes, to be refused by the session.
+    /// challenge and a JSON-RPC error body, RFC 6750 §3.1). It reads the
+    /// request as decoded, strictly, for the handler: the name checked is
+    /// the name served.
     fn legacy_scope_gate(
         &self,
         token: Option<&crate::auth::AccessToken>,
-        request: &RpcRequest,
+        request: &DecodedRequest,
     ) -> Option<Response<Body>> {
-        #[derive(serde::Deserialize)]
-        struct Named {
-            name: String,
-        }
         let (Some(oauth), Some(token)) = (&self.oauth, token) else {
             return None;
         };
-        if request.method != method::TOOLS_CALL {
+        let ClientRequest::CallTool(params) = request.request() else {
             return None;
-        }
-        let name = serde_json::from_str::<Named>(request.params.as_deref()?.get())
-            .ok()?
-            .name;
-        let missing = oauth.missing_for_tool(token, &name);
-        (!missing.is_empty()).then(|| insufficient_scope(oauth, request.id.clone(), &missing))
+        };
+        let missing = oauth.missing_for_tool(token, &params.name);
+        (!missing.is_empty()).then(|| insufficient_scope(oauth, request.id().clone(), &missing))
     }
 
     #[allow(
@@ -1076,7 +1070,8 @@ impl Http {
                     call.access_token = self.token_for_context(token.as_ref());
                     call
                 };
-                let gate = |request: &RpcRequest| self.legacy_scope_gate(token.as_ref(), request);
+                let gate =
+                    |request: &DecodedRequest| self.legacy_scope_gate(token.as_ref(), request);
                 match sessions
                     .route(
                         &self.server,

@@ -128,7 +128,13 @@ impl Stdio {
     }
 
     async fn send(&mut self, message: &Value) {
-        let mut line = serde_json::to_vec(message).unwrap();
+        self.send_text(&serde_json::to_string(message).unwrap())
+            .await;
+    }
+
+    /// One line as written (JSON a `Value` cannot hold: repeated names).
+    async fn send_text(&mut self, text: &str) {
+        let mut line = text.as_bytes().to_vec();
         line.push(b'\n');
         self.input.write_all(&line).await.unwrap();
     }
@@ -199,6 +205,19 @@ impl Endpoint {
         headers: &[(&str, &str)],
         body: Option<&Value>,
     ) -> http::Request<Full<Bytes>> {
+        let bytes = body
+            .map(|b| serde_json::to_vec(b).unwrap())
+            .unwrap_or_default();
+        self.request_bytes(method, headers, bytes)
+    }
+
+    /// A request whose body is `bytes` as they are.
+    fn request_bytes(
+        &self,
+        method: &str,
+        headers: &[(&str, &str)],
+        bytes: Vec<u8>,
+    ) -> http::Request<Full<Bytes>> {
         let mut b = http::Request::builder()
             .method(method)
             .uri(&self.url)
@@ -207,19 +226,16 @@ impl Endpoint {
         for (k, v) in headers {
             b = b.header(*k, *v);
         }
-        let bytes = body
-            .map(|b| serde_json::to_vec(b).unwrap())
-            .unwrap_or_default();
         b.body(Full::new(Bytes::from(bytes))).unwrap()
     }
 
     /// One exchange, the body read to its end.
     async fn send(&self, method: &str, headers: &[(&str, &str)], body: Option<&Value>) -> Response {
-        let response = self
-            .client
-            .request(self.request(method, headers, body))
-            .await
-            .unwrap();
+        self.exchange(self.request(method, headers, body)).await
+    }
+
+    async fn exchange(&self, request: http::Request<Full<Bytes>>) -> Response {
+        let response = self.client.request(request).await.unwrap();
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -274,6 +290,14 @@ impl Session<'_> {
 
     async fn post(&self, body: &Value) -> Response {
         self.http.post(&self.headers(), body).await
+    }
+
+    /// POSTs `text` as it is (JSON a `Value` cannot hold: repeated names).
+    async fn post_text(&self, text: &str) -> Response {
+        let request = self
+            .http
+            .request_bytes("POST", &self.headers(), text.as_bytes().to_vec());
+        self.http.exchange(request).await
     }
 
     /// POSTs `request` and plays the client until its response: SSE
@@ -1471,4 +1495,98 @@ async fn a_legacy_session_handler_sees_the_token_when_asked() {
         called.json()["result"]["content"][0]["text"],
         "https://as.example alice [mcp:basic] tenant=acme raw=-"
     );
+}
+
+/// A repeated member name on a session is refused before anything reads
+/// it, as on the 2026-07-28 wire: a map would keep the last `name` while a
+/// scope check read the first, so a token without a tool's scope could
+/// call it by naming an allowed tool first. Repeated argument names are
+/// refused too (served last-wins before).
+#[tokio::test]
+async fn a_repeated_member_on_a_legacy_session_is_refused_not_read_last_wins() {
+    let counters = Arc::new(Counters::default());
+    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let resource = tern_server::auth::ResourceServer::new(
+        "http://127.0.0.1/mcp",
+        "https://as.example",
+        TwoTokens,
+    )
+    .required_scopes(&["mcp:basic"])
+    .tool_scopes("no_args", &["mcp:write"]);
+    let http = endpoint(server, |h| h.oauth(resource)).await;
+    let token = "Bearer basic";
+    let init = http
+        .post(
+            &[("authorization", token)],
+            &initialize("2025-11-25", json!({})),
+        )
+        .await;
+    assert_eq!(init.status, 200, "{}", init.body);
+    let s = Session {
+        http: &http,
+        id: init.headers["mcp-session-id"].to_str().unwrap().to_owned(),
+        token: Some(token.to_owned()),
+    };
+    s.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    // The scoped tool alone is refused by scope, as before.
+    let direct = s.post(&call(1, "no_args", json!({}))).await;
+    assert_eq!(direct.status, 403, "{}", direct.body);
+    for (id, text) in [
+        // The scoped tool named second: read last-wins, it ran.
+        (
+            2,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"failing","name":"no_args","arguments":{}}}"#,
+        ),
+        // A repeated argument.
+        (
+            3,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"typed","arguments":{"count":1,"count":2}}}"#,
+        ),
+        // Deeper down, in `_meta`.
+        (
+            4,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"failing","arguments":{},"_meta":{"a":1,"a":2}}}"#,
+        ),
+    ] {
+        let called = s.post_text(text).await;
+        let body = called.json();
+        assert_eq!(body["id"], id, "{}", called.body);
+        assert_eq!(body["error"]["code"], -32602, "{}", called.body);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("appears twice"),
+            "{}",
+            called.body
+        );
+        assert!(body.get("result").is_none(), "{}", called.body);
+    }
+    // The session lives on and serves a well-formed call.
+    let typed = s.post(&call(5, "typed", json!({"count": 7}))).await;
+    assert_eq!(
+        typed.json()["result"]["content"][0]["text"],
+        "count 7",
+        "{}",
+        typed.body
+    );
+}
+
+/// The same refusal over stdio, where a session has no scopes but a
+/// handler must still not be served one of two readings.
+#[tokio::test]
+async fn a_repeated_argument_over_stdio_is_refused() {
+    let (mut s, _) = Stdio::open(fixture(), all_capabilities()).await;
+    s.send_text(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"typed","arguments":{"count":1,"count":2}}}"#,
+    )
+    .await;
+    let reply = s.recv().await;
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let seen = s
+        .call(&call(2, "typed", json!({"count": 3})), &|_| None)
+        .await;
+    assert_eq!(seen.response["result"]["content"][0]["text"], "count 3");
 }
