@@ -47,6 +47,29 @@ impl Drop for ShareSlot {
     }
 }
 
+/// The peer a share is keyed by: an IPv4 address as it is (an IPv4-mapped
+/// IPv6 address as its IPv4 one), an IPv6 address by its /64, the prefix a
+/// single host is normally given (RFC 6177, RFC 7421): one IPv6 host holds
+/// 2^64 addresses, and keyed by each it would be any number of peers.
+pub(crate) fn peer_of(ip: std::net::IpAddr) -> std::net::IpAddr {
+    use std::net::{IpAddr, Ipv6Addr};
+    match ip {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX))),
+        },
+    }
+}
+
+/// [`peer_of`] written as a share key: `192.0.2.1`, or `2001:db8::/64`.
+pub(crate) fn peer_name(ip: std::net::IpAddr) -> String {
+    match peer_of(ip) {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => format!("{v6}/64"),
+    }
+}
+
 /// Whose share a request counts against: its authenticated principal, else
 /// the anonymous peer (an HTTP client's address, `stdio`); `None` when the
 /// transport names neither (all such callers then share the server-wide
@@ -56,5 +79,24 @@ pub(crate) fn caller_key(principal: &Principal, peer: Option<&str>) -> Option<St
         (Some(id), _) => Some(format!("principal:{id}")),
         (None, Some(peer)) => Some(format!("peer:{peer}")),
         (None, None) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ipv6_host_is_one_peer_by_its_64_and_mapped_ipv4_is_ipv4() {
+        let a: std::net::IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: std::net::IpAddr = "2001:db8:1:2:ffff:ffff:ffff:ffff".parse().unwrap();
+        let other: std::net::IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(peer_of(a), peer_of(b));
+        assert_ne!(peer_of(a), peer_of(other));
+        assert_eq!(peer_name(a), "2001:db8:1:2::/64");
+        let mapped: std::net::IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(peer_name(mapped), "192.0.2.7");
+        let v4: std::net::IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(peer_of(v4), v4);
     }
 }

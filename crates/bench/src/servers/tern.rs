@@ -69,13 +69,14 @@ fn endpoint() -> Http {
 ///
 /// The accept loop's caps are raised above the memory scenario's 1,000
 /// streams and connections from one loopback address (the defaults refuse
-/// the 513th connection and the 65th request of one peer); its timeouts and
-/// everything else are the defaults.
+/// the 513th connection, and the 65th connection or request of one peer);
+/// its timeouts and everything else are the defaults.
 pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let options = ServeOptions::new()
         .max_connections(4096)
         .max_in_flight(4096)
         .max_in_flight_per_peer(4096)
+        .max_connections_per_peer(4096)
         .header_timeout(Duration::from_secs(60));
     serve_with(
         listener,

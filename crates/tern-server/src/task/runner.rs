@@ -134,10 +134,12 @@ impl Tasks {
             .insert(record.task_id.clone(), Arc::clone(&local));
         self.running.send_modify(|n| *n += 1);
         let out = create_result(&record);
-        tracing::info!(task_id = %record.task_id, "task created");
+        // A task id is a bearer credential for an anonymous task: it goes
+        // to debug-level logs only.
+        tracing::info!("task created");
         let tasks = Arc::clone(self);
         let task_id = record.task_id;
-        let span = tracing::info_span!("task", %task_id);
+        let span = tracing::debug_span!("task", %task_id);
         tokio::spawn(tracing::Instrument::instrument(
             async move {
                 tasks

@@ -10,8 +10,11 @@
 //! | a request body, from its first byte to its last | 30 s | the request fails (400) |
 //! | one write to a client that does not read | 30 s | connection closed (its request is cancelled) |
 //! | open connections | 512 | `503` + `Retry-After`, connection closed |
+//! | open connections from one peer (an IPv6 peer by its /64), counted before any request is read | 64 | `503` + `Retry-After`, connection closed (other peers unaffected) |
+//! | a connection's age | 5 min | closed once its request in flight is answered (a trickle of cheap requests cannot hold a connection for ever; an SSE stream is not cut) |
 //! | requests in flight (an SSE stream counts until it ends) | 256 | `503` + `Retry-After` |
-//! | requests in flight from one peer address | 64 | `503` + `Retry-After` |
+//! | requests in flight from one peer (an IPv6 peer by its /64) | 64 | `503` + `Retry-After` |
+//! | a request with both `Content-Length` and `Transfer-Encoding` (RFC 9112 §6.1: ambiguous framing, how requests are smuggled past a proxy) | — | `400`, connection closed; hyper would drop the length and serve it |
 //! | draining at shutdown | 10 s | remaining connections dropped |
 //!
 //! The endpoint and the server add their own, each configurable:
@@ -63,6 +66,17 @@ pub struct ServeOptions {
     pub write_timeout: Duration,
     /// Most connections open at once: default 512.
     pub max_connections: usize,
+    /// Most connections open at once from one peer address (an IPv6 peer
+    /// by its /64), taken when the connection is accepted: default 64, so
+    /// one address cannot hold every connection. Behind a proxy every
+    /// connection comes from the proxy's address: raise it there.
+    pub max_connections_per_peer: usize,
+    /// How long a connection may live: default 5 min. Past it the
+    /// connection is closed as soon as no request is in flight on it (a
+    /// response in progress, an SSE stream included, is not cut), so a
+    /// client that keeps a connection alive with a trickle of requests
+    /// gives it back.
+    pub max_connection_age: Duration,
     /// Most requests in flight at once: default 256.
     pub max_in_flight: usize,
     /// Most requests in flight from one peer address: default 64. Behind a
@@ -82,6 +96,8 @@ impl Default for ServeOptions {
             body_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(30),
             max_connections: 512,
+            max_connections_per_peer: 64,
+            max_connection_age: Duration::from_secs(300),
             max_in_flight: 256,
             max_in_flight_per_peer: 64,
             drain_timeout: Duration::from_secs(10),
@@ -121,6 +137,20 @@ impl ServeOptions {
     #[must_use]
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
+        self
+    }
+
+    /// Sets [`Self::max_connections_per_peer`] (at least 1).
+    #[must_use]
+    pub fn max_connections_per_peer(mut self, n: usize) -> Self {
+        self.max_connections_per_peer = n.max(1);
+        self
+    }
+
+    /// Sets [`Self::max_connection_age`].
+    #[must_use]
+    pub fn max_connection_age(mut self, age: Duration) -> Self {
+        self.max_connection_age = age;
         self
     }
 
@@ -176,7 +206,7 @@ fn overloaded(retry_after: Duration) -> Response<Body> {
     response
 }
 
-/// Requests in flight per peer address.
+/// Requests (or connections) held per peer ([`crate::share::peer_of`]).
 #[derive(Debug, Default)]
 struct PerPeer(Mutex<HashMap<IpAddr, usize>>);
 
@@ -188,6 +218,7 @@ struct PeerSlot {
 
 impl PerPeer {
     fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<PeerSlot> {
+        let ip = crate::share::peer_of(ip);
         let mut map = self
             .0
             .lock()
@@ -317,11 +348,65 @@ impl hyper::body::Body for Timed {
     }
 }
 
-/// A connection whose writes give up on a client that stopped reading.
+/// A connection whose writes give up on a client that stopped reading, and
+/// whose reads are watched for ambiguous framing ([`Framing`]).
 struct WriteTimed {
     io: TcpStream,
     timeout: Duration,
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    framing: Framing,
+}
+
+/// Watches the bytes a connection reads for a header block naming both
+/// `Content-Length` and `Transfer-Encoding` (RFC 9112 §6.1). hyper drops the
+/// length and serves such a request as chunked, so the service could not
+/// tell; once one is seen the connection is suspect and every request on
+/// it is refused (the first request of a pipelined batch included).
+///
+/// A block is the lines up to an empty one, read line by line, only each
+/// line's first bytes kept: a body cannot fake a block, since the endpoint
+/// takes JSON, in which no line starts with a header name (raw line breaks
+/// inside strings are not JSON), and chunk-size lines are hex.
+#[derive(Default)]
+struct Framing {
+    /// The start of the current line, lowercased.
+    line: [u8; 18],
+    len: usize,
+    /// The current block has named each of them.
+    length: bool,
+    chunked: bool,
+    /// A block named both: the connection is refused from now on.
+    seen: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Framing {
+    fn scan(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match b {
+                b'\n' => {
+                    let line = &self.line[..self.len];
+                    let line = line.strip_suffix(b"\r").unwrap_or(line);
+                    if line.is_empty() {
+                        if self.length && self.chunked {
+                            self.seen.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        self.length = false;
+                        self.chunked = false;
+                    } else {
+                        self.length |= line.starts_with(b"content-length:");
+                        self.chunked |= line.starts_with(b"transfer-encoding:");
+                    }
+                    self.len = 0;
+                }
+                _ if self.len < self.line.len() => {
+                    self.line[self.len] = b.to_ascii_lowercase();
+                    self.len += 1;
+                }
+                // Past what is compared: the line goes on unread.
+                _ => {}
+            }
+        }
+    }
 }
 
 impl WriteTimed {
@@ -346,7 +431,12 @@ impl AsyncRead for WriteTimed {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
+        if polled.is_ready() {
+            self.framing.scan(&buf.filled()[before..]);
+        }
+        polled
     }
 }
 
@@ -392,11 +482,23 @@ struct Shared<S> {
     options: ServeOptions,
     in_flight: Arc<Semaphore>,
     peers: Arc<PerPeer>,
+    connections: Arc<PerPeer>,
+}
+
+/// `400` with `Connection: close` (hyper then closes the connection).
+fn ambiguous_framing() -> Response<Body> {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response
+        .headers_mut()
+        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 async fn answer<S>(
     shared: Arc<Shared<S>>,
     peer: SocketAddr,
+    ambiguous: Arc<std::sync::atomic::AtomicBool>,
     request: Request<hyper::body::Incoming>,
 ) -> Result<Response<Body>, Infallible>
 where
@@ -407,6 +509,10 @@ where
     S::Future: Send,
 {
     let options = shared.options;
+    if ambiguous.load(std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!("Content-Length with Transfer-Encoding: 400, connection closed");
+        return Ok(ambiguous_framing());
+    }
     let Ok(server) = Arc::clone(&shared.in_flight).try_acquire_owned() else {
         tracing::warn!("requests in flight at the cap: 503");
         return Ok(overloaded(options.retry_after));
@@ -456,6 +562,7 @@ where
         options,
         in_flight: Arc::new(Semaphore::new(options.max_in_flight)),
         peers: Arc::default(),
+        connections: Arc::default(),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
@@ -479,18 +586,30 @@ where
             tasks.spawn(refuse(stream, options.retry_after));
             continue;
         };
+        // Before any request is read: one peer's share of the connections.
+        let Some(peer_permit) = shared
+            .connections
+            .take(peer.ip(), options.max_connections_per_peer)
+        else {
+            tracing::warn!("one peer's connections at its share: 503");
+            tasks.spawn(refuse(stream, options.retry_after));
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
         let mut stop = stop_rx.clone();
         tasks.spawn(async move {
-            let _permit = permit;
+            let _permits = (permit, peer_permit);
+            let framing = Framing::default();
+            let ambiguous = Arc::clone(&framing.seen);
             let io = TokioIo::new(WriteTimed {
                 io: stream,
                 timeout: options.write_timeout,
                 stalled: None,
+                framing,
             });
             let service = hyper::service::service_fn(move |request| {
-                answer(Arc::clone(&shared), peer, request)
+                answer(Arc::clone(&shared), peer, Arc::clone(&ambiguous), request)
             });
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder
@@ -499,13 +618,19 @@ where
                 .keep_alive(true);
             let connection = builder.serve_connection(io, service);
             tokio::pin!(connection);
+            let aged = tokio::time::sleep(options.max_connection_age);
             tokio::select! {
                 result = connection.as_mut() => {
                     if let Err(e) = result {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
                 }
-                () = async { drop(stop.wait_for(|stop| *stop).await) } => {
+                () = async {
+                    tokio::select! {
+                        _ = stop.wait_for(|stop| *stop) => {}
+                        () = aged => tracing::debug!("connection past its age: closing"),
+                    }
+                } => {
                     connection.as_mut().graceful_shutdown();
                     if let Err(e) = connection.await {
                         tracing::debug!(error = %e, "connection ended with an error while draining");

@@ -35,6 +35,7 @@
 //! with `into_make_service_with_connect_info`). Without it every anonymous
 //! caller counts as one: one share of the replay store, of listen streams
 //! and of SSE responses, so one of them filling its share refuses them all.
+//! An IPv6 caller is keyed by its /64 (one host holds the whole prefix).
 //! Behind a proxy every caller has the proxy's address: authenticate them.
 //!
 //! What it checks, in order, and how it answers:
@@ -630,18 +631,43 @@ fn insufficient_scope(
     response
 }
 
-/// The host part of `host[:port]`, `[v6]:port`, or a URL's authority.
-fn host_of(authority: &str) -> &str {
+/// The host of an authority `host[:port]` (RFC 3986 §3.2.2, without
+/// userinfo: neither `Host` nor an `Origin` has one), read strictly: an
+/// IPv6 literal only in brackets with nothing after them but `:port`, a
+/// port all digits, a name of the characters a reg-name allows. Anything
+/// else is `None`, and refused: `[::1].evil.example` is not loopback.
+fn host_of(authority: &str) -> Option<&str> {
+    let port_ok =
+        |port: &str| (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit());
     if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or_default();
+        let (literal, after) = rest.split_once(']')?;
+        let port_fine = after.is_empty() || after.strip_prefix(':').is_some_and(port_ok);
+        return (port_fine && literal.parse::<std::net::Ipv6Addr>().is_ok()).then_some(literal);
     }
-    authority.rsplit_once(':').map_or(authority, |(h, port)| {
-        if port.bytes().all(|b| b.is_ascii_digit()) {
-            h
-        } else {
-            authority
-        }
-    })
+    let host = match authority.rsplit_once(':') {
+        Some((host, port)) if port_ok(port) => host,
+        Some(_) => return None,
+        None => authority,
+    };
+    let name_ok = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b));
+    name_ok.then_some(host)
+}
+
+/// The authority of an `Origin` (RFC 6454 §7: `scheme "://" host [":"
+/// port]`, nothing after it); `null` and anything else is `None`.
+fn origin_authority(origin: &str) -> Option<&str> {
+    let (scheme, authority) = origin.split_once("://")?;
+    let scheme_ok = scheme
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic())
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b));
+    (scheme_ok && host_of(authority).is_some()).then_some(authority)
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -652,26 +678,33 @@ fn is_loopback(host: &str) -> bool {
 }
 
 impl Allow {
+    /// An allowed origin is one of the list, exactly (case aside), or a
+    /// well-formed origin whose host is loopback.
     fn origin_ok(&self, origin: &str) -> bool {
         match self {
             Self::Any => true,
             Self::Loopback(list) => {
-                list.iter().any(|o| o.eq_ignore_ascii_case(origin)) || {
-                    let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
-                    is_loopback(host_of(authority))
-                }
+                list.iter().any(|o| o.eq_ignore_ascii_case(origin))
+                    || origin_authority(origin)
+                        .and_then(host_of)
+                        .is_some_and(is_loopback)
             }
         }
     }
 
+    /// An allowed host is a well-formed authority whose host is loopback,
+    /// or one of the list, exactly, with or without its port.
     fn host_ok(&self, host: &str) -> bool {
         match self {
             Self::Any => true,
             Self::Loopback(list) => {
-                is_loopback(host_of(host))
-                    || list.iter().any(|h| {
-                        h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(host_of(host))
-                    })
+                let Some(name) = host_of(host) else {
+                    return false;
+                };
+                is_loopback(name)
+                    || list
+                        .iter()
+                        .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(name))
             }
         }
     }
@@ -912,7 +945,7 @@ impl Http {
         let peer = parts
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map(|info| Arc::<str>::from(info.0.ip().to_string()));
+            .map(|info| Arc::<str>::from(crate::share::peer_name(info.0.ip())));
         let forbidden = || {
             error_response(
                 StatusCode::FORBIDDEN,
@@ -1394,6 +1427,13 @@ mod tests {
             "http://evil.example.com",
             "null",
             "http://localhost.evil.com",
+            "http://[::1].evil.example",
+            "http://[::1]evil.example:80",
+            "http://127.0.0.1@evil.example",
+            "http://localhost/path",
+            "http://localhost:80:80",
+            "http://[::1",
+            "://localhost",
         ] {
             assert!(!allow.origin_ok(bad), "{bad}");
         }
@@ -1401,8 +1441,22 @@ mod tests {
             allow.host_ok("localhost:3000")
                 && allow.host_ok("127.0.0.1:1")
                 && allow.host_ok("[::1]:9")
+                && allow.host_ok("[::1]")
         );
-        assert!(!allow.host_ok("evil.example.com"));
+        for bad in [
+            "evil.example.com",
+            "[::1].evil.example",
+            "[::1]x",
+            "[::1]:x",
+            "[127.0.0.1]",
+            "127.0.0.1:",
+            "127.0.0.1:123456",
+            "user@127.0.0.1",
+            "localhost/..",
+            "",
+        ] {
+            assert!(!allow.host_ok(bad), "{bad:?}");
+        }
         assert!(Allow::Any.host_ok("evil.example.com"));
     }
 }

@@ -562,3 +562,144 @@ async fn every_refusal_says_the_one_configured_retry_hint() {
     assert_eq!(retry_hint(&response), (Some(5), json!(5000)), "{response}");
     drop(first);
 }
+
+/// A kept-alive connection from `from` that has been served one `ping`
+/// (so it is known to be admitted, not refused).
+async fn kept_alive(from: [u8; 4], port: u16) -> Result<TcpStream, String> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    let mut stream = socket
+        .connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .unwrap();
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}})
+            .to_string();
+    let text = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // A refused connection may be closed before the request is written.
+    if stream.write_all(text.as_bytes()).await.is_err() {
+        return Err("closed".into());
+    }
+    let response = head(&mut stream).await;
+    match status(&response) {
+        200 => Ok(stream),
+        _ => Err(response),
+    }
+}
+
+/// One address holding its share of connections (kept alive, idle) cannot
+/// take the rest: its next connection is refused with 503 before a request
+/// is read, while another address is still served. Before, one peer could
+/// hold all 512 and every other caller got 503.
+#[tokio::test]
+async fn one_peer_holding_its_connection_share_leaves_connections_for_others() {
+    let r = start_as(
+        true,
+        |b| b,
+        |h| h,
+        ServeOptions::default()
+            .max_connections(16)
+            .max_connections_per_peer(3),
+    )
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(
+            kept_alive([127, 0, 0, 2], r.port)
+                .await
+                .expect("within the share"),
+        );
+    }
+    let refused = kept_alive([127, 0, 0, 2], r.port).await.unwrap_err();
+    assert!(
+        refused == "closed" || status(&refused) == 503,
+        "the fourth connection of one peer: {refused}"
+    );
+    assert!(
+        refused == "closed" || refused.to_ascii_lowercase().contains("retry-after: 1"),
+        "{refused}"
+    );
+    // Another peer is served, while the first still holds its three.
+    kept_alive([127, 0, 0, 3], r.port)
+        .await
+        .expect("another peer is admitted");
+    // Closing one gives its slot back.
+    drop(held.pop());
+    let mut again = Err(String::new());
+    for _ in 0..100 {
+        again = kept_alive([127, 0, 0, 2], r.port).await;
+        if again.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    again.expect("a slot given back is taken again");
+}
+
+/// A connection kept alive by a trickle of requests is closed once it is
+/// past its age: the next read sees the end of the stream.
+#[tokio::test]
+async fn a_connection_past_its_age_is_closed_between_requests() {
+    let r = start_as(
+        true,
+        |b| b,
+        |h| h,
+        ServeOptions::default().max_connection_age(Duration::from_millis(300)),
+    )
+    .await;
+    let mut stream = kept_alive([127, 0, 0, 4], r.port).await.unwrap();
+    let mut buf = [0u8; 256];
+    let end = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(end.is_ok(), "the connection outlived its age");
+}
+
+/// `Content-Length` with `Transfer-Encoding: chunked` (RFC 9112 §6.1): hyper
+/// drops the length and would serve the chunked body; tern answers 400 and
+/// closes the connection, and the handler never runs.
+#[tokio::test]
+async fn content_length_with_transfer_encoding_is_400_and_the_connection_closes() {
+    let r = start_as(true, |b| b, |h| h, ServeOptions::default()).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "pay", "arguments": {"amount": 1}, "_meta": meta()}})
+        .to_string();
+    for (first, second) in [
+        ("Content-Length: 4", "Transfer-Encoding: chunked"),
+        ("transfer-encoding: chunked", "content-length: 4"),
+    ] {
+        let text = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: pay\r\n{first}\r\n{second}\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+            r.port,
+            body.len()
+        );
+        let mut stream = TcpStream::connect(("127.0.0.1", r.port)).await.unwrap();
+        stream.write_all(text.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
+            .await
+            .expect("the connection is closed")
+            .unwrap();
+        let response = String::from_utf8_lossy(&raw);
+        assert_eq!(status(&response), 400, "{response}");
+        assert!(
+            response.to_ascii_lowercase().contains("connection: close"),
+            "{response}"
+        );
+    }
+    assert_eq!(
+        r.counters
+            .payments
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the handler never ran"
+    );
+}
