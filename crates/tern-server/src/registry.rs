@@ -123,6 +123,14 @@ impl Default for Changes {
 }
 
 impl Changes {
+    /// How many streams hear the changes now (`subscriptions/listen`
+    /// streams, 2025-11-25 sessions' standalone streams, a fleet's change
+    /// bus): a gauge, for operators and for tests that a stream's end
+    /// lets its listener go.
+    pub fn listeners(&self) -> usize {
+        self.0.receiver_count()
+    }
+
     /// Announces `change` to this process's streams (a resource update goes
     /// through the relay when there is one).
     pub fn announce(&self, change: Change) {

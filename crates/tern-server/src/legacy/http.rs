@@ -57,6 +57,8 @@ pub(crate) fn random_id() -> String {
 struct Entry {
     session: Arc<Session>,
     principal: Principal,
+    /// Whose share the session counts against (principal, else peer).
+    caller: Option<String>,
     last_used: Instant,
     standalone: Option<mpsc::Sender<String>>,
 }
@@ -183,6 +185,7 @@ impl Sessions {
         server: &Server,
         headers: &HeaderMap,
         principal: &Principal,
+        peer: Option<&str>,
         call: impl FnOnce() -> CallContext + Send,
         message: Message,
         keep_alive: Duration,
@@ -219,7 +222,7 @@ impl Sessions {
         }
         match message {
             Message::Request(r) if r.method == method::INITIALIZE => {
-                Route::Done(self.initialize(server, &r, principal.clone()))
+                Route::Done(self.initialize(server, &r, principal.clone(), peer))
             }
             Message::Request(_) if header_version.is_some() => Route::Done(error(
                 StatusCode::BAD_REQUEST,
@@ -234,11 +237,35 @@ impl Sessions {
         server: &Server,
         request: &Request,
         principal: Principal,
+        peer: Option<&str>,
     ) -> Response<Body> {
+        let caller = crate::share::caller_key(&principal, peer);
         {
             let mut map = self.map();
             if map.len() >= self.options.max_sessions {
                 self.sweep(&mut map);
+            }
+            // A caller at its share gives up its own least recently used
+            // session: one caller's initialize storm cannot fill the table,
+            // and never refuses another caller.
+            if let Some(caller) = &caller {
+                let mine = map
+                    .iter()
+                    .filter(|(_, e)| e.caller.as_ref() == Some(caller));
+                let (count, oldest) =
+                    mine.fold((0, None::<(&String, Instant)>), |(n, old), (id, e)| {
+                        let older = old.is_none_or(|(_, at)| e.last_used < at);
+                        (n + 1, if older { Some((id, e.last_used)) } else { old })
+                    });
+                if count >= self.options.max_sessions_per_caller
+                    && let Some((id, _)) = oldest
+                {
+                    let id = id.clone();
+                    if let Some(e) = map.remove(&id) {
+                        tracing::debug!("a caller at its session share: its oldest session ends");
+                        e.session.close();
+                    }
+                }
             }
             if map.len() >= self.options.max_sessions {
                 tracing::warn!(
@@ -267,6 +294,7 @@ impl Sessions {
             Entry {
                 session,
                 principal,
+                caller,
                 last_used: Instant::now(),
                 standalone: None,
             },
@@ -390,6 +418,9 @@ impl Sessions {
         if let Some(interval) = self.options.ping_interval {
             tokio::spawn(Arc::clone(&session).keep_alive(Sink::events(tx.clone()), interval));
         }
+        // The forwarder and the pinger end with the stream (the sink is
+        // closed when its body is dropped), so a client opening GET after
+        // GET leaves at most one of each behind.
         tokio::spawn(Arc::clone(&session).forward_changes(server.clone(), Sink::events(tx)));
         sse(Stream::new(Vec::new(), rx, None, keep_alive))
     }

@@ -17,6 +17,8 @@
 //! |---|---|
 //! | time to answer one server-to-client request | 5 min ([`DEFAULT_QUESTION_TIMEOUT`]); then the call ends with [`crate::error::codes::QUESTION_TIMEOUT`] |
 //! | HTTP sessions held at once | 1,024 ([`DEFAULT_MAX_SESSIONS`]); more `initialize`s get 503 |
+//! | HTTP sessions one caller (principal, else peer address) holds | 64 ([`DEFAULT_MAX_SESSIONS_PER_CALLER`]); its next `initialize` ends its own least recently used session |
+//! | a session's standalone `GET` stream | one at a time (409), and one change forwarder, ended with the stream; over HTTP the stream takes an SSE slot of the caller's share and of the server's cap (503 + `Retry-After`) |
 //! | HTTP session idle time | 30 min ([`DEFAULT_SESSION_IDLE`]); then 404 |
 //! | server-to-client `ping` | off; [`LegacyOptions::ping_interval`] sends one that often (on stdio, and over HTTP on the session's open `GET` stream); one unanswered for the interval closes the session (HTTP: 404 from then on; stdio: the server stops serving) |
 //!
@@ -43,6 +45,8 @@ pub(crate) use session::{Session, Sink};
 pub const DEFAULT_QUESTION_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default number of HTTP legacy sessions held at once: 1,024.
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// Default number of HTTP legacy sessions one caller holds: 64.
+pub const DEFAULT_MAX_SESSIONS_PER_CALLER: usize = 64;
 /// Default idle time after which an HTTP legacy session expires: 30 minutes.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 
@@ -56,6 +60,10 @@ pub struct LegacyOptions {
     pub question_timeout: Duration,
     /// HTTP sessions held at once.
     pub max_sessions: usize,
+    /// HTTP sessions one caller (its principal, else its peer address)
+    /// holds: default 64. A caller at its share that opens another session
+    /// ends its own least recently used one; it never refuses anyone else.
+    pub max_sessions_per_caller: usize,
     /// Idle time after which an HTTP session expires.
     pub session_idle: Duration,
     /// How often the server pings the client; `None` (the default): never.
@@ -67,6 +75,7 @@ impl Default for LegacyOptions {
         Self {
             question_timeout: DEFAULT_QUESTION_TIMEOUT,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_caller: DEFAULT_MAX_SESSIONS_PER_CALLER,
             session_idle: DEFAULT_SESSION_IDLE,
             ping_interval: None,
         }
@@ -85,6 +94,13 @@ impl LegacyOptions {
     #[must_use]
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.max_sessions = max.max(1);
+        self
+    }
+
+    /// Sets [`Self::max_sessions_per_caller`] (at least 1).
+    #[must_use]
+    pub fn max_sessions_per_caller(mut self, max: usize) -> Self {
+        self.max_sessions_per_caller = max.max(1);
         self
     }
 

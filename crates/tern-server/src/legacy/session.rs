@@ -76,6 +76,11 @@ impl Sink {
         }
     }
 
+    /// Resolves once nobody reads any more (the stream's body is gone).
+    pub(crate) async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
     /// Sends `message` if there is room now (from a destructor).
     pub(crate) fn try_send(&self, message: &impl serde::Serialize) {
         if let Some(text) = self.encode(message) {
@@ -489,11 +494,13 @@ impl Session {
     pub(crate) async fn keep_alive(self: Arc<Self>, sink: Sink, interval: Duration) {
         tokio::select! {
             () = self.closed.cancelled() => return,
+            () = sink.closed() => return,
             () = self.initialized() => {}
         }
         loop {
             tokio::select! {
                 () = self.closed.cancelled() => return,
+                () = sink.closed() => return,
                 () = tokio::time::sleep(interval) => {}
             }
             let (id, reply) = self.expect();
@@ -524,11 +531,13 @@ impl Session {
         let mut changes = server.changes().subscribe();
         tokio::select! {
             () = self.closed.cancelled() => return,
+            () = sink.closed() => return,
             () = self.initialized() => {}
         }
         loop {
             let change = tokio::select! {
                 () = self.closed.cancelled() => return,
+                () = sink.closed() => return,
                 change = changes.recv() => change,
             };
             let message = match change {

@@ -901,6 +901,40 @@ impl Http {
         self.oauth.as_ref()?.for_context(token?)
     }
 
+    /// Takes an SSE slot into `held`: the caller's share first (one caller
+    /// at its share leaves the rest of the server-wide cap to others), then
+    /// the cap. What it gives back is the refusal (503 + `Retry-After`),
+    /// when there is no slot.
+    fn refuse_without_stream_slot(
+        &self,
+        principal: &Principal,
+        peer: Option<&str>,
+        id: Option<&RequestId>,
+        held: &mut Held,
+    ) -> Option<Response<Body>> {
+        if let Some(key) = caller_key(principal, peer) {
+            let Some(slot) = self.stream_shares.take(&key, self.max_streams_per_caller) else {
+                tracing::warn!("one caller's SSE streams at its share: 503");
+                return Some(overloaded(
+                    self.retry_hint(),
+                    id.cloned(),
+                    "too many streams open for this caller; retry later",
+                ));
+            };
+            held.stream_share = Some(slot);
+        }
+        let Ok(permit) = Arc::clone(&self.streams).try_acquire_owned() else {
+            tracing::warn!("SSE streams at the cap: 503");
+            return Some(overloaded(
+                self.retry_hint(),
+                id.cloned(),
+                "too many streams open; retry later",
+            ));
+        };
+        held.stream = Some(permit);
+        None
+    }
+
     /// A legacy session's `tools/call` of a tool whose scopes `token` lacks:
     /// the same 403 `insufficient_scope` as the stateless wire gives (the
     /// challenge and a JSON-RPC error body, RFC 6750 §3.1). It reads the
@@ -1054,6 +1088,15 @@ impl Http {
         } = caller;
         let headers = &parts.headers;
         if let (true, Some(sessions)) = (legacy_method, &self.legacy) {
+            // A standalone GET stream is an SSE body like any other: it
+            // takes a slot of the caller's share and of the server's cap
+            // (DELETE takes none).
+            if parts.method == Method::GET
+                && let Some(refused) =
+                    self.refuse_without_stream_slot(&principal, peer.as_deref(), None, held)
+            {
+                return refused;
+            }
             return sessions.other_method(
                 &self.server,
                 &parts.method,
@@ -1110,6 +1153,7 @@ impl Http {
                         &self.server,
                         headers,
                         &principal,
+                        peer.as_deref(),
                         call,
                         message,
                         self.keep_alive,
@@ -1170,28 +1214,14 @@ impl Http {
         let (notifier, notifications) = if streams {
             // A stream slot is taken before any work: over the cap the
             // request is refused whole, not served without its stream.
-            // The caller's share first: one caller at its share leaves the
-            // rest of the server-wide cap to others.
-            if let Some(key) = caller_key(&principal, peer.as_deref()) {
-                let Some(slot) = self.stream_shares.take(&key, self.max_streams_per_caller) else {
-                    tracing::warn!("one caller's SSE streams at its share: 503");
-                    return overloaded(
-                        self.retry_hint(),
-                        Some(request.id),
-                        "too many streams open for this caller; retry later",
-                    );
-                };
-                held.stream_share = Some(slot);
+            if let Some(refused) = self.refuse_without_stream_slot(
+                &principal,
+                peer.as_deref(),
+                Some(&request.id),
+                held,
+            ) {
+                return refused;
             }
-            let Ok(permit) = Arc::clone(&self.streams).try_acquire_owned() else {
-                tracing::warn!("SSE streams at the cap: 503");
-                return overloaded(
-                    self.retry_hint(),
-                    Some(request.id),
-                    "too many streams open; retry later",
-                );
-            };
-            held.stream = Some(permit);
             let (n, rx) = Notifier::channel(self.stream_buffer);
             (Some(n), Some(rx))
         } else {

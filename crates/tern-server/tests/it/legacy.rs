@@ -1590,3 +1590,171 @@ async fn a_repeated_argument_over_stdio_is_refused() {
         .await;
     assert_eq!(seen.response["result"]["content"][0]["text"], "count 3");
 }
+
+/// An endpoint whose bearer token is the principal's name.
+async fn named_endpoint(server: Server, configure: impl FnOnce(Http) -> Http) -> Endpoint {
+    endpoint(server, |h| {
+        configure(h.authenticate(Bearer(|token: &str| Some(Principal::new(token)))))
+    })
+    .await
+}
+
+/// Opens an initialized session as `who`.
+async fn open_as<'a>(http: &'a Endpoint, who: &str) -> Result<Session<'a>, u16> {
+    let token = format!("Bearer {who}");
+    let init = http
+        .post(
+            &[("authorization", token.as_str())],
+            &initialize("2025-11-25", json!({})),
+        )
+        .await;
+    if init.status != 200 {
+        return Err(init.status);
+    }
+    let s = Session {
+        http,
+        id: init.headers["mcp-session-id"].to_str().unwrap().to_owned(),
+        token: Some(token),
+    };
+    s.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    Ok(s)
+}
+
+fn ping(id: i64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
+}
+
+/// One caller's `initialize` storm cannot fill the session table: at its
+/// share, its next session ends its own least recently used one, and the
+/// other callers' sessions and initializes are untouched. Before, one
+/// caller's 1,024 initializes held the table for 30 minutes.
+#[tokio::test]
+async fn a_caller_at_its_session_share_ends_its_own_oldest_session() {
+    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+        .legacy(
+            LegacyOptions::default()
+                .max_sessions(4)
+                .max_sessions_per_caller(2),
+        )
+        .build()
+        .unwrap();
+    let http = named_endpoint(server, |h| h).await;
+    let alice = open_as(&http, "alice").await.unwrap();
+    let mut mallory = Vec::new();
+    for _ in 0..10 {
+        mallory.push(open_as(&http, "mallory").await.expect("never refused"));
+    }
+    // Only mallory's two newest sessions are alive.
+    for (i, s) in mallory.iter().enumerate() {
+        let status = s.post(&ping(1)).await.status;
+        assert_eq!(status, if i >= 8 { 200 } else { 404 }, "session {i}");
+    }
+    // Alice's session lives, and bob still gets one.
+    assert_eq!(alice.post(&ping(2)).await.status, 200);
+    let bob = open_as(&http, "bob")
+        .await
+        .expect("room for another caller");
+    assert_eq!(bob.post(&ping(3)).await.status, 200);
+}
+
+/// A session's standalone GET stream takes an SSE slot: one caller holding
+/// its share of streams (through several sessions) gets 503 + Retry-After
+/// for the next GET, and another caller's GET is still served. Before,
+/// legacy GETs took no slot and four addresses took every request slot.
+#[tokio::test]
+async fn legacy_get_streams_take_a_slot_of_the_callers_stream_share() {
+    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+        .build()
+        .unwrap();
+    let http = named_endpoint(server, |h| h.max_streams_per_caller(2)).await;
+    let mut open = Vec::new();
+    for i in 0..3 {
+        let s = open_as(&http, "mallory").await.unwrap();
+        let get = http
+            .client
+            .request(http.request("GET", &s.headers(), None))
+            .await
+            .unwrap();
+        if i < 2 {
+            assert_eq!(get.status(), 200, "stream {i}");
+            open.push((s, get));
+        } else {
+            assert_eq!(get.status(), 503, "the third stream of one caller");
+            assert!(get.headers().contains_key("retry-after"));
+        }
+    }
+    let alice = open_as(&http, "alice").await.unwrap();
+    let get = http
+        .client
+        .request(http.request("GET", &alice.headers(), None))
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200, "another caller's stream");
+    // A stream given back is a slot again.
+    drop(open.pop());
+    let mut status = 0;
+    for _ in 0..100 {
+        let s = open_as(&http, "mallory").await.unwrap();
+        status = http
+            .client
+            .request(http.request("GET", &s.headers(), None))
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, 200, "the slot came back");
+}
+
+/// Each GET spawned a change forwarder that lived until the session ended:
+/// 210,000 GETs grew a server to 446 MiB. Now a forwarder ends with its
+/// stream: after 1,000 GETs, the last still open, one listens.
+#[tokio::test]
+async fn a_thousand_gets_leave_one_change_forwarder() {
+    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+        .build()
+        .unwrap();
+    let changes = server.changes().clone();
+    let base = changes.listeners();
+    // Keep-alive comments every 10 ms: a dropped stream is seen at once.
+    let http = endpoint(server, |h| h.keep_alive(Duration::from_millis(10))).await;
+    let s = http.open(all_capabilities()).await;
+    let mut last = None;
+    for i in 0..1000 {
+        let mut get = None;
+        // The previous stream's end is seen by its next write: until
+        // then a GET is 409 (one stream at a time).
+        for _ in 0..200 {
+            let response = http
+                .client
+                .request(http.request("GET", &s.headers(), None))
+                .await
+                .unwrap();
+            if response.status() == 200 {
+                get = Some(response);
+                break;
+            }
+            assert_eq!(response.status(), 409, "GET {i}");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        last = Some(get.unwrap_or_else(|| panic!("GET {i} never opened")));
+        if i < 999 {
+            drop(last.take());
+        }
+    }
+    let mut listening = usize::MAX;
+    for _ in 0..500 {
+        listening = changes.listeners() - base;
+        if listening <= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(listening, 1, "forwarders left after 1,000 GETs");
+    assert!(last.is_some());
+}
