@@ -304,6 +304,15 @@ enum Served {
         /// A scope every request's token must carry (repeatable).
         #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
         scopes: Vec<String>,
+        /// A scope one tool needs besides any `--scope` (repeatable): a
+        /// token without it gets 403 `insufficient_scope` for that tool.
+        #[arg(long = "tool-scope", value_name = "TOOL=SCOPE", requires = "issuer", value_parser = tool_scope)]
+        tool_scopes: Vec<(String, String)>,
+        /// Accept access tokens whose JWT `typ` is `JWT` or absent, for
+        /// issuers that do not mint RFC 9068 `at+jwt` tokens (weaker: an ID
+        /// token of the issuer for this audience would pass too).
+        #[arg(long, requires = "issuer")]
+        accept_plain_jwt: bool,
         /// Trust the CA certificates of this PEM file when fetching the
         /// issuer's metadata and keys (besides the built-in roots).
         #[arg(long, value_name = "FILE", requires = "issuer")]
@@ -625,20 +634,38 @@ struct Access {
     oauth: Option<DemoOAuth>,
 }
 
-/// `--issuer URL [--audience AUD] [--scope S]... [--ca-file FILE]`.
+/// `--issuer URL [--audience AUD] [--scope S]... [--tool-scope TOOL=S]...
+/// [--accept-plain-jwt] [--ca-file FILE]`.
 struct DemoOAuth {
     issuer: String,
     audience: Option<String>,
     scopes: Vec<String>,
+    tool_scopes: Vec<(String, String)>,
+    accept_plain_jwt: bool,
     ca_file: Option<PathBuf>,
+}
+
+/// `TOOL=SCOPE` of `--tool-scope`.
+fn tool_scope(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() && !scope.contains(' ') => {
+            Ok((tool.to_owned(), scope.to_owned()))
+        }
+        _ => Err(format!(
+            "expected TOOL=SCOPE (one scope, no spaces), got {text:?}"
+        )),
+    }
 }
 
 impl Access {
     /// `endpoint` guarded as asked; `local` names the default audience.
     fn apply(self, mut endpoint: Http, local: std::net::SocketAddr) -> Http {
         if let Some(o) = self.oauth {
-            let audience = o.audience.unwrap_or_else(|| format!("http://{local}/mcp"));
-            endpoint = endpoint.oauth(demo_oauth(&o.issuer, &audience, &o.scopes, o.ca_file));
+            let audience = o
+                .audience
+                .clone()
+                .unwrap_or_else(|| format!("http://{local}/mcp"));
+            endpoint = endpoint.oauth(demo_oauth(&o, &audience));
         }
         match self.tokens {
             Some(tokens) => endpoint.authenticate(Bearer(move |token: &str| {
@@ -699,22 +726,35 @@ fn serve_fleet(
     }
 }
 
-/// The demo's resource server: JWTs of `issuer` for `audience`.
-fn demo_oauth(
-    issuer: &str,
-    audience: &str,
-    scopes: &[String],
-    ca_file: Option<PathBuf>,
-) -> tern_server::auth::ResourceServer {
+/// The demo's resource server: JWTs of `o.issuer` for `audience`.
+fn demo_oauth(o: &DemoOAuth, audience: &str) -> tern_server::auth::ResourceServer {
+    let issuer = o.issuer.as_str();
     let mut verifier = tern_server::auth::JwtVerifier::new(issuer, audience);
-    if let Some(ca) = ca_file {
+    if let Some(ca) = &o.ca_file {
         verifier = verifier.ca_file(ca);
     }
-    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
-    let resource = tern_server::auth::ResourceServer::new(audience, issuer, verifier)
-        .scopes_supported(&scopes)
+    if o.accept_plain_jwt {
+        verifier = verifier.accept_plain_jwt();
+    }
+    let scopes: Vec<&str> = o.scopes.iter().map(String::as_str).collect();
+    let mut supported = scopes.clone();
+    for (_, scope) in &o.tool_scopes {
+        if !supported.contains(&scope.as_str()) {
+            supported.push(scope);
+        }
+    }
+    let mut resource = tern_server::auth::ResourceServer::new(audience, issuer, verifier)
+        .scopes_supported(&supported)
         .required_scopes(&scopes)
         .resource_name("tern demo");
+    // A tool named twice needs both scopes.
+    let mut per_tool = std::collections::BTreeMap::<&str, Vec<&str>>::new();
+    for (tool, scope) in &o.tool_scopes {
+        per_tool.entry(tool).or_default().push(scope);
+    }
+    for (tool, scopes) in per_tool {
+        resource = resource.tool_scopes(tool, &scopes);
+    }
     eprintln!(
         "tern: OAuth: tokens of {issuer} for {audience}; metadata at {}",
         resource.metadata_url()
@@ -742,6 +782,8 @@ fn serve(served: Served) -> ExitCode {
             issuer,
             audience,
             scopes,
+            tool_scopes,
+            accept_plain_jwt,
             ca_file,
         } => {
             if !stdio && http.is_none() {
@@ -765,6 +807,8 @@ fn serve(served: Served) -> ExitCode {
                     issuer,
                     audience,
                     scopes,
+                    tool_scopes,
+                    accept_plain_jwt,
                     ca_file,
                 }),
             };

@@ -62,9 +62,15 @@ impl Key {
         })
     }
 
+    /// An RFC 9068 access token: `typ` is `at+jwt`.
     fn sign(&self, claims: &Value) -> String {
+        self.sign_typ(claims, Some("at+jwt"))
+    }
+
+    fn sign_typ(&self, claims: &Value, typ: Option<&str>) -> String {
         let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
         header.kid = Some(self.kid.clone());
+        header.typ = typ.map(str::to_owned);
         let key = jsonwebtoken::EncodingKey::from_ec_der(&self.pair.serialize_der());
         jsonwebtoken::encode(&header, claims, &key).unwrap()
     }
@@ -683,6 +689,13 @@ async fn bad_tokens_are_refused_with_invalid_token() {
             Key::new("k-unknown").sign(&good),
         ),
         ("garbage", "not.a.jwt".to_owned()),
+        // RFC 9068 §4: not an access token's type (an ID token, say).
+        ("typ JWT", w.auth.key.sign_typ(&good, Some("JWT"))),
+        ("no typ", w.auth.key.sign_typ(&good, None)),
+        (
+            "typ id_token",
+            w.auth.key.sign_typ(&good, Some("id_token+jwt")),
+        ),
     ];
     // alg none: the header says so, no signature.
     let none_header = URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT","kid":"k1"}"#);
@@ -748,6 +761,45 @@ async fn a_rotated_key_is_fetched_once_its_kid_shows_up() {
         StatusCode::OK
     );
     assert_eq!(w.verifier.jwks_fetches(), fetched + 1);
+}
+
+/// A key of the issuer's JWKS that the verifier cannot read (a key type
+/// from the future, a malformed member) is skipped: the other keys still
+/// verify. Before, one such key made every token fail (401).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_key_in_the_jwks_does_not_fail_the_others() {
+    let w = world(3600).await;
+    w.auth.published.lock().unwrap().extend([
+        json!({"kty": "PQC", "kid": "pq1"}),
+        json!({"kty": "EC", "kid": "bad", "crv": 5}),
+    ]);
+    let good = w.auth.claims(&w.url, "mcp:basic");
+    let (status, challenge) = w.raw(Some(format!("Bearer {}", w.token(&good)))).await;
+    assert_eq!(status, StatusCode::OK, "{challenge}");
+}
+
+/// An issuer that mints plain JWT access tokens is served once the
+/// resource says so (`accept_plain_jwt`); at+jwt still passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_jwt_access_tokens_pass_only_when_accepted() {
+    use tern_server::auth::TokenVerifier as _;
+    let w = world(3600).await;
+    let good = w.auth.claims(&w.url, "mcp:basic");
+    let verifier = JwtVerifier::new(&w.auth.issuer, &w.url)
+        .ca_file(&w.ca.ca_file)
+        .accept_plain_jwt();
+    for typ in [Some("JWT"), None, Some("at+jwt")] {
+        let token = w.auth.key.sign_typ(&good, typ);
+        let checked = verifier.verify(&token).await;
+        assert!(checked.is_ok(), "{typ:?}: {checked:?}");
+    }
+    let strict = JwtVerifier::new(&w.auth.issuer, &w.url).ca_file(&w.ca.ca_file);
+    assert!(
+        strict
+            .verify(&w.auth.key.sign_typ(&good, Some("JWT")))
+            .await
+            .is_err()
+    );
 }
 
 /// A JWKS fetch in flight (an unknown kid, the issuer slow to answer) holds

@@ -5,18 +5,25 @@
 //!   the key's family must match the header's algorithm (so an RSA or EC
 //!   public key can never serve as an HMAC secret). `oct` keys of the JWKS are
 //!   ignored.
+//! - **Type**: the header's `typ` must be `at+jwt` (or `application/at+jwt`),
+//!   case aside (RFC 9068 §2.1, §4), so an ID token or another JWT of the
+//!   same issuer and audience is not taken for an access token. For an
+//!   issuer that mints plain JWT access tokens,
+//!   [`JwtVerifier::accept_plain_jwt`] also accepts `JWT` or no `typ`.
 //! - **Claims**: `iss` equal to the configured issuer, `aud` containing the
 //!   resource (RFC 8707), `exp` required, `nbf` honoured, `sub` required;
 //!   [`DEFAULT_LEEWAY`] of clock skew on `exp` and `nbf`. Scopes from `scope`
 //!   (space-separated) or `scp` (an array).
 //! - **Keys**: the JWKS is fetched on first use (from `jwks_uri`, configured
 //!   or read from the issuer's metadata, RFC 8414 then `OpenID`), kept, and
-//!   fetched again when a token names an unknown `kid` — at most once per
+//!   fetched again when a token names an unknown `kid`, at most once per
 //!   [`DEFAULT_REFETCH_INTERVAL`] (configurable), so a flood of made-up kids
 //!   cannot turn into a flood of fetches; a failed fetch is not tried again
 //!   within that interval either. One fetch is in flight at a time: checks
 //!   needing one wait for it and use what it brought; checks whose key is
-//!   cached never wait for a fetch.
+//!   cached never wait for a fetch. A key of the set that the verifier
+//!   cannot read (an unknown `kty` or curve, a malformed member) is skipped,
+//!   and logged once per fetch: it is never fatal to the rest of the set.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -69,6 +76,7 @@ pub struct JwtVerifier {
     refetch_interval: Duration,
     algorithms: Vec<Algorithm>,
     ca_file: Option<PathBuf>,
+    plain_jwt: bool,
     http: std::sync::OnceLock<Result<HttpClient, String>>,
     /// The cached keys: held for reads and updates only, never across a
     /// fetch, so checks of tokens whose key is known never wait.
@@ -99,6 +107,7 @@ impl JwtVerifier {
             refetch_interval: DEFAULT_REFETCH_INTERVAL,
             algorithms: ASYMMETRIC.to_vec(),
             ca_file: None,
+            plain_jwt: false,
             http: std::sync::OnceLock::new(),
             keys: std::sync::Mutex::new(Keys::default()),
             fetching: tokio::sync::Mutex::new(()),
@@ -138,6 +147,16 @@ impl JwtVerifier {
             .copied()
             .filter(|a| ASYMMETRIC.contains(a))
             .collect();
+        self
+    }
+
+    /// Also accepts tokens whose `typ` is `JWT` or absent, for issuers that
+    /// mint plain JWT access tokens rather than RFC 9068's `at+jwt`. It
+    /// weakens the check: an ID token of the same issuer naming this
+    /// resource as its audience would then pass as an access token.
+    #[must_use]
+    pub fn accept_plain_jwt(mut self) -> Self {
+        self.plain_jwt = true;
         self
     }
 
@@ -242,9 +261,7 @@ impl JwtVerifier {
         if status != 200 {
             return Err(VerifyError::Unavailable(format!("{uri} answered {status}")));
         }
-        let set: JwkSet = serde_json::from_value(body)
-            .map_err(|e| VerifyError::Unavailable(format!("{uri} is not a JWKS: {e}")))?;
-        Ok((uri, set))
+        Ok((uri.clone(), read_set(&uri, body)?))
     }
 
     /// The key for `kid` (or the only key, when the token names none).
@@ -322,6 +339,12 @@ impl JwtVerifier {
     async fn check(&self, token: &str) -> Result<AccessToken, VerifyError> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| VerifyError::Invalid(format!("not a JWT: {e}")))?;
+        if !typ_accepted(header.typ.as_deref(), self.plain_jwt) {
+            return Err(VerifyError::Invalid(format!(
+                "typ {:?} is not an access token's (at+jwt, RFC 9068)",
+                header.typ.as_deref().unwrap_or("(none)")
+            )));
+        }
         if !self.algorithms.contains(&header.alg) {
             return Err(VerifyError::Invalid(format!(
                 "algorithm {:?} is not accepted",
@@ -368,6 +391,47 @@ impl JwtVerifier {
     }
 }
 
+/// RFC 9068 §2.1: `typ` is `at+jwt`; §4: `application/at+jwt` is the same
+/// media type, compared case-insensitively. `plain` also takes `JWT` and no
+/// `typ` ([`JwtVerifier::accept_plain_jwt`]).
+fn typ_accepted(typ: Option<&str>, plain: bool) -> bool {
+    match typ {
+        Some(t) => {
+            let t = match t.get(..12) {
+                Some(head) if head.eq_ignore_ascii_case("application/") => &t[12..],
+                _ => t,
+            };
+            t.eq_ignore_ascii_case("at+jwt") || (plain && t.eq_ignore_ascii_case("jwt"))
+        }
+        None => plain,
+    }
+}
+
+/// The keys of a JWKS document: each key read on its own, so one the
+/// verifier cannot use (an unknown `kty`, a curve it lacks, a malformed
+/// member) is skipped and logged, not fatal to the set.
+fn read_set(uri: &str, mut body: Value) -> Result<JwkSet, VerifyError> {
+    let Some(Value::Array(keys)) = body.get_mut("keys").map(Value::take) else {
+        return Err(VerifyError::Unavailable(format!(
+            "{uri} is not a JWKS: no \"keys\" array"
+        )));
+    };
+    let mut set = JwkSet { keys: Vec::new() };
+    for key in keys {
+        let kid = key.get("kid").and_then(Value::as_str).map(str::to_owned);
+        match serde_json::from_value::<jsonwebtoken::jwk::Jwk>(key) {
+            Ok(jwk) => set.keys.push(jwk),
+            Err(e) => tracing::warn!(
+                %uri,
+                kid = kid.as_deref().unwrap_or("(none)"),
+                error = %e,
+                "a key of the JWKS cannot be read; skipped"
+            ),
+        }
+    }
+    Ok(set)
+}
+
 impl TokenVerifier for JwtVerifier {
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<AccessToken, VerifyError>> {
         Box::pin(self.check(token))
@@ -378,5 +442,55 @@ impl TokenVerifier for JwtVerifier {
 impl<T: TokenVerifier + ?Sized> TokenVerifier for Arc<T> {
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<AccessToken, VerifyError>> {
         (**self).verify(token)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typ_is_an_access_token_s_unless_plain_jwt_is_allowed() {
+        for ok in [
+            "at+jwt",
+            "AT+JWT",
+            "application/at+jwt",
+            "Application/At+Jwt",
+        ] {
+            assert!(typ_accepted(Some(ok), false), "{ok}");
+        }
+        for bad in [
+            None,
+            Some("JWT"),
+            Some("jwt"),
+            Some("id_token+jwt"),
+            Some(""),
+        ] {
+            assert!(!typ_accepted(bad, false), "{bad:?}");
+        }
+        for ok in [None, Some("JWT"), Some("application/jwt"), Some("at+jwt")] {
+            assert!(typ_accepted(ok, true), "{ok:?}");
+        }
+        assert!(!typ_accepted(Some("dpop+jwt"), true));
+    }
+
+    #[test]
+    fn an_unreadable_key_is_skipped_and_the_others_kept() {
+        let body = serde_json::json!({"keys": [
+            {"kty": "EC", "crv": "P-256", "kid": "good", "alg": "ES256",
+             "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+             "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"},
+            {"kty": "PQC", "kid": "future"},
+            {"kty": "EC", "crv": "P-256", "kid": "broken", "x": 7},
+        ]});
+        let set = read_set("https://as.example/jwks", body).unwrap();
+        let kids: Vec<_> = set
+            .keys
+            .iter()
+            .filter_map(|k| k.common.key_id.as_deref())
+            .collect();
+        assert_eq!(kids, ["good"]);
+        assert!(JwtVerifier::find(&set, Some("good")).is_some());
+        assert!(read_set("u", serde_json::json!({"nokeys": []})).is_err());
     }
 }

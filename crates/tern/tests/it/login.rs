@@ -53,6 +53,7 @@ impl As {
             .as_secs();
         let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
         header.kid = Some("k1".into());
+        header.typ = Some("at+jwt".into());
         let claims = json!({"iss": self.issuer, "aud": audience, "sub": "ada", "exp": now + 600});
         let key = jsonwebtoken::EncodingKey::from_ec_der(&self.key.serialize_der());
         jsonwebtoken::encode(&header, &claims, &key).unwrap()
@@ -327,8 +328,13 @@ impl Drop for Served {
 /// `tern serve demo --http 127.0.0.1:0 --issuer ISSUER --ca-file CA`: the
 /// child and the MCP URL it serves.
 fn serve_demo(auth: &AuthServer) -> (Served, String) {
+    serve_demo_with(auth, &[])
+}
+
+/// [`serve_demo`] with `extra` flags.
+fn serve_demo_with(auth: &AuthServer, extra: &[&str]) -> (Served, String) {
     let ca = auth.ca_file.to_str().unwrap();
-    let args = [
+    let mut args = vec![
         "serve",
         "demo",
         "--http",
@@ -338,8 +344,9 @@ fn serve_demo(auth: &AuthServer) -> (Served, String) {
         "--ca-file",
         ca,
     ];
+    args.extend_from_slice(extra);
     let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(args)
+        .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -675,4 +682,63 @@ fn login_in_a_terminal_without_a_browser_prints_the_url_to_follow() {
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert_eq!(auth.authorizations(), 1);
     assert_private(&h.0.join("tern/tokens.json"));
+}
+
+/// `--tool-scope deploy=mcp:admin`, tried from outside as the attacker did:
+/// a token without `mcp:admin` is refused `deploy` on the 2026-07-28 wire
+/// (403 `insufficient_scope`), and on a 2025-11-25 session naming an
+/// allowed tool first and `deploy` second is refused as malformed
+/// (`-32602`) instead of running `deploy`, as it did.
+#[test]
+fn a_tool_scope_holds_on_both_eras_against_a_repeated_name() {
+    let dir = home("tool-scope");
+    let auth = start_as(&dir.0);
+    let (_served, url) = serve_demo_with(&auth, &["--tool-scope", "deploy=mcp:admin"]);
+    let token = format!("Bearer {}", auth.state.jwt(&url));
+    let json = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("authorization", token.as_str()),
+    ];
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "deploy", "arguments": {"service": "web"}, "_meta": meta}});
+    let mut modern = json.to_vec();
+    modern.extend([
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "deploy"),
+    ]);
+    let (status, headers, body) = exchange("POST", &url, &modern, &call.to_string(), &auth.tls);
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        header(&headers, "www-authenticate").is_some_and(|c| c.contains("insufficient_scope")),
+        "{headers:?}"
+    );
+    // The same token opens a 2025-11-25 session.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "attacker", "version": "1"}}});
+    let (status, headers, body) = exchange("POST", &url, &json, &init.to_string(), &auth.tls);
+    assert_eq!(status, 200, "{body}");
+    let session = header(&headers, "mcp-session-id").unwrap().to_owned();
+    let mut legacy = json.to_vec();
+    legacy.extend([
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ]);
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(
+        exchange("POST", &url, &legacy, initialized, &auth.tls).0,
+        202
+    );
+    let smuggled = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"workspace_files","name":"deploy","arguments":{"service":"web"}}}"#;
+    let (status, _, body) = exchange("POST", &url, &legacy, smuggled, &auth.tls);
+    let reply: Value = serde_json::from_str(&body).unwrap_or_else(|_| panic!("{status}: {body}"));
+    assert_eq!(reply["error"]["code"], -32602, "{body}");
+    assert!(reply.get("result").is_none(), "{body}");
+    // deploy alone on the session: the scope check, as on the 2026 wire.
+    let direct = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"deploy","arguments":{"service":"web"}}}"#;
+    let (status, _, body) = exchange("POST", &url, &legacy, direct, &auth.tls);
+    assert_eq!(status, 403, "{body}");
 }
