@@ -188,7 +188,8 @@ pub async fn fleet(
 }
 
 /// Serves one replica at `listener` until `SIGINT` or `SIGTERM`: `/mcp`,
-/// `/healthz`, `/readyz`; `SIGHUP` reloads `keys_file`.
+/// `/healthz`, `/readyz`, on tern's accept loop with `options`; `SIGHUP`
+/// reloads `keys_file`.
 ///
 /// # Errors
 /// Serving failed.
@@ -196,6 +197,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     server: Server,
     endpoint: Http,
+    options: ServeOptions,
     ledger: Ledger,
     keys_file: PathBuf,
 ) -> std::io::Result<()> {
@@ -225,8 +227,7 @@ pub async fn serve(
             server.stop_tasks().await;
         }
     };
-    tern_server::transport::accept::serve_service(listener, app, ServeOptions::default(), shutdown)
-        .await
+    tern_server::transport::accept::serve_service(listener, app, options, shutdown).await
 }
 
 async fn readiness(

@@ -317,6 +317,17 @@ enum Served {
         /// issuer's metadata and keys (besides the built-in roots).
         #[arg(long, value_name = "FILE", requires = "issuer")]
         ca_file: Option<PathBuf>,
+        /// Over HTTP, a proxy network in front of the demo (a CIDR or an
+        /// address; repeatable): its connections count only against the
+        /// totals, and each request's client is read from the
+        /// --forwarded-header it sets (the right-most address not in a
+        /// trusted network).
+        #[arg(long = "trusted-proxy", value_name = "CIDR", requires_all = ["http", "forwarded_header"])]
+        trusted_proxies: Vec<String>,
+        /// The one header the trusted proxies set: `x-forwarded-for` (nginx's
+        /// `$proxy_add_x_forwarded_for`) or `forwarded` (RFC 7239).
+        #[arg(long, value_name = "HEADER", requires = "trusted_proxies")]
+        forwarded_header: Option<tern_server::transport::forwarded::ForwardedHeader>,
     },
 }
 
@@ -632,6 +643,7 @@ impl Lifetimes {
 struct Access {
     tokens: Option<std::collections::HashMap<String, String>>,
     oauth: Option<DemoOAuth>,
+    proxies: Option<tern_server::transport::forwarded::TrustedProxies>,
 }
 
 /// `--issuer URL [--audience AUD] [--scope S]... [--tool-scope TOOL=S]...
@@ -658,8 +670,20 @@ fn tool_scope(text: &str) -> Result<(String, String), String> {
 }
 
 impl Access {
+    /// The accept loop's options: the defaults, and the trusted proxies.
+    fn serve_options(&self) -> tern_server::transport::accept::ServeOptions {
+        let options = tern_server::transport::accept::ServeOptions::default();
+        match &self.proxies {
+            Some(p) => options.trusted_proxies(p.clone()),
+            None => options,
+        }
+    }
+
     /// `endpoint` guarded as asked; `local` names the default audience.
     fn apply(self, mut endpoint: Http, local: std::net::SocketAddr) -> Http {
+        if let Some(p) = self.proxies {
+            endpoint = endpoint.trusted_proxies(p);
+        }
         if let Some(o) = self.oauth {
             let audience = o
                 .audience
@@ -713,8 +737,10 @@ fn serve_fleet(
         );
         // Loopback Host and Origin only, as without --redis: the balancer
         // passes the Host it was addressed with (docs/DEPLOYMENT.md).
+        let options = access.serve_options();
         let endpoint = access.apply(Http::new(server.clone()), listener.local_addr()?);
-        tern::demo_fleet::serve(listener, server, endpoint, ledger, keys.to_owned()).await?;
+        tern::demo_fleet::serve(listener, server, endpoint, options, ledger, keys.to_owned())
+            .await?;
         Ok::<_, std::io::Error>(ExitCode::SUCCESS)
     });
     match outcome {
@@ -785,6 +811,8 @@ fn serve(served: Served) -> ExitCode {
             tool_scopes,
             accept_plain_jwt,
             ca_file,
+            trusted_proxies,
+            forwarded_header,
         } => {
             if !stdio && http.is_none() {
                 eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
@@ -801,7 +829,20 @@ fn serve(served: Served) -> ExitCode {
                 state_ttl,
                 task_retention,
             };
+            let proxies = match forwarded_header
+                .map(|h| {
+                    tern_server::transport::forwarded::TrustedProxies::new(&trusted_proxies, h)
+                })
+                .transpose()
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("tern serve demo: --trusted-proxy: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let access = Access {
+                proxies,
                 tokens,
                 oauth: issuer.map(|issuer| DemoOAuth {
                     issuer,
@@ -872,9 +913,12 @@ fn serve(served: Served) -> ExitCode {
                         let shutdown = async {
                             let _ = tokio::signal::ctrl_c().await;
                         };
+                        let options = access.serve_options();
                         let endpoint = access.apply(Http::new(demo_server), listener.local_addr()?);
-                        tern_server::transport::http::serve(listener, endpoint, "/mcp", shutdown)
-                            .await
+                        tern_server::transport::http::serve_with(
+                            listener, endpoint, "/mcp", options, shutdown,
+                        )
+                        .await
                     }
                     None => serve_stdio(demo_server, StdioOptions::default()).await,
                 }

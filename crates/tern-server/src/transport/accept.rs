@@ -52,8 +52,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use super::forwarded::TrustedProxies;
+
 /// Limits of the accept loop; see the module docs for the defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServeOptions {
     /// Longest a client may take to send one request's headers, and longest
@@ -87,6 +89,11 @@ pub struct ServeOptions {
     pub drain_timeout: Duration,
     /// What `Retry-After` says when full: default 1 s.
     pub retry_after: Duration,
+    /// The proxies in front of the server: their connections and requests
+    /// count only against the totals, not against a per-peer share (the
+    /// endpoint tells their clients apart per request, from the forwarded
+    /// header). Default: none.
+    pub trusted_proxies: Option<Arc<TrustedProxies>>,
 }
 
 impl Default for ServeOptions {
@@ -102,6 +109,7 @@ impl Default for ServeOptions {
             max_in_flight_per_peer: 64,
             drain_timeout: Duration::from_secs(10),
             retry_after: Duration::from_secs(1),
+            trusted_proxies: None,
         }
     }
 }
@@ -175,6 +183,16 @@ impl ServeOptions {
     #[must_use]
     pub fn retry_after(mut self, retry_after: Duration) -> Self {
         self.retry_after = retry_after;
+        self
+    }
+
+    /// Sets [`Self::trusted_proxies`]; under
+    /// [`serve_with`](crate::transport::http::serve_with) the endpoint reads
+    /// their clients from the forwarded header too, unless it has its own
+    /// ([`Http::trusted_proxies`](crate::transport::http::Http::trusted_proxies)).
+    #[must_use]
+    pub fn trusted_proxies(mut self, proxies: TrustedProxies) -> Self {
+        self.trusted_proxies = Some(Arc::new(proxies));
         self
     }
 
@@ -255,7 +273,8 @@ impl Drop for PeerSlot {
 /// holds them while it streams).
 struct Slots {
     _server: OwnedSemaphorePermit,
-    _peer: PeerSlot,
+    /// `None` for a trusted proxy.
+    _peer: Option<PeerSlot>,
 }
 
 /// `response` with its body holding `held` (slots, permits) until the body
@@ -508,7 +527,7 @@ where
         + 'static,
     S::Future: Send,
 {
-    let options = shared.options;
+    let options = &shared.options;
     if ambiguous.load(std::sync::atomic::Ordering::Relaxed) {
         tracing::warn!("Content-Length with Transfer-Encoding: 400, connection closed");
         return Ok(ambiguous_framing());
@@ -517,9 +536,18 @@ where
         tracing::warn!("requests in flight at the cap: 503");
         return Ok(overloaded(options.retry_after));
     };
-    let Some(peer_slot) = shared.peers.take(peer.ip(), options.max_in_flight_per_peer) else {
-        tracing::warn!("one peer's requests in flight at the cap: 503");
-        return Ok(overloaded(options.retry_after));
+    let proxy = options
+        .trusted_proxies
+        .as_ref()
+        .is_some_and(|t| t.contains(peer.ip()));
+    let peer_slot = if proxy {
+        None
+    } else {
+        let Some(slot) = shared.peers.take(peer.ip(), options.max_in_flight_per_peer) else {
+            tracing::warn!("one peer's requests in flight at the cap: 503");
+            return Ok(overloaded(options.retry_after));
+        };
+        Some(slot)
     };
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(axum::extract::ConnectInfo(peer));
@@ -557,10 +585,11 @@ where
     S::Future: Send,
 {
     let connections = Arc::new(Semaphore::new(options.max_connections));
+    let in_flight = Arc::new(Semaphore::new(options.max_in_flight));
     let shared = Arc::new(Shared {
         service,
         options,
-        in_flight: Arc::new(Semaphore::new(options.max_in_flight)),
+        in_flight,
         peers: Arc::default(),
         connections: Arc::default(),
     });
@@ -582,66 +611,42 @@ where
         };
         // Reap finished connections as we go.
         while tasks.try_join_next().is_some() {}
+        let options = &shared.options;
         let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
             tasks.spawn(refuse(stream, options.retry_after));
             continue;
         };
-        // Before any request is read: one peer's share of the connections.
-        let Some(peer_permit) = shared
-            .connections
-            .take(peer.ip(), options.max_connections_per_peer)
-        else {
-            tracing::warn!("one peer's connections at its share: 503");
-            tasks.spawn(refuse(stream, options.retry_after));
-            continue;
+        // Before any request is read: one peer's share of the connections
+        // (a trusted proxy's count against the total only).
+        let proxy = options
+            .trusted_proxies
+            .as_ref()
+            .is_some_and(|t| t.contains(peer.ip()));
+        let peer_permit = if proxy {
+            None
+        } else {
+            let Some(slot) = shared
+                .connections
+                .take(peer.ip(), options.max_connections_per_peer)
+            else {
+                tracing::warn!("one peer's connections at its share: 503");
+                tasks.spawn(refuse(stream, options.retry_after));
+                continue;
+            };
+            Some(slot)
         };
         let _ = stream.set_nodelay(true);
-        let shared = Arc::clone(&shared);
-        let mut stop = stop_rx.clone();
-        tasks.spawn(async move {
-            let _permits = (permit, peer_permit);
-            let framing = Framing::default();
-            let ambiguous = Arc::clone(&framing.seen);
-            let io = TokioIo::new(WriteTimed {
-                io: stream,
-                timeout: options.write_timeout,
-                stalled: None,
-                framing,
-            });
-            let service = hyper::service::service_fn(move |request| {
-                answer(Arc::clone(&shared), peer, Arc::clone(&ambiguous), request)
-            });
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(options.header_timeout)
-                .keep_alive(true);
-            let connection = builder.serve_connection(io, service);
-            tokio::pin!(connection);
-            let aged = tokio::time::sleep(options.max_connection_age);
-            tokio::select! {
-                result = connection.as_mut() => {
-                    if let Err(e) = result {
-                        tracing::debug!(error = %e, "connection ended with an error");
-                    }
-                }
-                () = async {
-                    tokio::select! {
-                        _ = stop.wait_for(|stop| *stop) => {}
-                        () = aged => tracing::debug!("connection past its age: closing"),
-                    }
-                } => {
-                    connection.as_mut().graceful_shutdown();
-                    if let Err(e) = connection.await {
-                        tracing::debug!(error = %e, "connection ended with an error while draining");
-                    }
-                }
-            }
-        });
+        tasks.spawn(connection(
+            Arc::clone(&shared),
+            stream,
+            peer,
+            (permit, peer_permit),
+            stop_rx.clone(),
+        ));
     }
     drop(listener);
     let _ = stop_tx.send(true);
-    let drained = tokio::time::timeout(options.drain_timeout, async {
+    let drained = tokio::time::timeout(shared.options.drain_timeout, async {
         while tasks.join_next().await.is_some() {}
     })
     .await;
@@ -653,6 +658,63 @@ where
         tasks.abort_all();
     }
     Ok(())
+}
+
+/// Serves one admitted connection, holding `permits` until it ends: until
+/// the client closes it, it passes its age, or the loop stops (then its
+/// request in flight finishes first).
+async fn connection<S>(
+    shared: Arc<Shared<S>>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    permits: (OwnedSemaphorePermit, Option<PeerSlot>),
+    mut stop: watch::Receiver<bool>,
+) where
+    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+{
+    let _permits = permits;
+    let framing = Framing::default();
+    let ambiguous = Arc::clone(&framing.seen);
+    let io = TokioIo::new(WriteTimed {
+        io: stream,
+        timeout: shared.options.write_timeout,
+        stalled: None,
+        framing,
+    });
+    let aged = tokio::time::sleep(shared.options.max_connection_age);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(shared.options.header_timeout)
+        .keep_alive(true);
+    let service = hyper::service::service_fn(move |request| {
+        answer(Arc::clone(&shared), peer, Arc::clone(&ambiguous), request)
+    });
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        }
+        () = async {
+            tokio::select! {
+                _ = stop.wait_for(|stop| *stop) => {}
+                () = aged => tracing::debug!("connection past its age: closing"),
+            }
+        } => {
+            connection.as_mut().graceful_shutdown();
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "connection ended with an error while draining");
+            }
+        }
+    }
 }
 
 /// Answers a connection over the cap with `503` and closes it.

@@ -36,7 +36,9 @@
 //! caller counts as one: one share of the replay store, of listen streams
 //! and of SSE responses, so one of them filling its share refuses them all.
 //! An IPv6 caller is keyed by its /64 (one host holds the whole prefix).
-//! Behind a proxy every caller has the proxy's address: authenticate them.
+//! Behind a proxy every caller has the proxy's address, unless the proxy is
+//! trusted ([`Http::trusted_proxies`]): then the client is read from the
+//! one forwarded header it sets ([`crate::transport::forwarded`]).
 //!
 //! What it checks, in order, and how it answers:
 //!
@@ -99,6 +101,7 @@ use tern_protocol::jsonrpc::{ErrorResponse, Message};
 use tern_protocol::{ClientRequest, JsonObject, RequestId, ServerNotification, method};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+pub use super::forwarded::{ForwardedHeader, InvalidNetwork, TrustedProxies};
 use crate::call::{CallContext, Reply};
 use crate::ctx::{Notifications, Notifier};
 use crate::dispatch::DecodedRequest;
@@ -268,6 +271,8 @@ pub struct Http {
     /// `None`: the accept loop's ([`ServeOptions::retry_after`]) under
     /// [`serve_with`], else 1 s.
     retry_after: Option<Duration>,
+    /// The proxies whose forwarded header names the client.
+    trusted: Option<Arc<TrustedProxies>>,
 }
 
 /// Default cap on SSE responses open at once: 128 (half the accept loop's
@@ -348,6 +353,7 @@ impl Http {
             max_streams_per_caller: DEFAULT_MAX_STREAMS_PER_CALLER,
             stream_buffer: DEFAULT_STREAM_BUFFER,
             retry_after: None,
+            trusted: None,
             legacy: server
                 .legacy_options()
                 .map(|o| Arc::new(crate::legacy::http::Sessions::new(o))),
@@ -401,6 +407,19 @@ impl Http {
     #[must_use]
     pub fn retry_after(mut self, retry_after: Duration) -> Self {
         self.retry_after = Some(retry_after);
+        self
+    }
+
+    /// Reads the client of a request from a trusted proxy in the one
+    /// forwarded header it sets ([`TrustedProxies`]): every per-caller
+    /// share (SSE streams, listen streams, the replay store's per-peer
+    /// bound, legacy sessions) then counts that client, not the proxy.
+    /// Default: none, every request's client is its TCP peer. Under
+    /// [`serve_with`] the accept loop's ([`ServeOptions::trusted_proxies`])
+    /// apply unless the endpoint has its own.
+    #[must_use]
+    pub fn trusted_proxies(mut self, proxies: TrustedProxies) -> Self {
+        self.trusted = Some(Arc::new(proxies));
         self
     }
 
@@ -559,6 +578,9 @@ pub async fn serve_with(
     // accept loop's unless it was given its own.
     let mut http = http;
     http.retry_after.get_or_insert(options.retry_after);
+    if http.trusted.is_none() {
+        http.trusted.clone_from(&options.trusted_proxies);
+    }
     // The path is compared as it is: no captures or wildcards (an
     // application that wants them mounts `Http::into_service` in its own
     // router).
@@ -976,10 +998,17 @@ impl Http {
         let (parts, body) = request.into_parts();
         let headers = &parts.headers;
         // Anonymous callers' replay records are bounded per address.
+        // Behind a trusted proxy, the client its forwarded header names.
         let peer = parts
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map(|info| Arc::<str>::from(crate::share::peer_name(info.0.ip())));
+            .map(|info| {
+                let ip = match &self.trusted {
+                    Some(trusted) => trusted.client(info.0.ip(), headers),
+                    None => info.0.ip(),
+                };
+                Arc::<str>::from(crate::share::peer_name(ip))
+            });
         let forbidden = || {
             error_response(
                 StatusCode::FORBIDDEN,

@@ -2,5 +2,6 @@
 //! HTTP), served by tern's own accept loop ([`accept`]).
 
 pub mod accept;
+pub mod forwarded;
 pub mod http;
 pub mod stdio;

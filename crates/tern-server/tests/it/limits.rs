@@ -93,6 +93,17 @@ async fn post(port: u16, body: &Value, token: Option<&str>) -> TcpStream {
 /// Sends `body` from the loopback address `from` (any of 127.0.0.0/8), as
 /// `token` or anonymously.
 async fn post_from(from: [u8; 4], port: u16, body: &Value, token: Option<&str>) -> TcpStream {
+    post_via(from, port, body, token, None).await
+}
+
+/// [`post_from`], with `X-Forwarded-For: forwarded` when given.
+async fn post_via(
+    from: [u8; 4],
+    port: u16,
+    body: &Value,
+    token: Option<&str>,
+    forwarded: Option<&str>,
+) -> TcpStream {
     let body = body.to_string();
     let v: Value = serde_json::from_str(&body).unwrap();
     let name = v["params"]["name"]
@@ -101,7 +112,10 @@ async fn post_from(from: [u8; 4], port: u16, body: &Value, token: Option<&str>) 
         .unwrap_or_default();
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        + &forwarded
+            .map(|xff| format!("X-Forwarded-For: {xff}\r\n"))
+            .unwrap_or_default();
     let text = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {}\r\n{name}{auth}Content-Length: {}\r\n\r\n{body}",
         v["method"].as_str().unwrap(),
@@ -425,8 +439,14 @@ async fn a_reader_that_stops_reading_is_dropped_and_its_request_cancelled() {
 }
 
 /// Sends `body` from `from` as `token` and reads the whole JSON reply.
-async fn exchange(from: [u8; 4], port: u16, body: &Value, token: Option<&str>) -> Value {
-    let mut s = post_from(from, port, body, token).await;
+async fn exchange_via(
+    from: [u8; 4],
+    port: u16,
+    body: &Value,
+    token: Option<&str>,
+    forwarded: Option<&str>,
+) -> Value {
+    let mut s = post_via(from, port, body, token, forwarded).await;
     let mut raw = Vec::new();
     tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut raw))
         .await
@@ -453,12 +473,30 @@ fn once_only(id: u64, retry: Option<(&str, &str)>) -> Value {
 /// One single-use flow from `from` as `token`, answered with `action`: the
 /// final leg's reply.
 async fn single_use_flow(from: [u8; 4], port: u16, token: Option<&str>, action: &str) -> Value {
-    let first = exchange(from, port, &once_only(1, None), token).await;
+    single_use_flow_via(from, port, token, None, action).await
+}
+
+/// [`single_use_flow`] through a proxy at `from` forwarding for `client`.
+async fn single_use_flow_via(
+    from: [u8; 4],
+    port: u16,
+    token: Option<&str>,
+    client: Option<&str>,
+    action: &str,
+) -> Value {
+    let first = exchange_via(from, port, &once_only(1, None), token, client).await;
     let state = first["result"]["requestState"]
         .as_str()
         .unwrap_or_else(|| panic!("a question: {first}"))
         .to_owned();
-    exchange(from, port, &once_only(2, Some((&state, action))), token).await
+    exchange_via(
+        from,
+        port,
+        &once_only(2, Some((&state, action))),
+        token,
+        client,
+    )
+    .await
 }
 
 /// Hole 3: declined single-use retries fill only the sender's share of the
@@ -702,4 +740,60 @@ async fn content_length_with_transfer_encoding_is_400_and_the_connection_closes(
         0,
         "the handler never ran"
     );
+}
+
+/// Behind a trusted proxy every request comes from the proxy's address, so
+/// one client's declined single-use retries filled the share of every
+/// client of the proxy (behind nginx, ~10 minutes for all). With the proxy
+/// trusted, its clients are told apart by `X-Forwarded-For`: one client
+/// filling its share leaves another's calls running, and a peer that is no
+/// proxy cannot spend another client's share by naming it.
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_share() {
+    use tern_server::transport::http::{ForwardedHeader, TrustedProxies};
+    let proxies = TrustedProxies::new(["127.0.0.10"], ForwardedHeader::XForwardedFor).unwrap();
+    let r = start_as(
+        true,
+        |b| {
+            b.replay_store_limits(
+                tern_server::replay::StoreLimits::default().per_anonymous_bytes(2048),
+            )
+        },
+        |h| h,
+        ServeOptions::default().trusted_proxies(proxies),
+    )
+    .await;
+    let proxy = [127, 0, 0, 10];
+    // A spoofer (not a proxy) names client B: it fills its own share.
+    let mut full = false;
+    for _ in 0..200 {
+        let reply =
+            single_use_flow_via([127, 0, 0, 11], r.port, None, Some("192.0.2.2"), "decline").await;
+        if reply["error"]["code"] == -31002 {
+            full = true;
+            break;
+        }
+    }
+    assert!(full, "the spoofer's share fills");
+    // Client A, through the proxy, fills its share (a client's own
+    // made-up element left of the proxy's is not believed).
+    let mut full = false;
+    for _ in 0..200 {
+        let reply =
+            single_use_flow_via(proxy, r.port, None, Some("192.0.2.2, 192.0.2.1"), "decline").await;
+        if reply["error"]["code"] == -31002 {
+            full = true;
+            break;
+        }
+    }
+    assert!(full, "client A's share fills");
+    // Client B, through the same proxy, still runs its single-use call.
+    let reply = single_use_flow_via(proxy, r.port, None, Some("192.0.2.2"), "accept").await;
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "went: true",
+        "{reply}"
+    );
+    // And client A is still refused.
+    let reply = single_use_flow_via(proxy, r.port, None, Some("192.0.2.1"), "decline").await;
+    assert_eq!(reply["error"]["code"], -31002, "{reply}");
 }

@@ -92,6 +92,11 @@ impl Replica {
             keys.display().to_string(),
             "--lease".into(),
             lease_secs.to_string(),
+            // nginx, in front, is trusted to name its clients.
+            "--trusted-proxy".into(),
+            "127.0.0.1".into(),
+            "--forwarded-header".into(),
+            "x-forwarded-for".into(),
         ];
         let mut replica = Self {
             port,
@@ -246,6 +251,8 @@ http {{
             proxy_pass http://tern;
             proxy_http_version 1.1;
             proxy_set_header Host $host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header Forwarded \"\";
             proxy_buffering off;
             proxy_request_buffering off;
             proxy_read_timeout 60s;
