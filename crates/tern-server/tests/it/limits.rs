@@ -797,3 +797,108 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_share() {
     let reply = single_use_flow_via(proxy, r.port, None, Some("192.0.2.1"), "decline").await;
     assert_eq!(reply["error"]["code"], -31002, "{reply}");
 }
+
+/// Opens a POST from `from` declaring a `len`-byte body and sends only its
+/// first bytes: a parked body. Returns the stream, still open.
+async fn park(from: [u8; 4], port: u16, len: usize) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    let mut stream = socket
+        .connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: {len}\r\n\r\n{{\"jsonrpc\""
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+/// A small `tools/list` from `from`: its status.
+async fn small_request(from: [u8; 4], port: u16) -> u16 {
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}});
+    let mut s = post_from(from, port, &body, None).await;
+    status(&head(&mut s).await)
+}
+
+/// A parked body holds its declared bytes: whoever is over its share of the
+/// byte budget, or over the total, gets 503 + Retry-After at once, while a
+/// small body is still served. Before, 128 parked 4 MiB bodies held 521 MiB.
+#[tokio::test]
+async fn parked_bodies_are_held_to_the_byte_budget_and_small_ones_still_pass() {
+    let r = start_as(
+        true,
+        |b| b,
+        |h| {
+            h.body_budget(1_000_000, 500_000)
+                .heavy_bodies(4 * 1024 * 1024, 64, 64)
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let mut parked = vec![park([127, 0, 0, 2], r.port, 400_000).await];
+    // A second parked body of the same peer passes its share: refused.
+    let mut over_share = park([127, 0, 0, 2], r.port, 400_000).await;
+    let refused = head(&mut over_share).await;
+    assert_eq!(status(&refused), 503, "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains("retry-after"),
+        "{refused}"
+    );
+    // Another peer parks within its share; a third would pass the total.
+    parked.push(park([127, 0, 0, 3], r.port, 400_000).await);
+    let mut over_total = park([127, 0, 0, 4], r.port, 400_000).await;
+    assert_eq!(status(&head(&mut over_total).await), 503);
+    // A small body of that third peer is still served.
+    assert_eq!(small_request([127, 0, 0, 4], r.port).await, 200);
+    // The parked bodies, closed, give their bytes back.
+    drop(parked);
+    let mut status_after = 0;
+    for _ in 0..100 {
+        let mut again = park([127, 0, 0, 4], r.port, 400_000).await;
+        // A parked body that is admitted answers nothing yet.
+        let answered =
+            tokio::time::timeout(Duration::from_millis(200), again.read(&mut [0u8; 64])).await;
+        if answered.is_err() {
+            status_after = 200;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status_after, 200, "the budget came back");
+}
+
+/// Heavy bodies (over the threshold) take a permit: one caller with its two
+/// in flight gets 503 for a third, another caller's heavy and small ones
+/// pass.
+#[tokio::test]
+async fn one_caller_s_heavy_bodies_do_not_take_every_heavy_permit() {
+    let r = start_as(
+        true,
+        |b| b,
+        |h| h.heavy_bodies(1024, 3, 2),
+        ServeOptions::default(),
+    )
+    .await;
+    let _held = [
+        park([127, 0, 0, 2], r.port, 10_000).await,
+        park([127, 0, 0, 2], r.port, 10_000).await,
+    ];
+    let mut third = park([127, 0, 0, 2], r.port, 10_000).await;
+    let refused = head(&mut third).await;
+    assert_eq!(status(&refused), 503, "{refused}");
+    assert!(
+        body_json(&refused)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("large requests")
+    );
+    assert_eq!(small_request([127, 0, 0, 3], r.port).await, 200);
+    // A heavy body of another caller, sent whole, is served.
+    let big = "x".repeat(4000);
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta(), "pad": big}});
+    let mut s = post_from([127, 0, 0, 3], r.port, &body, None).await;
+    let answer = head(&mut s).await;
+    assert_ne!(status(&answer), 503, "{answer}");
+}

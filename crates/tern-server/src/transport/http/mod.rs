@@ -51,6 +51,8 @@
 //! | `Accept` lacks `application/json` or `text/event-stream` | 406 | — |
 //! | `Content-Type` is not JSON | 415 | — |
 //! | body over the limit (default 4 MiB), refused before it is read whole | 413 | — |
+//! | the request-body bytes held at once at [`Http::body_budget`] (default 128 MiB, 16 MiB per caller; a declared length counts at once) | 503 + `Retry-After` | id-less `-32603`, `data.retryAfterMs` |
+//! | a heavy body (over 256 KiB) with [`Http::heavy_bodies`] in flight (default 4, 2 per caller) | 503 + `Retry-After` | id-less `-32603`, `data.retryAfterMs` |
 //! | not JSON / not a JSON-RPC message | 400 | `-32700` / `-32600` |
 //! | a notification | 202 | — |
 //! | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` or `Mcp-Param-*` missing, malformed or not matching the body | 400 | `-32020` |
@@ -93,7 +95,6 @@ use http::header::{
     ACCEPT, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, WWW_AUTHENTICATE,
 };
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::BodyExt;
 use serde_json::Value;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::header::HeaderParam;
@@ -110,7 +111,13 @@ use crate::registry::HeaderParamType;
 use crate::replay::BoxFuture;
 use crate::server::Server;
 use crate::share::{ShareSlot, Shares, caller_key};
+
+mod body;
 pub use crate::transport::accept::{ServeOptions, serve_service};
+pub use body::{
+    DEFAULT_BODY_BUDGET, DEFAULT_BODY_BUDGET_PER_CALLER, DEFAULT_HEAVY_BODY, DEFAULT_MAX_HEAVY,
+    DEFAULT_MAX_HEAVY_PER_CALLER,
+};
 
 /// Default body limit: 4 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -252,7 +259,8 @@ enum Allow {
 /// Configures the HTTP endpoint of a [`Server`].
 pub struct Http {
     server: Server,
-    body_limit: usize,
+    /// The body stage: size limit, byte budget, heavy permits.
+    bodies: body::Bodies,
     keep_alive: Duration,
     origins: Allow,
     hosts: Allow,
@@ -309,6 +317,8 @@ struct Held {
     stream: Option<tokio::sync::OwnedSemaphorePermit>,
     #[allow(dead_code, reason = "held for its drop")]
     stream_share: Option<ShareSlot>,
+    #[allow(dead_code, reason = "held for its drop")]
+    body: Option<body::Held>,
 }
 
 /// `503` + `Retry-After` with an id-less `-32603` carrying
@@ -327,7 +337,7 @@ fn overloaded(retry_after: Duration, id: Option<RequestId>, why: &str) -> Respon
 impl std::fmt::Debug for Http {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Http")
-            .field("body_limit", &self.body_limit)
+            .field("body_limit", &self.bodies.limit)
             .field("origins", &self.origins)
             .field("hosts", &self.hosts)
             .finish_non_exhaustive()
@@ -339,7 +349,7 @@ impl Http {
     /// origins and hosts only, anonymous callers.
     pub fn new(server: Server) -> Self {
         Self {
-            body_limit: DEFAULT_BODY_LIMIT,
+            bodies: body::Bodies::default(),
             keep_alive: DEFAULT_KEEP_ALIVE,
             origins: Allow::Loopback(Vec::new()),
             hosts: Allow::Loopback(Vec::new()),
@@ -364,7 +374,33 @@ impl Http {
     /// The largest request body accepted (default 4 MiB).
     #[must_use]
     pub fn body_limit(mut self, bytes: usize) -> Self {
-        self.body_limit = bytes;
+        self.bodies.limit = bytes;
+        self
+    }
+
+    /// Bounds the request-body bytes held at once: `total` for all callers
+    /// (default [`DEFAULT_BODY_BUDGET`], 128 MiB) and `per_caller` for one
+    /// (principal, else peer address; default
+    /// [`DEFAULT_BODY_BUDGET_PER_CALLER`], 16 MiB). A body is counted from
+    /// when it is read (its declared length at once) until its response
+    /// ends; past either, `503` + `Retry-After`. Set them at least as large
+    /// as [`Self::body_limit`].
+    #[must_use]
+    pub fn body_budget(mut self, total: usize, per_caller: usize) -> Self {
+        self.bodies.bytes = body::Budget::new(total, per_caller);
+        self
+    }
+
+    /// Bodies over `from` bytes (default [`DEFAULT_HEAVY_BODY`], 256 KiB)
+    /// are heavy: decoded off the async workers, at most `total` at once
+    /// (default [`DEFAULT_MAX_HEAVY`], 4) and `per_caller` for one caller
+    /// (default [`DEFAULT_MAX_HEAVY_PER_CALLER`], 2); past them, `503` +
+    /// `Retry-After`, so one caller's huge bodies do not starve the small
+    /// requests of others.
+    #[must_use]
+    pub fn heavy_bodies(mut self, from: usize, total: usize, per_caller: usize) -> Self {
+        self.bodies.heavy_from = from;
+        self.bodies.heavy = body::Budget::new(total.max(1), per_caller.max(1));
         self
     }
 
@@ -1144,23 +1180,28 @@ impl Http {
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.body_limit as u64) {
-            return plain(StatusCode::PAYLOAD_TOO_LARGE);
-        }
-        let bytes = match http_body_util::Limited::new(body, self.body_limit)
-            .collect()
-            .await
-        {
-            Ok(collected) => collected.to_bytes(),
-            Err(e)
-                if e.downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some() =>
-            {
-                return plain(StatusCode::PAYLOAD_TOO_LARGE);
+        let caller = caller_key(&principal, peer.as_deref());
+        let read = match self.bodies.read(body, declared, caller.as_deref()).await {
+            Ok(read) => read,
+            Err(body::Refused::TooLarge) => return plain(StatusCode::PAYLOAD_TOO_LARGE),
+            Err(body::Refused::Broken) => return plain(StatusCode::BAD_REQUEST),
+            Err(body::Refused::Busy(why)) => {
+                tracing::warn!("{why}: 503");
+                return overloaded(self.retry_hint(), None, why);
             }
-            Err(_) => return plain(StatusCode::BAD_REQUEST),
         };
-        let message = match Message::from_slice(&bytes) {
+        // A heavy body is decoded off the async workers.
+        let bytes = read.bytes;
+        let parsed = if read.held.is_heavy() {
+            match tokio::task::spawn_blocking(move || Message::from_slice(&bytes)).await {
+                Ok(parsed) => parsed,
+                Err(_) => return plain(StatusCode::INTERNAL_SERVER_ERROR),
+            }
+        } else {
+            Message::from_slice(&bytes)
+        };
+        held.body = Some(read.held);
+        let message = match parsed {
             Ok(message) => message,
             Err(e) => return error_response(StatusCode::BAD_REQUEST, None, e.to_error_object()),
         };
