@@ -448,6 +448,33 @@ pub(crate) fn owner_of(principal: &Principal) -> Option<String> {
     })
 }
 
+/// The quota of an anonymous caller's tasks: its peer's, as a keyed digest
+/// (never the address itself), an IPv6 peer by its /64 (one host holds a
+/// whole /64, so its single addresses are not separate callers), an
+/// IPv4-mapped IPv6 address as the IPv4 one. `None` without a peer: every
+/// such caller shares one quota. The task itself stays bearer-by-id.
+pub(crate) fn peer_quota_key(peer: Option<&str>) -> Option<String> {
+    let peer = peer?;
+    let group = match peer.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                let net = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
+                format!("{net}/64")
+            }
+        },
+        Ok(ip) => ip.to_string(),
+        // A transport's own name for its peer (`stdio`).
+        Err(_) => peer.to_owned(),
+    };
+    let digest = sha2::Sha256::new()
+        .chain_update(b"tern-task-peer\0")
+        .chain_update(group.as_bytes())
+        .finalize();
+    Some(hex(&digest))
+}
+
 pub(crate) use crate::json::hex;
 
 pub(crate) fn ms(d: Duration) -> u64 {
@@ -520,6 +547,22 @@ mod tests {
         assert_eq!(iso8601(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
         assert_eq!(iso8601(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
         assert_eq!(iso8601(1_000_000_000_009), "2001-09-09T01:46:40.009Z");
+    }
+
+    #[test]
+    fn anonymous_quotas_are_per_peer_and_ipv6_per_64() {
+        let key = |p: &str| peer_quota_key(Some(p)).unwrap();
+        assert_eq!(peer_quota_key(None), None);
+        assert_ne!(key("127.0.0.2"), key("127.0.0.3"));
+        assert!(
+            !key("127.0.0.2").contains("127"),
+            "a digest, not the address"
+        );
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.1"), key("192.0.2.1"));
+        assert_eq!(key("stdio"), key("stdio"));
+        assert_ne!(Some(key("stdio")), owner_of(&Principal::new("stdio")));
     }
 
     #[test]
