@@ -39,6 +39,11 @@
 //!   runs so a running task never expires, and is set at the end to keep the
 //!   record [`TaskConfig::retention`] (1 h) longer.
 //! - Unknown, expired and other principals' ids get the same `-32602`.
+//! - An anonymous caller's task is bearer-by-id: whoever holds its
+//!   unguessable id (128 bits) may read, answer or cancel it, from any
+//!   address (a client behind a NAT or a proxy that changes address keeps
+//!   its task). Its *quota* is its peer's, so one anonymous address at its
+//!   quota does not refuse tasks to the others.
 
 pub mod memory;
 pub(crate) mod runner;
@@ -96,10 +101,14 @@ pub struct TaskConfig {
     /// that another replica wrote: default 1 s (this process's own
     /// `tasks/update` and `tasks/cancel` wake it at once).
     pub recheck: Duration,
-    /// Most live tasks per principal: default 64.
+    /// Most live tasks per principal: default 64. Anonymous callers have
+    /// this quota each, per peer address (an IPv6 address by its /64; all
+    /// callers of a transport that names no peer share one), not one for
+    /// them all; see [`TaskRecord::quota_key`].
     pub max_live_per_principal: usize,
-    /// Most bytes per principal of its task records (each result or error,
-    /// plus [`RECORD_CHARGE`] a record): default 16 MiB.
+    /// Most bytes per principal (per anonymous peer, as above) of its task
+    /// records (each result or error, plus [`RECORD_CHARGE`] a record):
+    /// default 16 MiB.
     pub max_result_bytes_per_principal: u64,
     /// Largest result one task may store: default 1 MiB. A larger one ends
     /// the task `failed` with [`crate::error::codes::STORE_FULL`].
