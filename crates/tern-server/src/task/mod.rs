@@ -465,14 +465,14 @@ pub(crate) fn owner_of(principal: &Principal) -> Option<String> {
 pub(crate) fn peer_quota_key(peer: Option<&str>) -> Option<String> {
     let peer = peer?;
     let group = match peer.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => {
+        Ok(std::net::IpAddr::V6(v6)) => v6.to_ipv4_mapped().map_or_else(
+            || {
                 let s = v6.segments();
                 let net = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
                 format!("{net}/64")
-            }
-        },
+            },
+            |v4| v4.to_string(),
+        ),
         Ok(ip) => ip.to_string(),
         // A transport's own name for its peer (`stdio`).
         Err(_) => peer.to_owned(),

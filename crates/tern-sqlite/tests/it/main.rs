@@ -201,11 +201,13 @@ fn a_task_whose_process_died_reads_failed_once_its_lease_lapses() {
     });
 }
 
-/// The tally table, and what a `SUM` over the rows says it should hold,
-/// each as (owner, live, bytes) sorted by owner (`-`: anonymous).
-fn tally_and_sums(path: &std::path::Path) -> (Vec<(String, i64, i64)>, Vec<(String, i64, i64)>) {
+/// Each tally's (owner, live, bytes), sorted by owner (`-`: anonymous).
+type Tallies = Vec<(String, i64, i64)>;
+
+/// The tally table, and what a `SUM` over the rows says it should hold.
+fn tally_and_sums(path: &std::path::Path) -> (Tallies, Tallies) {
     let conn = rusqlite::Connection::open(path).unwrap();
-    let rows = |sql: &str| -> Vec<(String, i64, i64)> {
+    let rows = |sql: &str| -> Tallies {
         let mut stmt = conn.prepare(sql).unwrap();
         stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .unwrap()
