@@ -471,3 +471,91 @@ async fn one_create_under_2000_records_of_one_owner_runs_a_few_commands() {
         "one create under {RECORDS} records ran {most} Redis commands: it must not read the owner's records"
     );
 }
+
+/// Records a store wrote before the tally (their owner's ids in the set
+/// `o:OWNER`) are charged by the next create of that owner, and leave the
+/// tally as any other when removed: an upgrade neither lets an owner past
+/// its quota nor locks it out.
+#[tokio::test]
+async fn records_from_before_the_tally_count_against_their_owner() {
+    use tern_server::task::{Created, TaskQuota, TaskStore as _};
+    const NOW: u64 = 1_800_000_000_000;
+    let redis = RedisServer::start().await;
+    let p = prefix();
+    let store = RedisTaskStore::connect(&redis.url(), RedisOptions::new().prefix(&p))
+        .await
+        .unwrap();
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let tag = format!("{p}:{{tasks}}:");
+    // The layout of the store before: a record hash without `q`, its
+    // dedupe key, the owner's set.
+    for id in ["old-1", "old-2"] {
+        let mut r = tern_server::testing::task_record(id, &format!("k-{id}"), NOW);
+        r.owner = Some("o".to_owned());
+        r.result_bytes = 2048;
+        let exp = (NOW + 60_000).to_string();
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{tag}t:{id}"))
+            .arg(&[
+                ("json", serde_json::to_string(&r).unwrap()),
+                ("v", "1".to_owned()),
+                ("key", r.key.clone()),
+                ("owner", "o".to_owned()),
+                ("live", "1".to_owned()),
+                ("bytes", "2048".to_owned()),
+                ("exp", exp),
+            ])
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(format!("{tag}k:{}", r.key))
+            .arg(id)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("SADD")
+            .arg(format!("{tag}o:o"))
+            .arg(id)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let quota = TaskQuota::new(3, 1 << 20);
+    let new = |id: &str| {
+        let mut r = tern_server::testing::task_record(id, &format!("k-{id}"), NOW);
+        r.owner = Some("o".to_owned());
+        r
+    };
+    assert_eq!(
+        store.create(new("n1"), quota, NOW).await.unwrap(),
+        Created::New
+    );
+    assert_eq!(
+        store.create(new("n2"), quota, NOW).await.unwrap(),
+        Created::OverQuota,
+        "the two records from before count: a fourth live task is refused"
+    );
+    let old_set: bool = redis::cmd("EXISTS")
+        .arg(format!("{tag}o:o"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!old_set, "the owner set is read once, then gone");
+    store.remove("old-1").await.unwrap();
+    assert_eq!(
+        store.create(new("n2"), quota, NOW).await.unwrap(),
+        Created::New,
+        "a removed record from before leaves the tally"
+    );
+    let mut finished = store.load("old-2", NOW).await.unwrap().unwrap();
+    finished.version += 1;
+    finished.status = tern_protocol::task::TaskStatus::Completed;
+    assert!(store.replace(finished).await.unwrap());
+    assert_eq!(
+        store.create(new("n3"), quota, NOW).await.unwrap(),
+        Created::New,
+        "a record from before that finished is no longer live"
+    );
+}
