@@ -174,6 +174,84 @@ impl std::fmt::Display for DuplicateMember {
 
 impl std::error::Error for DuplicateMember {}
 
+/// How deep and how wide a JSON text may be: checked in the same one pass
+/// as repeated names ([`check_shape`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JsonLimits {
+    /// Most arrays and objects open inside one another: default 64 (real
+    /// arguments nest a handful of levels; serde_json itself stops at 128).
+    pub max_depth: usize,
+    /// Most members of one object: default 100,000. Arrays are bounded by
+    /// the body size only: a tool may well take a 100,000-element array.
+    pub max_members: usize,
+}
+
+impl Default for JsonLimits {
+    fn default() -> Self {
+        Self {
+            max_depth: 64,
+            max_members: 100_000,
+        }
+    }
+}
+
+impl JsonLimits {
+    /// No bound but serde_json's own.
+    pub const UNBOUNDED: Self = Self {
+        max_depth: usize::MAX,
+        max_members: usize::MAX,
+    };
+
+    /// Sets [`Self::max_depth`] (at least 1).
+    #[must_use]
+    pub fn max_depth(mut self, n: usize) -> Self {
+        self.max_depth = n.max(1);
+        self
+    }
+
+    /// Sets [`Self::max_members`] (at least 1).
+    #[must_use]
+    pub fn max_members(mut self, n: usize) -> Self {
+        self.max_members = n.max(1);
+        self
+    }
+}
+
+/// What [`check_shape`] refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShapeError {
+    /// A member name repeated in one object.
+    Duplicate(DuplicateMember),
+    /// Arrays and objects nested deeper than the limit.
+    TooDeep {
+        /// The limit.
+        limit: usize,
+    },
+    /// An object with more members than the limit.
+    TooManyMembers {
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl std::fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Duplicate(d) => d.fmt(f),
+            Self::TooDeep { limit } => {
+                write!(f, "arrays and objects nest deeper than {limit} levels")
+            }
+            Self::TooManyMembers { limit } => {
+                write!(f, "an object has more than {limit} members")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
 /// Checks that no object anywhere in `text` names a member twice.
 ///
 /// RFC 8259 leaves duplicate names undefined, and readers disagree (serde's
@@ -183,14 +261,41 @@ impl std::error::Error for DuplicateMember {}
 /// pass, no values kept; text that is not JSON passes (the real decoder
 /// reports it).
 pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
+    match check_shape(text, &JsonLimits::UNBOUNDED) {
+        Ok(()) => Ok(()),
+        Err(ShapeError::Duplicate(d)) => Err(d),
+        // Unbounded: nothing else is refused.
+        Err(_) => Ok(()),
+    }
+}
+
+/// [`unique_members`], and `text` within `limits`' depth and width, in one
+/// pass.
+pub fn check_shape(text: &str, limits: &JsonLimits) -> Result<(), ShapeError> {
     use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
-    /// What the walk keeps: the first repetition found, and the names of the
-    /// objects open on the way down, each object's after its parent's (one
-    /// buffer for the whole text, not one per object).
+    /// What the walk keeps: the first problem found, the depth, and the
+    /// names of the objects open on the way down, each object's after its
+    /// parent's (one buffer for the whole text, not one per object).
     struct State<'de> {
-        found: Option<DuplicateMember>,
+        found: Option<ShapeError>,
         names: Vec<std::borrow::Cow<'de, str>>,
+        depth: usize,
+        limits: JsonLimits,
+    }
+
+    impl State<'_> {
+        /// One level down; `false` (and the problem kept) past the limit.
+        fn enter(&mut self) -> bool {
+            self.depth += 1;
+            if self.depth > self.limits.max_depth {
+                self.found = Some(ShapeError::TooDeep {
+                    limit: self.limits.max_depth,
+                });
+                return false;
+            }
+            true
+        }
     }
 
     struct Check<'s, 'de>(&'s mut State<'de>);
@@ -230,7 +335,11 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
         }
 
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            if !self.0.enter() {
+                return Err(serde::de::Error::custom("too deep"));
+            }
             while seq.next_element_seed(Check(&mut *self.0))?.is_some() {}
+            self.0.depth -= 1;
             Ok(())
         }
 
@@ -239,9 +348,20 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
             // (allocating only for escaped ones) at the end of the shared
             // buffer, and a hash set past 16 members, so a huge object
             // costs linear time, not quadratic.
+            if !self.0.enter() {
+                return Err(serde::de::Error::custom("too deep"));
+            }
             let start = self.0.names.len();
             let mut many: Option<std::collections::HashSet<std::borrow::Cow<'de, str>>> = None;
+            let mut members = 0_usize;
             while let Some(key) = map.next_key_seed(Key)? {
+                members += 1;
+                if members > self.0.limits.max_members {
+                    self.0.found = Some(ShapeError::TooManyMembers {
+                        limit: self.0.limits.max_members,
+                    });
+                    return Err(serde::de::Error::custom("too many members"));
+                }
                 let repeated = if let Some(set) = &mut many {
                     !set.insert(key.clone())
                 } else {
@@ -260,9 +380,9 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
                     }
                 };
                 if repeated {
-                    self.0.found = Some(DuplicateMember {
+                    self.0.found = Some(ShapeError::Duplicate(DuplicateMember {
                         name: key.chars().take(64).collect(),
-                    });
+                    }));
                     return Err(serde::de::Error::custom("duplicate member"));
                 }
                 // A nested object's names go after this one's and are gone
@@ -270,6 +390,7 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
                 map.next_value_seed(Check(&mut *self.0))?;
             }
             self.0.names.truncate(start);
+            self.0.depth -= 1;
             Ok(())
         }
     }
@@ -304,8 +425,12 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
     let mut state = State {
         found: None,
         names: Vec::with_capacity(32),
+        depth: 0,
+        limits: *limits,
     };
     let mut de = serde_json::Deserializer::from_str(text);
+    // serde_json's own recursion limit (128) stands when ours is higher;
+    // text it refuses for that is not JSON this walk passes judgement on.
     let _ = Check(&mut state).deserialize(&mut de);
     state.found.map_or(Ok(()), Err)
 }
@@ -313,6 +438,36 @@ pub fn unique_members(text: &str) -> Result<(), DuplicateMember> {
 #[cfg(test)]
 mod unique_tests {
     use super::*;
+
+    #[test]
+    fn depth_and_width_are_bounded_in_the_same_pass() {
+        let limits = JsonLimits::default().max_depth(3).max_members(2);
+        assert_eq!(check_shape(r#"{"a":[{"b":1}]}"#, &limits), Ok(()));
+        assert_eq!(
+            check_shape(r#"{"a":[{"b":[1]}]}"#, &limits),
+            Err(ShapeError::TooDeep { limit: 3 })
+        );
+        assert_eq!(
+            check_shape(r#"[[[[]]]]"#, &limits),
+            Err(ShapeError::TooDeep { limit: 3 })
+        );
+        assert_eq!(
+            check_shape(r#"{"a":1,"b":2,"c":3}"#, &limits),
+            Err(ShapeError::TooManyMembers { limit: 2 })
+        );
+        // Long arrays are not members: a 100,000-element array passes.
+        let long = format!("[{}]", vec!["0"; 100_000].join(","));
+        assert_eq!(check_shape(&long, &JsonLimits::default()), Ok(()));
+        // Siblings do not add up to depth.
+        assert_eq!(check_shape(r#"[[1],[2],[[3]]]"#, &limits), Ok(()));
+        let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
+        assert!(check_shape(&deep, &JsonLimits::default()).is_err());
+        assert_eq!(
+            unique_members(&deep),
+            Ok(()),
+            "unbounded: depth is not a duplicate"
+        );
+    }
 
     #[test]
     fn repeated_members_are_found_at_any_depth() {

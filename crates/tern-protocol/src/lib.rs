@@ -74,7 +74,7 @@ pub mod tool;
 pub use capabilities::{ClientCapabilities, Icon, Implementation, ServerCapabilities};
 pub use content::ContentBlock;
 pub use error::{DecodeError, ErrorObject};
-pub use json::{DuplicateMember, JsonObject, unique_members};
+pub use json::{DuplicateMember, JsonLimits, JsonObject, ShapeError, check_shape, unique_members};
 pub use jsonrpc::{Message, RequestId};
 pub use meta::{ProgressToken, RequestMeta, ResultMeta};
 pub use mrtr::{

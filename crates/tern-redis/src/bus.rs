@@ -14,6 +14,9 @@
 //!
 //! Delivery is best effort, as pub/sub is: an update published while a
 //! replica's subscriber is reconnecting is lost for that replica's streams.
+//! After a Redis restart each replica's subscriber subscribes again by
+//! itself (backing off from 50 ms to 2 s between attempts), and a publish
+//! that fails on the dead connection is sent once more.
 
 use std::fmt;
 
@@ -21,7 +24,7 @@ use redis::aio::ConnectionManager;
 use tern_server::{Change, ChangeRelay, Changes};
 use tokio::sync::broadcast;
 
-use crate::replay::{ConnectError, RedisOptions, connect, spawn_listener};
+use crate::replay::{ConnectError, RedisOptions, connect, once_more, spawn_listener};
 
 /// The resource-update bus of a fleet: channel `P:changes`, one URI per
 /// message.
@@ -103,16 +106,27 @@ impl RedisChangeBus {
 
 impl ChangeRelay for RedisChangeBus {
     fn publish(&self, uri: &str) {
-        let mut conn = self.conn.clone();
+        let conn = self.conn.clone();
         let channel = self.channel.clone();
         let owned = uri.to_owned();
         let publish = async move {
             let uri = owned;
-            let sent: redis::RedisResult<i64> = redis::cmd("PUBLISH")
-                .arg(&channel)
-                .arg(&uri)
-                .query_async(&mut conn)
-                .await;
+            // Sent once more after a connection error (the first command
+            // after a Redis restart fails on the dead socket): an update
+            // heard twice only wakes a listener twice; one never sent is
+            // lost for every replica.
+            let sent: redis::RedisResult<i64> = once_more(|| {
+                let mut conn = conn.clone();
+                let (channel, uri) = (channel.clone(), uri.clone());
+                async move {
+                    redis::cmd("PUBLISH")
+                        .arg(channel)
+                        .arg(uri)
+                        .query_async(&mut conn)
+                        .await
+                }
+            })
+            .await;
             if let Err(e) = sent {
                 tracing::warn!(error = %e, %uri, "resource update not published");
             }

@@ -48,7 +48,9 @@ pub mod replay;
 pub mod task;
 
 pub use bus::RedisChangeBus;
-pub use replay::{ConnectError, RedisOptions, RedisReplayStore, open_client, open_connection};
+pub use replay::{
+    ConnectError, RedisOptions, RedisReplayStore, open_client, open_connection, retry_once,
+};
 pub use task::RedisTaskStore;
 
 /// Installs rustls's ring provider once, for `rediss://` connections. The

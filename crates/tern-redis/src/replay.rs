@@ -376,6 +376,18 @@ pub(crate) async fn connect(
 /// CA file, connect and response timeouts, one retry. For a connection of
 /// your own beside them.
 ///
+/// After an outage (Redis restarted, a proxy or a network dropped the
+/// connection) the manager learns that its socket is dead only when a
+/// command fails on it: **the first command after an outage may fail**
+/// (an I/O error such as "broken pipe") although Redis is back, and the
+/// manager reconnects behind it. The stores run every command as an
+/// idempotent Lua script and send it once more after such a failure; do
+/// the same with [`retry_once`], and only for a command that is safe to
+/// run twice (a read, or a write made idempotent — a script that does its
+/// effect once per key, e.g. `SET NX` on a per-call key, then the effect
+/// only if that `SET` succeeded). A plain `RPUSH` or `INCR` is not: its
+/// first attempt may have run before the reply was lost.
+///
 /// # Errors
 /// As [`open_client`], or Redis cannot be reached.
 pub async fn open_connection(
@@ -615,6 +627,24 @@ where
     Fut: Future<Output = redis::RedisResult<T>>,
 {
     once_more(call).await.map_err(|e| store_error(&e))
+}
+
+/// Runs `call` and, when it failed on the connection (an I/O error, a
+/// dropped connection, a refusal), once more 50 ms later: the connection
+/// manager reconnects in the background, so the first command after an
+/// outage fails although Redis is back (see [`open_connection`]). Only for
+/// a `call` that is safe to run twice: its first attempt may have run
+/// before its reply was lost. Errors Redis answered (a script's error,
+/// `OOM`) are not retried.
+///
+/// # Errors
+/// `call`'s error, from the second attempt when there was one.
+pub async fn retry_once<T, F, Fut>(call: F) -> redis::RedisResult<T>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = redis::RedisResult<T>>,
+{
+    once_more(call).await
 }
 
 /// [`retried`] without the error mapping (the task store maps its own).

@@ -53,6 +53,8 @@ pub(crate) struct Config {
     pub(crate) max_listens: usize,
     /// Most of them one caller holds.
     pub(crate) max_listens_per_caller: usize,
+    /// How deep and wide a request's params may be.
+    pub(crate) json_limits: tern_protocol::JsonLimits,
 }
 
 /// Default cap on the resource URIs of one `subscriptions/listen`: 256.
@@ -132,6 +134,7 @@ impl ServerBuilder {
                 progress_interval: Duration::from_millis(10),
                 legacy: Some(crate::legacy::LegacyOptions::default()),
                 max_listen_uris: DEFAULT_MAX_LISTEN_URIS,
+                json_limits: tern_protocol::JsonLimits::default(),
                 max_listens: DEFAULT_MAX_LISTENS,
                 max_listens_per_caller: DEFAULT_MAX_LISTENS_PER_CALLER,
             },
@@ -265,6 +268,17 @@ impl ServerBuilder {
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// How deep and how wide a request's params may be, checked in the one
+    /// pass that refuses repeated member names, on every transport and both
+    /// eras (defaults: 64 levels of nesting, 100,000 members in one object;
+    /// arrays are bounded by the body size only). Params past them are
+    /// `-32602`.
+    #[must_use]
+    pub fn json_limits(mut self, limits: tern_protocol::JsonLimits) -> Self {
+        self.config.json_limits = limits;
         self
     }
 

@@ -138,6 +138,20 @@ impl Server {
         self.answer(decoded, call, Strategy::Await(source)).await
     }
 
+    /// The params' shape checked in one pass: no repeated member name, and
+    /// within [`crate::ServerBuilder::json_limits`]; `-32602` otherwise.
+    pub(crate) fn check_shape(
+        &self,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Result<(), ErrorObject> {
+        let Some(raw) = params else {
+            return Ok(());
+        };
+        tern_protocol::check_shape(raw.get(), &self.inner.config.json_limits).map_err(|e| {
+            ErrorObject::invalid_params(tern_protocol::error::tidy(&format!("Invalid params: {e}")))
+        })
+    }
+
     /// Decodes `request` strictly, once: an unknown or unserved method is
     /// `-32601`; params that do not decode are `-32602` (`-32022` when their
     /// version is the problem; the uniform `requestState` refusal when a
@@ -157,14 +171,11 @@ impl Server {
         }
         // One reading of the params for everyone: a repeated member name
         // (which serde's maps read last-wins, a gateway first-wins) is
-        // refused wherever it is, `arguments` included.
-        if let Some(raw) = request.params.as_deref()
-            && let Err(duplicate) = tern_protocol::unique_members(raw.get())
-        {
+        // refused wherever it is, `arguments` included; so are params
+        // nested or wide past the server's JSON limits.
+        if let Err(error) = self.check_shape(request.params.as_deref()) {
             return Err(fail(Fail {
-                error: ErrorObject::invalid_params(tern_protocol::error::tidy(&format!(
-                    "Invalid params: {duplicate}"
-                ))),
+                error,
                 malformed: true,
             }));
         }

@@ -28,7 +28,14 @@
 //!
 //! How it keeps them: one table, one row per task, the
 //! [`tern_server::task::TaskRecord`] as JSON beside the columns the store
-//! queries (dedupe key, owner, version, liveness, result bytes, expiry). The
+//! queries (dedupe key, the tally it is charged to —
+//! [`TaskRecord::charged_to`](tern_server::task::TaskRecord::charged_to) —,
+//! version, liveness, result bytes, expiry), and a second table with one
+//! row of running totals per tally (`tern_task_tally_v1`), kept by triggers
+//! in the same transaction as every insert, replace, remove and sweep, so
+//! the quota check of a create reads one row, however many tasks the owner
+//! has. A file made before that table gets it on the first open, filled
+//! from the rows already there. The
 //! database runs in WAL mode with `synchronous = FULL`, so a record is on
 //! disk when [`TaskStore::create`] returns (the extension requires the task
 //! to exist before `CreateTaskResult` is sent). Every write is a
@@ -37,7 +44,7 @@
 //! only. Calls run on tokio's blocking pool.
 //!
 //! Features: none. Stability: pre-1.0; the table layout is versioned by its
-//! name (`tern_tasks_v1`).
+//! names (`tern_tasks_v1`, `tern_task_tally_v1`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -71,6 +78,67 @@ CREATE INDEX IF NOT EXISTS tern_tasks_v1_owner ON tern_tasks_v1(owner);
 CREATE INDEX IF NOT EXISTS tern_tasks_v1_expiry ON tern_tasks_v1(expires_at);
 ";
 
+/// Each tally's running totals, kept by triggers in the transaction of
+/// every insert, update and delete of a task row (a create, a replace, a
+/// remove, the sweep of expired rows): whatever writes the rows, the
+/// quota check reads one row instead of a `SUM` over the owner's.
+/// Anonymous callers with no peer are `-` (owners and peers are hex
+/// digests). Created, and filled from the rows already there, by
+/// [`migrate`].
+const TALLY: &str = "
+CREATE TABLE tern_task_tally_v1 (
+    owner TEXT PRIMARY KEY NOT NULL,
+    live INTEGER NOT NULL,
+    bytes INTEGER NOT NULL
+);
+INSERT INTO tern_task_tally_v1 (owner, live, bytes)
+    SELECT COALESCE(owner, '-'), SUM(live), SUM(result_bytes) FROM tern_tasks_v1
+    GROUP BY COALESCE(owner, '-');
+CREATE TRIGGER tern_tasks_v1_tally_insert AFTER INSERT ON tern_tasks_v1 BEGIN
+    INSERT INTO tern_task_tally_v1 (owner, live, bytes)
+        VALUES (COALESCE(NEW.owner, '-'), NEW.live, NEW.result_bytes)
+        ON CONFLICT (owner) DO UPDATE SET live = live + excluded.live,
+            bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER tern_tasks_v1_tally_delete AFTER DELETE ON tern_tasks_v1 BEGIN
+    UPDATE tern_task_tally_v1 SET live = live - OLD.live, bytes = bytes - OLD.result_bytes
+        WHERE owner = COALESCE(OLD.owner, '-');
+    DELETE FROM tern_task_tally_v1
+        WHERE owner = COALESCE(OLD.owner, '-') AND live = 0 AND bytes = 0;
+END;
+CREATE TRIGGER tern_tasks_v1_tally_update AFTER UPDATE OF owner, live, result_bytes
+    ON tern_tasks_v1 BEGIN
+    UPDATE tern_task_tally_v1 SET live = live - OLD.live, bytes = bytes - OLD.result_bytes
+        WHERE owner = COALESCE(OLD.owner, '-');
+    INSERT INTO tern_task_tally_v1 (owner, live, bytes)
+        VALUES (COALESCE(NEW.owner, '-'), NEW.live, NEW.result_bytes)
+        ON CONFLICT (owner) DO UPDATE SET live = live + excluded.live,
+            bytes = bytes + excluded.bytes;
+    DELETE FROM tern_task_tally_v1
+        WHERE owner = COALESCE(OLD.owner, '-') AND live = 0 AND bytes = 0;
+END;
+";
+
+/// Adds the tally to a file made before it (one transaction, so two
+/// processes opening the file together add it once).
+fn migrate(conn: &mut Connection) -> Result<(), TaskStoreError> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(err)?;
+    let has_tally: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master \
+             WHERE type = 'table' AND name = 'tern_task_tally_v1')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(err)?;
+    if !has_tally {
+        tx.execute_batch(TALLY).map_err(err)?;
+    }
+    tx.commit().map_err(err)
+}
+
 fn err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> TaskStoreError {
     TaskStoreError::new(e)
 }
@@ -83,8 +151,9 @@ fn int(v: u64) -> i64 {
 impl SqliteTaskStore {
     /// Opens (or creates) the store in the file at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, TaskStoreError> {
-        let conn = Connection::open(path).map_err(err)?;
+        let mut conn = Connection::open(path).map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        migrate(&mut conn)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
         })
@@ -124,6 +193,7 @@ impl TaskStore for SqliteTaskStore {
     ) -> BoxFuture<'_, Result<Created, TaskStoreError>> {
         self.with(move |conn| {
             let json = serde_json::to_string(&record).map_err(err)?;
+            let charged_to = record.charged_to().unwrap_or("-").to_owned();
             let tx = conn
                 .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                 .map_err(err)?;
@@ -142,14 +212,15 @@ impl TaskStore for SqliteTaskStore {
             if let Some(existing) = existing {
                 return Ok(Created::Existing(Box::new(decode(&existing)?)));
             }
+            // The sweep above took the expired rows off the tally (its
+            // trigger): the row read here counts live records only.
             let (live, bytes): (i64, i64) = tx
-                .prepare_cached(
-                    "SELECT COALESCE(SUM(live), 0), COALESCE(SUM(result_bytes), 0) \
-                     FROM tern_tasks_v1 WHERE owner IS ?1",
-                )
+                .prepare_cached("SELECT live, bytes FROM tern_task_tally_v1 WHERE owner = ?1")
                 .map_err(err)?
-                .query_row(params![record.owner], |row| Ok((row.get(0)?, row.get(1)?)))
-                .map_err(err)?;
+                .query_row(params![charged_to], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+                .map_err(err)?
+                .unwrap_or((0, 0));
             if usize::try_from(live).unwrap_or(usize::MAX) >= quota.max_live
                 || u64::try_from(bytes).unwrap_or(0) > quota.max_result_bytes
             {
@@ -164,7 +235,7 @@ impl TaskStore for SqliteTaskStore {
             .execute(params![
                 record.task_id,
                 record.key,
-                record.owner,
+                charged_to,
                 int(record.version),
                 i64::from(!record.status.is_terminal()),
                 int(record.result_bytes),

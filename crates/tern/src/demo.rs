@@ -171,7 +171,7 @@ async fn transfer_funds(
                 // A fleet: the transfer is recorded where every replica
                 // (and `demo://ledger`) sees it.
                 Some(ledger) => ledger
-                    .record(t.amount, &t.to)
+                    .record(ctx.call_id(), t.amount, &t.to)
                     .await
                     .map_err(ToolError::new)?,
                 None => TRANSFERS.fetch_add(1, Ordering::SeqCst) + 1,

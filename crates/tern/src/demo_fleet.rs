@@ -23,7 +23,7 @@ use tern_redis::{RedisChangeBus, RedisOptions, RedisReplayStore, RedisTaskStore}
 use tern_server::task::TaskConfig;
 use tern_server::transport::accept::ServeOptions;
 use tern_server::transport::http::Http;
-use tern_server::{CallLimits, Changes, KeyRing, Server, ServerBuilder};
+use tern_server::{CallId, CallLimits, Changes, KeyRing, Server, ServerBuilder};
 
 /// Where the fleet's Redis is: `--redis URL [--redis-ca FILE]`.
 #[derive(Debug, Clone, Copy)]
@@ -38,10 +38,26 @@ pub struct RedisAt<'a> {
 /// The ledger's resource.
 pub const LEDGER_URI: &str = "demo://ledger";
 
+/// KEYS: the call's mark, the ledger. ARGV: the line, how long the mark
+/// is kept (ms). The call's number in the ledger, appended once.
+const APPEND: &str = r"
+if not redis.call('SET', KEYS[1], '0', 'NX', 'PX', ARGV[2]) then
+  return tonumber(redis.call('GET', KEYS[1]))
+end
+local n = redis.call('RPUSH', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[1], n, 'KEEPTTL')
+return n
+";
+
+/// How long a call's ledger mark is kept: as long as a call may live
+/// ([`CallLimits::max_lifetime`]'s default, 1 hour).
+const CALL_KEPT_MS: u64 = 3_600_000;
+
 /// The transfers of a fleet, in one Redis list every replica appends to.
 #[derive(Clone)]
 pub struct Ledger {
     conn: ConnectionManager,
+    append: Arc<redis::Script>,
     key: String,
     /// Told of every transfer (`demo://ledger` updated), on every replica
     /// through the fleet's change bus.
@@ -69,25 +85,35 @@ impl Ledger {
             .map_err(|e| unreachable(url, &e))?;
         Ok(Self {
             conn,
+            append: Arc::new(redis::Script::new(APPEND)),
             key: format!("{prefix}:ledger"),
             changes: Arc::default(),
         })
     }
 
-    /// Appends one transfer (`AMOUNT_CENTS RECIPIENT`); its number in the
-    /// ledger. Never retried here: a write whose reply was lost may have
-    /// happened (the guarded leg's store records what the caller saw).
+    /// Appends one transfer (`AMOUNT_CENTS RECIPIENT`) of the call `call`;
+    /// its number in the ledger. Idempotent per call: one script marks the
+    /// call done (`SET NX` on a key of its own, kept as long as a call may
+    /// live) and appends only if it was not, so the write is retried once
+    /// after a connection error (the first command after a Redis restart
+    /// fails on the dead socket; before, that failure was the transfer's
+    /// stored outcome for good) and a retry whose first reply was lost
+    /// answers the same number without a second line.
     ///
     /// # Errors
-    /// Redis failed.
-    pub async fn record(&self, amount: u64, to: &str) -> Result<u64, String> {
-        let mut conn = self.conn.clone();
-        let n = redis::cmd("RPUSH")
-            .arg(&self.key)
-            .arg(format!("{amount} {to}"))
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| format!("the ledger is unreachable: {e}"))?;
+    /// Redis failed, twice or otherwise.
+    pub async fn record(&self, call: CallId, amount: u64, to: &str) -> Result<u64, String> {
+        let done = format!("{}:call:{call}", self.key);
+        let line = format!("{amount} {to}");
+        let n = tern_redis::retry_once(|| {
+            let mut conn = self.conn.clone();
+            let mut invoke = self.append.prepare_invoke();
+            invoke.key(&done).key(&self.key);
+            invoke.arg(&line).arg(CALL_KEPT_MS);
+            async move { invoke.invoke_async(&mut conn).await }
+        })
+        .await
+        .map_err(|e| format!("the ledger is unreachable: {e}"))?;
         if let Some(changes) = self.changes.get() {
             changes.resource_updated(LEDGER_URI);
         }
@@ -97,16 +123,22 @@ impl Ledger {
     /// Every transfer, one line each, oldest first.
     ///
     /// # Errors
-    /// Redis failed.
+    /// Redis failed (a read is retried once after a connection error).
     pub async fn lines(&self) -> Result<Vec<String>, String> {
-        let mut conn = self.conn.clone();
-        redis::cmd("LRANGE")
-            .arg(&self.key)
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| format!("the ledger is unreachable: {e}"))
+        tern_redis::retry_once(|| {
+            let mut conn = self.conn.clone();
+            let key = self.key.clone();
+            async move {
+                redis::cmd("LRANGE")
+                    .arg(key)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(&mut conn)
+                    .await
+            }
+        })
+        .await
+        .map_err(|e| format!("the ledger is unreachable: {e}"))
     }
 
     /// Redis answers `PING` within `within`.

@@ -29,7 +29,7 @@ async fn the_redis_task_store_meets_the_task_store_contract() {
     // The suite asks for stores synchronously: connect them first, each
     // with a prefix of its own (they share one Redis).
     let mut stores = Vec::new();
-    for _ in 0..6 {
+    for _ in 0..9 {
         let options = RedisOptions::new().prefix(prefix());
         stores.push(Arc::new(
             RedisTaskStore::connect(&redis.url(), options)
@@ -38,7 +38,7 @@ async fn the_redis_task_store_meets_the_task_store_contract() {
         ));
     }
     let stores = Mutex::new(stores);
-    task_store_contract(|| stores.lock().unwrap().pop().expect("six stores suffice")).await;
+    task_store_contract(|| stores.lock().unwrap().pop().expect("nine stores suffice")).await;
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -382,4 +382,180 @@ async fn multi_instance_refuses_a_task_store_of_one_process() {
         panic!("a memory task store must be refused under multi_instance");
     };
     assert!(e.to_string().contains("task store"), "{e}");
+}
+
+/// `INFO commandstats` as (command → calls, usec). Redis counts the
+/// commands a script runs there too (`cmdstat_hmget`, …), besides the
+/// script's own `EVALSHA`.
+async fn command_stats(conn: &mut redis::aio::MultiplexedConnection) -> Vec<(String, u64, u64)> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let field = |key: &str| {
+                stats
+                    .split(',')
+                    .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+                    .unwrap_or(0)
+            };
+            Some((name.to_owned(), field("calls"), field("usec")))
+        })
+        .collect()
+}
+
+/// Commands run by Redis (scripts' included) and the `EVALSHA` time
+/// between two snapshots, leaving out the scripts themselves and the
+/// snapshots' `INFO`.
+fn work_between(before: &[(String, u64, u64)], after: &[(String, u64, u64)]) -> (u64, u64) {
+    let was = |name: &str| {
+        before
+            .iter()
+            .find(|(n, ..)| n == name)
+            .map_or((0, 0), |(_, c, u)| (*c, *u))
+    };
+    let mut commands = 0;
+    let mut script_usec = 0;
+    for (name, calls, usec) in after {
+        let (c, u) = was(name);
+        match name.as_str() {
+            "info" => {}
+            "evalsha" | "eval" => script_usec += usec - u,
+            _ => commands += calls - c,
+        }
+    }
+    (commands, script_usec)
+}
+
+/// One create's work in Redis does not grow with its owner's records:
+/// with 2,000 live records of the anonymous owner, one more create runs a
+/// small, fixed number of commands (counted by `INFO commandstats`, which
+/// counts what a script runs). Before the per-owner sorted set and tally,
+/// the create script read every record of the owner (2,000 `HMGET`s).
+#[tokio::test]
+async fn one_create_under_2000_records_of_one_owner_runs_a_few_commands() {
+    use tern_server::task::{Created, TaskQuota, TaskStore as _};
+    const NOW: u64 = 1_800_000_000_000;
+    const RECORDS: usize = 2000;
+    let redis = RedisServer::start().await;
+    let store = RedisTaskStore::connect(&redis.url(), RedisOptions::new().prefix(prefix()))
+        .await
+        .unwrap();
+    let quota = TaskQuota::new(RECORDS * 2, u64::MAX / 2);
+    for i in 0..RECORDS {
+        let mut r = tern_server::testing::task_record(&format!("t{i}"), &format!("k{i}"), NOW);
+        r.result_bytes = 2048;
+        assert_eq!(store.create(r, quota, NOW).await.unwrap(), Created::New);
+    }
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut most = 0;
+    let mut usec = Vec::new();
+    // A few creates, each measured alone (the store's only client here is
+    // this test, its change listener only listens).
+    for i in 0..5 {
+        let before = command_stats(&mut conn).await;
+        let mut r = tern_server::testing::task_record(&format!("n{i}"), &format!("m{i}"), NOW);
+        r.result_bytes = 2048;
+        assert_eq!(store.create(r, quota, NOW).await.unwrap(), Created::New);
+        let (commands, script_usec) = work_between(&before, &command_stats(&mut conn).await);
+        most = most.max(commands);
+        usec.push(script_usec);
+    }
+    eprintln!("one create under {RECORDS} records: at most {most} commands, EVALSHA usec {usec:?}");
+    assert!(
+        most <= 32,
+        "one create under {RECORDS} records ran {most} Redis commands: it must not read the owner's records"
+    );
+}
+
+/// Records a store wrote before the tally (their owner's ids in the set
+/// `o:OWNER`) are charged by the next create of that owner, and leave the
+/// tally as any other when removed: an upgrade neither lets an owner past
+/// its quota nor locks it out.
+#[tokio::test]
+async fn records_from_before_the_tally_count_against_their_owner() {
+    use tern_server::task::{Created, TaskQuota, TaskStore as _};
+    const NOW: u64 = 1_800_000_000_000;
+    let redis = RedisServer::start().await;
+    let p = prefix();
+    let store = RedisTaskStore::connect(&redis.url(), RedisOptions::new().prefix(&p))
+        .await
+        .unwrap();
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let tag = format!("{p}:{{tasks}}:");
+    // The layout of the store before: a record hash without `q`, its
+    // dedupe key, the owner's set.
+    for id in ["old-1", "old-2"] {
+        let mut r = tern_server::testing::task_record(id, &format!("k-{id}"), NOW);
+        r.owner = Some("o".to_owned());
+        r.result_bytes = 2048;
+        let exp = (NOW + 60_000).to_string();
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{tag}t:{id}"))
+            .arg(&[
+                ("json", serde_json::to_string(&r).unwrap()),
+                ("v", "1".to_owned()),
+                ("key", r.key.clone()),
+                ("owner", "o".to_owned()),
+                ("live", "1".to_owned()),
+                ("bytes", "2048".to_owned()),
+                ("exp", exp),
+            ])
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(format!("{tag}k:{}", r.key))
+            .arg(id)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("SADD")
+            .arg(format!("{tag}o:o"))
+            .arg(id)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let quota = TaskQuota::new(3, 1 << 20);
+    let new = |id: &str| {
+        let mut r = tern_server::testing::task_record(id, &format!("k-{id}"), NOW);
+        r.owner = Some("o".to_owned());
+        r
+    };
+    assert_eq!(
+        store.create(new("n1"), quota, NOW).await.unwrap(),
+        Created::New
+    );
+    assert_eq!(
+        store.create(new("n2"), quota, NOW).await.unwrap(),
+        Created::OverQuota,
+        "the two records from before count: a fourth live task is refused"
+    );
+    let old_set: bool = redis::cmd("EXISTS")
+        .arg(format!("{tag}o:o"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!old_set, "the owner set is read once, then gone");
+    store.remove("old-1").await.unwrap();
+    assert_eq!(
+        store.create(new("n2"), quota, NOW).await.unwrap(),
+        Created::New,
+        "a removed record from before leaves the tally"
+    );
+    let mut finished = store.load("old-2", NOW).await.unwrap().unwrap();
+    finished.version += 1;
+    finished.status = tern_protocol::task::TaskStatus::Completed;
+    assert!(store.replace(finished).await.unwrap());
+    assert_eq!(
+        store.create(new("n3"), quota, NOW).await.unwrap(),
+        Created::New,
+        "a record from before that finished is no longer live"
+    );
 }

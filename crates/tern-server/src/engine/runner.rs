@@ -325,6 +325,7 @@ impl Engine {
                     let spec = crate::task::runner::StartSpec {
                         call_id,
                         principal: request.origin.principal.clone(),
+                        peer: request.call.peer.clone(),
                         capabilities: (*request.meta.client_capabilities).clone(),
                     };
                     let tasks = Arc::clone(&self.tasks);

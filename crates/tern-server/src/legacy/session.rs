@@ -339,7 +339,7 @@ impl Session {
         if own {
             return Ok(Prepared::Session);
         }
-        let modern = self.modernise(request).map_err(|e| {
+        let modern = self.modernise(server, request).map_err(|e| {
             Box::new(Reply {
                 id: request.id.clone(),
                 outcome: Err(e),
@@ -428,17 +428,12 @@ impl Session {
     /// the session's version, capabilities, client info and log level in
     /// `_meta` (a legacy `progressToken` stays), and no MRTR members (a
     /// legacy request has no retry).
-    fn modernise(&self, request: &Request) -> Result<Request, ErrorObject> {
+    fn modernise(&self, server: &Server, request: &Request) -> Result<Request, ErrorObject> {
         // The same reading as the 2026-07-28 decode: a map keeps the last
         // of a repeated name, so a repeated name is refused before one is
-        // built (a scope check and the handler must not read two values).
-        if let Some(raw) = request.params.as_deref()
-            && let Err(duplicate) = tern_protocol::unique_members(raw.get())
-        {
-            return Err(ErrorObject::invalid_params(tern_protocol::error::tidy(
-                &format!("Invalid params: {duplicate}"),
-            )));
-        }
+        // built (a scope check and the handler must not read two values),
+        // and so are params past the server's JSON limits.
+        server.check_shape(request.params.as_deref())?;
         let mut params: JsonObject = match request.params.as_deref() {
             None => JsonObject::new(),
             Some(raw) => serde_json::from_str(raw.get())

@@ -52,18 +52,19 @@ impl Usage {
 
 /// Adds `r` to its owner's tally.
 fn tally(usage: &mut HashMap<Option<String>, Usage>, r: &TaskRecord) {
-    let u = usage.entry(r.owner.clone()).or_default();
+    let u = usage.entry(r.charged_to().map(str::to_owned)).or_default();
     *u = u.plus(Usage::of(r));
 }
 
 /// Takes `r` off its owner's tally (the owner goes once nothing is left).
 fn untally(usage: &mut HashMap<Option<String>, Usage>, r: &TaskRecord) {
     let sub = Usage::of(r);
-    if let Some(u) = usage.get_mut(&r.owner) {
+    let key = r.charged_to().map(str::to_owned);
+    if let Some(u) = usage.get_mut(&key) {
         u.running = u.running.saturating_sub(sub.running);
         u.bytes = u.bytes.saturating_sub(sub.bytes);
         if *u == Usage::default() {
-            usage.remove(&r.owner);
+            usage.remove(&key);
         }
     }
 }
@@ -160,14 +161,15 @@ impl TaskStore for MemoryTaskStore {
         {
             Created::Existing(existing.clone())
         } else {
-            let tallied = maps.usage.get(&record.owner).copied().unwrap_or_default();
+            let charged_to = record.charged_to().map(str::to_owned);
+            let tallied = maps.usage.get(&charged_to).copied().unwrap_or_default();
             // The tally still counts records expired since the last sweep:
             // a refusal is decided on the live ones, counted exactly.
             let over = tallied.over(quota)
                 && maps
                     .records
                     .values()
-                    .filter(|r| r.owner == record.owner && live(r, now))
+                    .filter(|r| r.charged_to() == record.charged_to() && live(r, now))
                     .fold(Usage::default(), |u, r| u.plus(Usage::of(r)))
                     .over(quota);
             if over {

@@ -39,6 +39,11 @@
 //!   runs so a running task never expires, and is set at the end to keep the
 //!   record [`TaskConfig::retention`] (1 h) longer.
 //! - Unknown, expired and other principals' ids get the same `-32602`.
+//! - An anonymous caller's task is bearer-by-id: whoever holds its
+//!   unguessable id (128 bits) may read, answer or cancel it, from any
+//!   address (a client behind a NAT or a proxy that changes address keeps
+//!   its task). Its *quota* is its peer's, so one anonymous address at its
+//!   quota does not refuse tasks to the others.
 
 pub mod memory;
 pub(crate) mod runner;
@@ -80,9 +85,14 @@ pub enum TaskSupport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskConfig {
-    /// `ttlMs` of a new task, and the default timeout of each of its
-    /// questions: default 1 hour.
+    /// `ttlMs` of a new task: default 1 hour.
     pub ttl: Duration,
+    /// Longest a task waits in `input_required` for the answers to one
+    /// question (never past [`Self::ttl`]): default 10 minutes. Then the
+    /// task ends `failed` with [`crate::error::codes::QUESTION_TIMEOUT`],
+    /// and its slot of the caller's quota is free again: a caller that
+    /// never answers holds its tasks that long, not for their whole ttl.
+    pub input_timeout: Duration,
     /// How long a finished task's record (and result) is kept after its
     /// end, shorter than [`Self::ttl`] or longer (the record's `ttlMs` is
     /// set to it at the end): default 1 hour.
@@ -96,10 +106,14 @@ pub struct TaskConfig {
     /// that another replica wrote: default 1 s (this process's own
     /// `tasks/update` and `tasks/cancel` wake it at once).
     pub recheck: Duration,
-    /// Most live tasks per principal: default 64.
+    /// Most live tasks per principal: default 64. Anonymous callers have
+    /// this quota each, per peer address (an IPv6 address by its /64; all
+    /// callers of a transport that names no peer share one), not one for
+    /// them all; see [`TaskRecord::quota_key`].
     pub max_live_per_principal: usize,
-    /// Most bytes per principal of its task records (each result or error,
-    /// plus [`RECORD_CHARGE`] a record): default 16 MiB.
+    /// Most bytes per principal (per anonymous peer, as above) of its task
+    /// records (each result or error, plus [`RECORD_CHARGE`] a record):
+    /// default 16 MiB.
     pub max_result_bytes_per_principal: u64,
     /// Largest result one task may store: default 1 MiB. A larger one ends
     /// the task `failed` with [`crate::error::codes::STORE_FULL`].
@@ -110,6 +124,7 @@ impl Default for TaskConfig {
     fn default() -> Self {
         Self {
             ttl: Duration::from_secs(3600),
+            input_timeout: Duration::from_secs(600),
             retention: Duration::from_secs(3600),
             poll_interval: Duration::from_millis(500),
             lease: Duration::from_secs(30),
@@ -131,6 +146,13 @@ impl TaskConfig {
     #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`Self::input_timeout`] (at least 1 ms).
+    #[must_use]
+    pub fn input_timeout(mut self, timeout: Duration) -> Self {
+        self.input_timeout = timeout.max(Duration::from_millis(1));
         self
     }
 
@@ -448,6 +470,26 @@ pub(crate) fn owner_of(principal: &Principal) -> Option<String> {
     })
 }
 
+/// The quota of an anonymous caller's tasks: its peer's, as a keyed digest
+/// (never the address itself), an IPv6 peer by its /64 (one host holds a
+/// whole /64, so its single addresses are not separate callers), an
+/// IPv4-mapped IPv6 address as the IPv4 one. `None` without a peer: every
+/// such caller shares one quota. The task itself stays bearer-by-id.
+pub(crate) fn peer_quota_key(peer: Option<&str>) -> Option<String> {
+    let peer = peer?;
+    // HTTP names its peers by share::peer_name already (`2001:db8::/64`);
+    // an address from elsewhere is grouped the same way, and a
+    // transport's own name for its peer (`stdio`) is kept.
+    let group = peer
+        .parse::<std::net::IpAddr>()
+        .map_or_else(|_| peer.to_owned(), crate::share::peer_name);
+    let digest = sha2::Sha256::new()
+        .chain_update(b"tern-task-peer\0")
+        .chain_update(group.as_bytes())
+        .finalize();
+    Some(hex(&digest))
+}
+
 pub(crate) use crate::json::hex;
 
 pub(crate) fn ms(d: Duration) -> u64 {
@@ -520,6 +562,22 @@ mod tests {
         assert_eq!(iso8601(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
         assert_eq!(iso8601(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
         assert_eq!(iso8601(1_000_000_000_009), "2001-09-09T01:46:40.009Z");
+    }
+
+    #[test]
+    fn anonymous_quotas_are_per_peer_and_ipv6_per_64() {
+        let key = |p: &str| peer_quota_key(Some(p)).unwrap();
+        assert_eq!(peer_quota_key(None), None);
+        assert_ne!(key("127.0.0.2"), key("127.0.0.3"));
+        assert!(
+            !key("127.0.0.2").contains("127"),
+            "a digest, not the address"
+        );
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.1"), key("192.0.2.1"));
+        assert_eq!(key("stdio"), key("stdio"));
+        assert_ne!(Some(key("stdio")), owner_of(&Principal::new("stdio")));
     }
 
     #[test]

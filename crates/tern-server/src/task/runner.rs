@@ -41,6 +41,9 @@ use crate::replay::BoxFuture;
 pub(crate) struct StartSpec {
     pub(crate) call_id: CallId,
     pub(crate) principal: Principal,
+    /// The transport's peer ([`crate::CallContext::peer`]): an anonymous
+    /// caller's tasks count against its peer's quota.
+    pub(crate) peer: Option<Arc<str>>,
     pub(crate) capabilities: ClientCapabilities,
 }
 
@@ -78,6 +81,10 @@ impl Tasks {
     ) -> Result<Json, ErrorObject> {
         let now = self.now_ms();
         let owner = owner_of(&spec.principal);
+        let quota_key = match owner {
+            Some(_) => None,
+            None => super::peer_quota_key(spec.peer.as_deref()),
+        };
         let ttl = ms(self.config.ttl);
         let token = hex(&random_bytes::<16>());
         let record = TaskRecord {
@@ -85,6 +92,7 @@ impl Tasks {
             task_id: hex(&random_bytes::<16>()),
             key: format!("{}/{}", owner.as_deref().unwrap_or("-"), spec.call_id),
             owner,
+            quota_key,
             version: 1,
             status: TaskStatus::Working,
             status_message: None,
@@ -592,6 +600,7 @@ impl AnswerSource for Answers {
     }
 
     fn question_timeout(&self) -> Duration {
-        self.inner.tasks.config.ttl
+        let config = &self.inner.tasks.config;
+        config.input_timeout.min(config.ttl)
     }
 }

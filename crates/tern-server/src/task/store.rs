@@ -71,6 +71,15 @@ pub struct TaskRecord {
     /// A keyed digest of the creating principal (`None`: anonymous). Never
     /// the raw identity.
     pub owner: Option<String>,
+    /// Whose quota the record counts against when that is not its
+    /// `owner`'s: an anonymous caller's tasks are charged to its peer (a
+    /// keyed digest of its address, an IPv6 address by its /64), so one
+    /// peer at its quota does not lock every anonymous caller out. Only
+    /// the quota is per peer: an anonymous task stays bearer-by-id (anyone
+    /// holding its unguessable id may read, answer or cancel it). `None`:
+    /// the owner's quota ([`Self::charged_to`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_key: Option<String>,
     /// Incremented by every write ([`TaskStore::replace`] compares it).
     pub version: u64,
     /// Where the task is.
@@ -113,7 +122,17 @@ pub struct TaskRecord {
     pub lease: Option<Lease>,
 }
 
-/// Per-owner bounds checked atomically by [`TaskStore::create`].
+impl TaskRecord {
+    /// The tally this record counts against: its `quota_key`, else its
+    /// `owner` (`None`: the anonymous callers with no peer, together).
+    /// Stores keep one tally per value.
+    pub fn charged_to(&self) -> Option<&str> {
+        self.quota_key.as_deref().or(self.owner.as_deref())
+    }
+}
+
+/// Per-owner bounds checked atomically by [`TaskStore::create`]; an
+/// anonymous caller's are per peer ([`TaskRecord::quota_key`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskQuota {
@@ -176,8 +195,11 @@ impl std::error::Error for TaskStoreError {
 /// shared contract tests are [`crate::testing::task_store_contract`].
 pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
     /// Inserts `record` (its `version` is 1) unless a live record has the
-    /// same `key`, and only if `record.owner` stays within `quota`
-    /// (counting records live at `now`).
+    /// same `key`, and only if the tally it is charged to
+    /// ([`TaskRecord::charged_to`]) stays within `quota` (counting records
+    /// live at `now`). A store keeps each tally as it goes (never a scan of
+    /// the owner's records per create): every `create`, `replace`,
+    /// `remove` and expiry moves it by the record's charge.
     fn create(
         &self,
         record: TaskRecord,

@@ -18,9 +18,7 @@ mod store;
 mod task_store;
 
 pub use store::{Advance, ManualClock, RealTime, replay_store_contract};
-#[cfg(test)]
-pub(crate) use task_store::task_record;
-pub use task_store::task_store_contract;
+pub use task_store::{task_record, task_store_contract};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -101,6 +99,7 @@ impl Exchange {
 pub struct TestClient {
     server: Server,
     principal: Principal,
+    peer: Option<Arc<str>>,
     capabilities: ClientCapabilities,
     next_id: AtomicI64,
 }
@@ -120,6 +119,7 @@ impl TestClient {
         Self {
             server,
             principal: Principal::anonymous(),
+            peer: None,
             capabilities,
             next_id: AtomicI64::new(1),
         }
@@ -129,6 +129,14 @@ impl TestClient {
     #[must_use]
     pub fn with_principal(mut self, principal: Principal) -> Self {
         self.principal = principal;
+        self
+    }
+
+    /// Sends requests from the transport peer `peer` (an address, as HTTP
+    /// names it: [`CallContext::peer`]). Default: none.
+    #[must_use]
+    pub fn with_peer(mut self, peer: impl Into<Arc<str>>) -> Self {
+        self.peer = Some(peer.into());
         self
     }
 
@@ -212,9 +220,10 @@ impl TestClient {
             params,
         };
         let (notifier, mut rx) = Notifier::channel(1024);
-        let call = CallContext::new(principal.clone())
+        let mut call = CallContext::new(principal.clone())
             .with_notifier(notifier)
             .with_cancel(cancel);
+        call.peer.clone_from(&self.peer);
         let reply = match source {
             None => Box::pin(self.server.handle(&request, call)).await,
             Some(source) => Box::pin(self.server.handle_awaiting(&request, call, source)).await,

@@ -25,12 +25,15 @@ fn record(id: &str, key: &str, owner: Option<&str>) -> TaskRecord {
     }
 }
 
-/// A working, anonymous record created at `now` that expires 60 s later.
-pub(crate) fn task_record(id: &str, key: &str, now: u64) -> TaskRecord {
+/// A working, anonymous record created at `now` that expires 60 s later,
+/// with a lease of 30 s and nothing charged (`result_bytes` 0): for tests
+/// of a store of your own.
+pub fn task_record(id: &str, key: &str, now: u64) -> TaskRecord {
     TaskRecord {
         task_id: id.to_owned(),
         key: key.to_owned(),
         owner: None,
+        quota_key: None,
         version: 1,
         status: TaskStatus::Working,
         status_message: None,
@@ -69,6 +72,176 @@ pub async fn task_store_contract<S: TaskStore>(fresh: impl Fn() -> Arc<S>) {
     expired_records_are_gone(&*fresh()).await;
     quotas_count_live_tasks_and_result_bytes(&*fresh()).await;
     remove_forgets(&*fresh()).await;
+    the_tally_follows_every_write(&*fresh()).await;
+    a_mass_expiry_frees_the_whole_quota(&*fresh()).await;
+    quota_keys_have_tallies_of_their_own(&*fresh()).await;
+}
+
+/// The store's tally of `owner` is exactly (`live`, `bytes`) at `now`, as
+/// its quota decisions show: at `max_live == live` a create is refused, at
+/// `max_result_bytes == bytes - 1` too, and at (`live + 1`, `bytes`) it
+/// passes (the probe charges nothing, and is removed again).
+async fn tally_is(
+    store: &dyn TaskStore,
+    owner: &str,
+    now: u64,
+    live: usize,
+    bytes: u64,
+    why: &str,
+) {
+    let probe = |n: &str| {
+        let mut r = task_record(&format!("probe-{n}"), &format!("probe-{n}"), now);
+        r.owner = Some(owner.to_owned());
+        r
+    };
+    if live > 0 {
+        assert_eq!(
+            store
+                .create(probe("live"), TaskQuota::new(live, u64::MAX / 2), now)
+                .await
+                .unwrap(),
+            Created::OverQuota,
+            "tally ({why}): fewer than {live} live tasks counted"
+        );
+    }
+    if bytes > 0 {
+        assert_eq!(
+            store
+                .create(
+                    probe("bytes"),
+                    TaskQuota::new(usize::MAX / 2, bytes - 1),
+                    now
+                )
+                .await
+                .unwrap(),
+            Created::OverQuota,
+            "tally ({why}): fewer than {bytes} bytes counted"
+        );
+    }
+    assert_eq!(
+        store
+            .create(probe("fits"), TaskQuota::new(live + 1, bytes), now)
+            .await
+            .unwrap(),
+        Created::New,
+        "tally ({why}): more than {live} live tasks or {bytes} bytes counted"
+    );
+    store.remove("probe-fits").await.unwrap();
+}
+
+/// The per-owner tally a store keeps (rather than a scan of the owner's
+/// records on each create) follows creates, finishes and renewals that
+/// change a record's charge or expiry, removals and expiries, exactly.
+async fn the_tally_follows_every_write(store: &dyn TaskStore) {
+    let create = |id: &str, bytes: u64, ttl: Option<u64>| {
+        let mut r = record(id, &format!("k{id}"), Some("o"));
+        r.result_bytes = bytes;
+        r.ttl_ms = ttl;
+        r.expires_at = ttl.map(|t| NOW + t);
+        async move { store.create(r, ROOMY, NOW).await.unwrap() }
+    };
+    for (id, bytes, ttl) in [
+        ("a", 100, Some(60_000)),
+        ("b", 100, Some(60_000)),
+        ("c", 100, Some(60_000)),
+        ("d", 100, Some(10_000)),
+        ("e", 100, None),
+    ] {
+        assert_eq!(create(id, bytes, ttl).await, Created::New);
+    }
+    tally_is(store, "o", NOW, 5, 500, "five created").await;
+    // a finishes with a result: no longer live, charged more.
+    let mut a = store.load("a", NOW).await.unwrap().unwrap();
+    a.version += 1;
+    a.status = TaskStatus::Completed;
+    a.result_bytes = 1000;
+    assert!(store.replace(a.clone()).await.unwrap());
+    // The same write again (a retry whose reply was lost): whether a store
+    // answers it done or stale, the charge counts once.
+    store.replace(a).await.unwrap();
+    // b is renewed: kept to NOW + 120 s.
+    let mut b = store.load("b", NOW).await.unwrap().unwrap();
+    b.version += 1;
+    b.expires_at = Some(NOW + 120_000);
+    assert!(store.replace(b).await.unwrap());
+    // A refused write changes nothing.
+    let mut stale = store.load("c", NOW).await.unwrap().unwrap();
+    stale.result_bytes = 50_000;
+    assert!(!store.replace(stale).await.unwrap());
+    store.remove("c").await.unwrap();
+    store.remove("c").await.unwrap();
+    tally_is(store, "o", NOW, 3, 1300, "a finished, b renewed, c removed").await;
+    // d expires at NOW + 10 s.
+    tally_is(store, "o", NOW + 30_000, 2, 1200, "d expired").await;
+    // a expires at NOW + 60 s; b, renewed, does not.
+    tally_is(store, "o", NOW + 61_000, 2, 200, "a expired").await;
+    tally_is(store, "o", NOW + 121_000, 1, 100, "b expired").await;
+    store.remove("e").await.unwrap();
+    tally_is(store, "o", NOW + 121_000, 0, 0, "all gone").await;
+}
+
+/// Many records of one owner expiring together all leave its tally before
+/// the next create is judged: a store that drops expired records a batch
+/// at a time must not refuse an owner whose records have all expired.
+async fn a_mass_expiry_frees_the_whole_quota(store: &dyn TaskStore) {
+    let quota = TaskQuota::new(200, 1 << 30);
+    for i in 0..150 {
+        let mut r = record(&format!("t{i}"), &format!("k{i}"), Some("o"));
+        r.result_bytes = 2048;
+        assert_eq!(store.create(r, quota, NOW).await.unwrap(), Created::New);
+    }
+    let later = NOW + 60_000;
+    let mut next = task_record("next", "knext", later);
+    next.owner = Some("o".to_owned());
+    assert_eq!(
+        store
+            .create(next, TaskQuota::new(1, 2048), later)
+            .await
+            .unwrap(),
+        Created::New,
+        "tally: 150 expired records still counted against their owner"
+    );
+}
+
+/// A record with a `quota_key` counts against that tally, not its owner's
+/// (anonymous callers, one tally per peer), through replace and remove too.
+async fn quota_keys_have_tallies_of_their_own(store: &dyn TaskStore) {
+    let one = TaskQuota::new(1, 1 << 20);
+    let from = |id: &str, peer: Option<&str>| {
+        let mut r = record(id, &format!("k{id}"), None);
+        r.quota_key = peer.map(str::to_owned);
+        r
+    };
+    let created = |r: TaskRecord| async move { store.create(r, one, NOW).await.unwrap() };
+    assert_eq!(created(from("a", Some("peer-1"))).await, Created::New);
+    assert_eq!(
+        created(from("b", Some("peer-1"))).await,
+        Created::OverQuota,
+        "quota key: a second live task of one peer is refused"
+    );
+    assert_eq!(
+        created(from("c", Some("peer-2"))).await,
+        Created::New,
+        "quota key: another peer has a quota of its own"
+    );
+    assert_eq!(
+        created(from("d", None)).await,
+        Created::New,
+        "quota key: callers without one share the owner's tally"
+    );
+    let mut a = store.load("a", NOW).await.unwrap().unwrap();
+    a.version += 1;
+    a.status = TaskStatus::Completed;
+    assert!(store.replace(a).await.unwrap());
+    assert_eq!(
+        created(from("e", Some("peer-1"))).await,
+        Created::New,
+        "quota key: a finished task no longer counts as live"
+    );
+    store.remove("e").await.unwrap();
+    store.remove("c").await.unwrap();
+    assert_eq!(created(from("f", Some("peer-1"))).await, Created::New);
+    assert_eq!(created(from("g", Some("peer-2"))).await, Created::New);
 }
 
 async fn creates_once_per_key(store: &dyn TaskStore) {

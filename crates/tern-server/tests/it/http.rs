@@ -826,6 +826,51 @@ async fn a_repeated_member_cannot_slip_past_the_header_checks() {
     assert_eq!(e.counters.prompt_runs.load(Ordering::SeqCst), 0);
 }
 
+/// Params nested past the server's JSON limit (64 levels by default) are
+/// refused `-32602` before any handler reads them, and a long array (a
+/// legitimate tool may take 100,000 elements) is not.
+#[tokio::test]
+async fn params_past_the_json_limits_are_refused_and_long_arrays_are_not() {
+    let e = start(|h| h).await;
+    let m = meta().to_string();
+    let headers = |name: &str| {
+        vec![
+            ("Content-Type", "application/json".to_owned()),
+            ("Accept", "application/json, text/event-stream".to_owned()),
+            ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+            ("Mcp-Method", "tools/call".to_owned()),
+            ("Mcp-Name", name.to_owned()),
+        ]
+    };
+    let deep = format!("{}1{}", "[".repeat(70), "]".repeat(70));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"debug_ctx","arguments":{{"x":{deep}}},"_meta":{m}}}}}"#
+    );
+    let r = send(e.port, "POST", &headers("debug_ctx"), &body).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let error = &r.json()["error"];
+    assert_eq!(error["code"], -32602, "{}", r.body);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("deeper than 64"),
+        "{}",
+        r.body
+    );
+    let long = format!("[{}]", vec!["7"; 100_000].join(","));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"debug_ctx","arguments":{{"x":{long}}},"_meta":{m}}}}}"#
+    );
+    let r = send(e.port, "POST", &headers("debug_ctx"), &body).await;
+    assert_eq!(
+        r.status,
+        200,
+        "a 100,000-element array: {}",
+        &r.body[..r.body.len().min(300)]
+    );
+}
+
 #[tokio::test]
 async fn a_lying_protocol_version_header_is_refused_on_every_method() {
     let e = start(|h| h).await;

@@ -108,6 +108,7 @@ async fn post_via(
     let v: Value = serde_json::from_str(&body).unwrap();
     let name = v["params"]["name"]
         .as_str()
+        .or_else(|| v["params"]["taskId"].as_str())
         .map(|n| format!("Mcp-Name: {n}\r\n"))
         .unwrap_or_default();
     let auth = token
@@ -439,6 +440,10 @@ async fn a_reader_that_stops_reading_is_dropped_and_its_request_cancelled() {
 }
 
 /// Sends `body` from `from` as `token` and reads the whole JSON reply.
+async fn exchange(from: [u8; 4], port: u16, body: &Value, token: Option<&str>) -> Value {
+    exchange_via(from, port, body, token, None).await
+}
+
 async fn exchange_via(
     from: [u8; 4],
     port: u16,
@@ -901,4 +906,62 @@ async fn one_caller_s_heavy_bodies_do_not_take_every_heavy_permit() {
     let mut s = post_from([127, 0, 0, 3], r.port, &body, None).await;
     let answer = head(&mut s).await;
     assert_ne!(status(&answer), 503, "{answer}");
+}
+
+fn task_call(id: u64) -> Value {
+    let mut m = meta();
+    m["io.modelcontextprotocol/clientCapabilities"] = json!({
+        "extensions": {tern_protocol::task::TASKS_EXTENSION: {}}
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "wait", "arguments": {}, "_meta": m}})
+}
+
+/// Medium 1: anonymous callers each have a task quota of their own peer's.
+/// Before, every anonymous caller shared one: one address's waiting tasks
+/// (64 by default, 2 here) refused tasks to every other anonymous caller.
+/// The task stays bearer-by-id: only the quota is per peer.
+#[tokio::test]
+async fn one_anonymous_peer_at_its_task_quota_leaves_tasks_for_another() {
+    use tern_server::{TaskConfig, TaskSupport, ToolDef};
+    let r = start_as(
+        true,
+        |b| {
+            b.task_config(TaskConfig::default().quota(2, 1 << 20)).tool(
+                ToolDef::new(
+                    "wait",
+                    "Waits as a task until cancelled",
+                    |ctx: Ctx| async move {
+                        ctx.into_task().await;
+                        ctx.cancelled().await;
+                        "cancelled"
+                    },
+                )
+                .task(TaskSupport::Required),
+            )
+        },
+        |h| h,
+        ServeOptions::default(),
+    )
+    .await;
+    let created = |reply: &Value| reply["result"]["taskId"].as_str().map(str::to_owned);
+    let mut first_peers = Vec::new();
+    for id in 1..=2 {
+        let reply = exchange([127, 0, 0, 2], r.port, &task_call(id), None).await;
+        first_peers.push(created(&reply).unwrap_or_else(|| panic!("a task: {reply}")));
+    }
+    let refused = exchange([127, 0, 0, 2], r.port, &task_call(3), None).await;
+    assert_eq!(
+        refused["error"]["code"],
+        tern_server::error::codes::STORE_FULL,
+        "one peer holds its quota of tasks, no more: {refused}"
+    );
+    let other = exchange([127, 0, 0, 3], r.port, &task_call(4), None).await;
+    assert!(
+        created(&other).is_some(),
+        "another anonymous peer still creates a task: {other}"
+    );
+    // Bearer-by-id: the other peer reads the first peer's task by its id.
+    let get = json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {"taskId": first_peers[0], "_meta": task_call(0)["params"]["_meta"]}});
+    let seen = exchange([127, 0, 0, 3], r.port, &get, None).await;
+    assert_eq!(seen["result"]["taskId"], first_peers[0].as_str(), "{seen}");
 }

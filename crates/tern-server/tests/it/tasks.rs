@@ -525,6 +525,38 @@ async fn cancel_while_input_required_ends_cancelled() {
     assert_eq!(until(&c, &id, terminal).await["status"], "cancelled");
 }
 
+/// A task nobody answers ends `failed` with -31003 after the input timeout
+/// (not its whole ttl), and its quota slot is free again: a caller's
+/// waiting tasks cannot hold the quota for an hour.
+#[tokio::test]
+async fn a_task_left_unanswered_ends_failed_after_the_input_timeout() {
+    let gate = Gate::default();
+    let s = server_with(
+        TaskConfig::default()
+            .quota(1, 1 << 20)
+            .input_timeout(Duration::from_millis(200)),
+        None,
+        &gate,
+    );
+    let c = client(&s);
+    let id = create(&c, "asks").await;
+    until(&c, &id, |t| t["status"] == "input_required").await;
+    // At its quota of one, a second task is refused while the first waits.
+    let refused = c.call_tool("asks", json!({})).await;
+    assert!(refused.result().is_err(), "the quota holds while it waits");
+    let ended = until(&c, &id, terminal).await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    let result = c
+        .send("tasks/get", json!({"taskId": id}))
+        .await
+        .result()
+        .unwrap();
+    assert_eq!(result["error"]["code"], -31003, "{result}");
+    // The slot is free again.
+    let again = create(&c, "asks").await;
+    assert_ne!(again, id);
+}
+
 #[tokio::test]
 async fn a_panicking_body_ends_failed_and_a_tool_error_ends_completed_with_is_error() {
     let s = server(&Gate::default());

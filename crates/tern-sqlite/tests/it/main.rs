@@ -200,3 +200,123 @@ fn a_task_whose_process_died_reads_failed_once_its_lease_lapses() {
         assert_eq!(t["error"]["code"], codes::OUTCOME_UNKNOWN);
     });
 }
+
+/// Each tally's (owner, live, bytes), sorted by owner (`-`: anonymous).
+type Tallies = Vec<(String, i64, i64)>;
+
+/// The tally table, and what a `SUM` over the rows says it should hold.
+fn tally_and_sums(path: &std::path::Path) -> (Tallies, Tallies) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let rows = |sql: &str| -> Tallies {
+        let mut stmt = conn.prepare(sql).unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    (
+        rows("SELECT owner, live, bytes FROM tern_task_tally_v1 ORDER BY owner"),
+        rows(
+            "SELECT COALESCE(owner, '-') AS o, SUM(live), SUM(result_bytes) FROM tern_tasks_v1 \
+             GROUP BY o HAVING SUM(live) > 0 OR SUM(result_bytes) > 0 ORDER BY o",
+        ),
+    )
+}
+
+/// A file written before the per-owner tally gets one, filled from its rows
+/// (once, however often it is opened), and every write after — creates,
+/// finishes, removals, the sweep of expired rows — keeps each owner's row
+/// equal to the sum over its records: the quota check reads that one row
+/// instead of summing the owner's records on every create.
+#[test]
+fn a_file_from_before_the_tally_gets_one_and_every_write_keeps_it_exact() {
+    use tern_protocol::task::TaskStatus;
+    use tern_server::task::{Created, TaskQuota, TaskStore as _};
+    const NOW: u64 = 1_800_000_000_000;
+    let db = TempDb::new();
+    {
+        // The layout as the store wrote it before (rows of two owners and
+        // the anonymous one; one finished with a result).
+        let conn = rusqlite::Connection::open(&db.0).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE tern_tasks_v1 (task_id TEXT PRIMARY KEY, key TEXT NOT NULL, owner TEXT, \
+             version INTEGER NOT NULL, live INTEGER NOT NULL, result_bytes INTEGER NOT NULL, \
+             expires_at INTEGER, record TEXT NOT NULL);",
+        )
+        .unwrap();
+        for (id, owner, live, bytes) in [
+            ("old-1", Some("o"), 1, 2048),
+            ("old-2", Some("o"), 0, 9000),
+            ("old-3", None, 1, 2048),
+            ("old-4", Some("p"), 1, 2048),
+        ] {
+            let mut r = tern_server::testing::task_record(id, &format!("k-{id}"), NOW);
+            r.owner = owner.map(str::to_owned);
+            r.result_bytes = bytes;
+            conn.execute(
+                "INSERT INTO tern_tasks_v1 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7)",
+                rusqlite::params![
+                    id,
+                    r.key,
+                    owner,
+                    live,
+                    bytes,
+                    i64::try_from(NOW + 60_000).unwrap(),
+                    serde_json::to_string(&r).unwrap()
+                ],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteTaskStore::open(&db.0).unwrap();
+    let _again = SqliteTaskStore::open(&db.0).unwrap();
+    let (tally, sums) = tally_and_sums(&db.0);
+    assert_eq!(
+        tally,
+        vec![
+            ("-".to_owned(), 1, 2048),
+            ("o".to_owned(), 1, 11_048),
+            ("p".to_owned(), 1, 2048)
+        ]
+    );
+    assert_eq!(tally, sums);
+    let quota = TaskQuota::new(100, 1 << 30);
+    let check = |why: &str| {
+        let (tally, sums) = tally_and_sums(&db.0);
+        assert_eq!(tally, sums, "the tally after {why}");
+    };
+    runtime().block_on(async {
+        for i in 0..5 {
+            let mut r = tern_server::testing::task_record(&format!("n{i}"), &format!("kn{i}"), NOW);
+            r.owner = Some("o".to_owned());
+            r.quota_key = (i % 2 == 0).then(|| "peer".to_owned());
+            r.result_bytes = 2048;
+            assert_eq!(store.create(r, quota, NOW).await.unwrap(), Created::New);
+        }
+        check("creates");
+        let mut done = store.load("n1", NOW).await.unwrap().unwrap();
+        done.version += 1;
+        done.status = TaskStatus::Completed;
+        done.result_bytes = 4096;
+        assert!(store.replace(done).await.unwrap());
+        let mut old = store.load("old-1", NOW).await.unwrap().unwrap();
+        old.version += 1;
+        old.status = TaskStatus::Failed;
+        assert!(store.replace(old).await.unwrap());
+        check("replaces");
+        store.remove("n3").await.unwrap();
+        store.remove("old-3").await.unwrap();
+        check("removes");
+        // Everything has expired by now: a create sweeps it all.
+        let later = NOW + 61_000;
+        let r = tern_server::testing::task_record("late", "k-late", later);
+        assert_eq!(store.create(r, quota, later).await.unwrap(), Created::New);
+        check("the sweep");
+        let (tally, _) = tally_and_sums(&db.0);
+        assert_eq!(
+            tally,
+            vec![("-".to_owned(), 1, 0)],
+            "only the last create is left"
+        );
+    });
+}

@@ -182,3 +182,132 @@ async fn sighup_rotates_the_key_ring_without_a_restart() {
         "Created database orders in us-east-1."
     );
 }
+
+/// One `transfer_funds` to `to`, both legs on `base`: the final leg's reply
+/// (its first and only attempt).
+async fn transfer(base: &str, to: &str) -> Reply {
+    let args = json!({"to": to, "amount": 1250});
+    let first = call(
+        base,
+        to,
+        "tools/call",
+        json!({"name": "transfer_funds", "arguments": args}),
+        TIMEOUT,
+    )
+    .await;
+    let state = first.result()["requestState"].as_str().unwrap().to_owned();
+    call(
+        base,
+        to,
+        "tools/call",
+        json!({
+            "name": "transfer_funds",
+            "arguments": args,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}},
+            "requestState": state,
+        }),
+        TIMEOUT,
+    )
+    .await
+}
+
+fn transferred(reply: &Reply) -> bool {
+    matches!(reply, Reply::Result(r) if r["isError"] != true
+        && r["content"][0]["text"].as_str().is_some_and(|t| t.starts_with("Transferred")))
+}
+
+/// The ledger's lines for `to`.
+async fn ledger_lines(base: &str, to: &str) -> usize {
+    let r = call(
+        base,
+        "ledger",
+        "resources/read",
+        json!({"uri": "demo://ledger"}),
+        TIMEOUT,
+    )
+    .await;
+    let text = r.result()["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    text.lines()
+        .filter(|l| l.ends_with(&format!(" {to}")))
+        .count()
+}
+
+/// Issue 22, item 7: Redis restarted while the fleet is idle. Every
+/// connection the replica holds is dead and is found so only by its next
+/// command. The first `transfer_funds` after the restart succeeds at its
+/// first attempt (before: "the ledger is unreachable: broken pipe", kept
+/// for good as the guarded leg's outcome), the ledger holds it once (its
+/// write is idempotent per call, so it is retried), and a listen stream
+/// opened before the restart hears the ledger's change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_after_a_redis_restart_the_first_transfer_succeeds_once_and_listens_hear_it() {
+    let dir = Scratch::new("redis-restart");
+    let mut redis = RedisServer::start().await;
+    let keys = dir.0.join("keys");
+    generate_keys(&keys).await;
+    let replica = Replica::start(&redis.url(), &keys, 3, &dir.0).await;
+    let base = replica.url("");
+    // Every connection opened and used once.
+    let before = transfer(&base, "before").await;
+    assert!(transferred(&before), "{before:?}");
+    let mut listen =
+        crate::fleet::Listen::open(&base, json!({"resourceSubscriptions": ["demo://ledger"]}))
+            .await;
+    let ack = listen.next(TIMEOUT).await.expect("the acknowledgement");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+
+    redis.restart().await;
+    // The replica's change subscriber comes back by itself: wait (bounded)
+    // until Redis counts it on the change channel, so the update below
+    // cannot be lost to pub/sub's best effort while it reconnects.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut subscribed = false;
+    for _ in 0..200 {
+        let counts: Vec<(String, u64)> = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg("tern-demo:changes")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if counts.first().is_some_and(|(_, n)| *n >= 1) {
+            subscribed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        subscribed,
+        "the change channel was never subscribed again; log: {}",
+        replica.log_text()
+    );
+
+    let after = transfer(&base, "after").await;
+    assert!(
+        transferred(&after),
+        "the first transfer after the restart, at its first attempt: {after:?}; log: {}",
+        replica.log_text()
+    );
+    assert_eq!(
+        ledger_lines(&base, "after").await,
+        1,
+        "the transfer is recorded once"
+    );
+    assert_eq!(
+        ledger_lines(&base, "before").await,
+        1,
+        "AOF kept the one before"
+    );
+    let updated = listen
+        .until(TIMEOUT, |m| {
+            m["method"] == "notifications/resources/updated"
+        })
+        .await;
+    assert_eq!(updated["params"]["uri"], "demo://ledger", "{updated}");
+}

@@ -327,7 +327,7 @@ mod tests {
         assert!(!small.held.is_heavy());
         assert_eq!(
             bodies
-                .read(body_of(&[b"12345", b"6789"]), None, Some("b"))
+                .read(body_of(&[b"123", b"456789"]), None, Some("b"))
                 .await
                 .err(),
             Some(Refused::TooLarge)
@@ -336,7 +336,7 @@ mod tests {
             bodies.read(body_of(&[]), Some(9), None).await.err(),
             Some(Refused::TooLarge)
         );
-        // 5 + 3 held; 4 more would pass the total of 12 only just: 5 do not.
+        // 5 + 3 held: 5 more pass the total of 12.
         assert_eq!(
             bodies
                 .read(body_of(&[b"1", b"2"]), Some(5), Some("c"))
