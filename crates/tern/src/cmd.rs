@@ -484,6 +484,20 @@ fn label_of(target: &Target) -> (String, Option<String>) {
     }
 }
 
+/// Who asks, as this run's configuration names the server: the
+/// `--server` key, else the URL's host, else the command (never what the
+/// server's `serverInfo` claims).
+fn local_name(server: &ServerArgs, target: &Target) -> String {
+    if let Some(name) = &server.server {
+        return format!("`{}`", crate::safe::line(name));
+    }
+    match target {
+        Target::Url { url, .. } => crate::safe::line(authority(url)).into_owned(),
+        Target::Demo { .. } => "the demo server".into(),
+        Target::Command { words, .. } => format!("`{}`", crate::safe::line(&words.join(" "))),
+    }
+}
+
 /// Starts or reaches the server.
 fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Started, Failure> {
     let transport_failure = |e: ClientError| Failure {
@@ -502,7 +516,7 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
             let s = Arc::clone(session);
             options = options.on_stderr(Arc::new(move |line: &str| {
                 s.progress.interrupt();
-                eprintln!("server: {line}");
+                eprintln!("server: {}", crate::safe::line(line));
             }));
         }
         let failed = |e: ClientError| Failure {
@@ -716,9 +730,10 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
                 ),
             };
         }
+        // The chain is one line; the server's message in it stays one.
         return Failure {
             code: EXIT_SERVER,
-            message: format!("{e:#}"),
+            message: crate::safe::line(&format!("{e:#}")).into_owned(),
         };
     }
     if e.is_transport() {
@@ -742,7 +757,7 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     // decoder's), as one line.
     Failure {
         code,
-        message: format!("{e:#}"),
+        message: crate::safe::line(&format!("{e:#}")).into_owned(),
     }
 }
 
@@ -751,13 +766,16 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     reason = "the result is the command's output, on standard output"
 )]
 fn emit(text: &str) {
-    print!("{text}");
+    // The last guard: whatever a server put in the text, no control
+    // character reaches standard output (a terminal or a pipe).
+    print!("{}", crate::safe::text(text));
     let _ = std::io::stdout().flush();
 }
 
+/// `value` as exact JSON, C1, bidi and zero-width characters escaped too
+/// ([`crate::safe::json`]).
 fn emit_json(value: &impl Serialize) {
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
-    emit(&format!("{text}\n"));
+    emit(&format!("{}\n", crate::safe::json(value)));
 }
 
 /// A connected client and what the run knows around it.
@@ -791,7 +809,7 @@ pub(crate) async fn run(
     let interactive = std::io::stdin().is_terminal() && !no_input;
 
     let (label, url) = label_of(&target);
-    let session = Session::new(label, url);
+    let session = Session::new(label, local_name(server, &target), url);
     let started = connect(&target, server.verbose, &session)?;
     let used = Arc::new(std::sync::Mutex::new(Vec::new()));
     let live = LivePresets::new(presets.clone(), Arc::clone(&used));
@@ -908,7 +926,7 @@ fn with_last_words(mut f: Failure, watch: Option<&ChildWatch>) -> Failure {
             f.message
                 .push_str("\nthe server's last lines of standard error:");
             for line in tail {
-                let _ = write!(f.message, "\n  | {line}");
+                let _ = write!(f.message, "\n  | {}", crate::safe::line(&line));
             }
         }
     }
@@ -1101,7 +1119,7 @@ async fn task(c: &Connected, action: TaskAction, id: &str) -> Result<u8, Failure
                     emit(&output::call(&result));
                 }
                 if let Some(e) = &task.error {
-                    emit(&format!("error: {e}\n"));
+                    emit(&format!("error: {}\n", crate::safe::line(&e.to_string())));
                 }
             }
             Ok(EXIT_OK)
@@ -1220,7 +1238,7 @@ fn print_completed(done: &Completed, json: bool, tool: Option<&str>) -> u8 {
             if json {
                 emit_json(r);
             } else if r.is_error() {
-                eprint!("{}", output::call(r));
+                eprint!("{}", crate::safe::text(&output::call(r)));
             } else {
                 emit(&output::call(r));
             }
@@ -1270,7 +1288,7 @@ async fn questions(c: &Connected, tool: &str, args: JsonObject) -> Result<u8, Fa
             } else {
                 eprint!(
                     "{}",
-                    crate::questions::describe(tool, &pending.input_requests)
+                    crate::safe::text(&crate::questions::describe(tool, &pending.input_requests))
                 );
                 emit_json(&crate::questions::template(&pending.input_requests));
             }

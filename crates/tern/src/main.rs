@@ -67,6 +67,7 @@ mod output;
 mod prompt;
 mod questions;
 mod rounds;
+mod safe;
 mod schema;
 mod suggest;
 mod terminal;
@@ -453,7 +454,8 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
-            eprintln!("tern: {}", failure.message);
+            // A failure quotes the server (its error, its standard error).
+            eprintln!("tern: {}", safe::text(&failure.message));
             ExitCode::from(failure.code)
         }
     }
