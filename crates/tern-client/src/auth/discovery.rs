@@ -374,6 +374,9 @@ mod tests {
             "https://[fd00::1]/",
             "https://[fe80::1]/",
             "https://0.0.0.0/",
+            // Other spellings of 127.0.0.1, as the URL parser reads them.
+            "http://2130706433/",
+            "http://0x7f.1/",
         ] {
             assert!(net::is_local(&url(local)), "{local}");
             assert!(
