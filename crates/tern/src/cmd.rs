@@ -489,12 +489,12 @@ fn label_of(target: &Target) -> (String, Option<String>) {
 /// server's `serverInfo` claims).
 fn local_name(server: &ServerArgs, target: &Target) -> String {
     if let Some(name) = &server.server {
-        return format!("`{}`", crate::safe::line(name));
+        return format!("`{}`", tern::safe::line(name));
     }
     match target {
-        Target::Url { url, .. } => crate::safe::line(authority(url)).into_owned(),
+        Target::Url { url, .. } => tern::safe::line(authority(url)).into_owned(),
         Target::Demo { .. } => "the demo server".into(),
-        Target::Command { words, .. } => format!("`{}`", crate::safe::line(&words.join(" "))),
+        Target::Command { words, .. } => format!("`{}`", tern::safe::line(&words.join(" "))),
     }
 }
 
@@ -516,7 +516,7 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
             let s = Arc::clone(session);
             options = options.on_stderr(Arc::new(move |line: &str| {
                 s.progress.interrupt();
-                eprintln!("server: {}", crate::safe::line(line));
+                eprintln!("server: {}", tern::safe::line(line));
             }));
         }
         let failed = |e: ClientError| Failure {
@@ -733,7 +733,7 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
         // The chain is one line; the server's message in it stays one.
         return Failure {
             code: EXIT_SERVER,
-            message: crate::safe::line(&format!("{e:#}")).into_owned(),
+            message: tern::safe::line(&format!("{e:#}")).into_owned(),
         };
     }
     if e.is_transport() {
@@ -757,7 +757,7 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     // decoder's), as one line.
     Failure {
         code,
-        message: crate::safe::line(&format!("{e:#}")).into_owned(),
+        message: tern::safe::line(&format!("{e:#}")).into_owned(),
     }
 }
 
@@ -768,14 +768,14 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
 fn emit(text: &str) {
     // The last guard: whatever a server put in the text, no control
     // character reaches standard output (a terminal or a pipe).
-    print!("{}", crate::safe::text(text));
+    print!("{}", tern::safe::text(text));
     let _ = std::io::stdout().flush();
 }
 
 /// `value` as exact JSON, C1, bidi and zero-width characters escaped too
-/// ([`crate::safe::json`]).
+/// ([`tern::safe::json`]).
 fn emit_json(value: &impl Serialize) {
-    emit(&format!("{}\n", crate::safe::json(value)));
+    emit(&format!("{}\n", tern::safe::json(value)));
 }
 
 /// A connected client and what the run knows around it.
@@ -926,7 +926,7 @@ fn with_last_words(mut f: Failure, watch: Option<&ChildWatch>) -> Failure {
             f.message
                 .push_str("\nthe server's last lines of standard error:");
             for line in tail {
-                let _ = write!(f.message, "\n  | {}", crate::safe::line(&line));
+                let _ = write!(f.message, "\n  | {}", tern::safe::line(&line));
             }
         }
     }
@@ -1119,7 +1119,7 @@ async fn task(c: &Connected, action: TaskAction, id: &str) -> Result<u8, Failure
                     emit(&output::call(&result));
                 }
                 if let Some(e) = &task.error {
-                    emit(&format!("error: {}\n", crate::safe::line(&e.to_string())));
+                    emit(&format!("error: {}\n", tern::safe::line(&e.to_string())));
                 }
             }
             Ok(EXIT_OK)
@@ -1238,7 +1238,7 @@ fn print_completed(done: &Completed, json: bool, tool: Option<&str>) -> u8 {
             if json {
                 emit_json(r);
             } else if r.is_error() {
-                eprint!("{}", crate::safe::text(&output::call(r)));
+                eprint!("{}", tern::safe::text(&output::call(r)));
             } else {
                 emit(&output::call(r));
             }
@@ -1288,7 +1288,7 @@ async fn questions(c: &Connected, tool: &str, args: JsonObject) -> Result<u8, Fa
             } else {
                 eprint!(
                     "{}",
-                    crate::safe::text(&crate::questions::describe(tool, &pending.input_requests))
+                    tern::safe::text(&crate::questions::describe(tool, &pending.input_requests))
                 );
                 emit_json(&crate::questions::template(&pending.input_requests));
             }

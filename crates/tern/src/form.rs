@@ -16,7 +16,7 @@ use tern_protocol::elicitation::{
 /// Where the person is: text goes out, lines come in.
 pub(crate) trait Console {
     /// Shows text (no newline added). A console shows it through
-    /// [`crate::safe::text`]: a server's string in it cannot act on the
+    /// [`tern::safe::text`]: a server's string in it cannot act on the
     /// terminal.
     fn say(&mut self, text: &str);
     /// Shows one of tern's own lines (who asks, the URL consent) so that
@@ -94,7 +94,7 @@ pub(crate) fn review(console: &mut dyn Console, lines: &[String]) -> Summary {
     if let Some(w) = console.widgets() {
         let mut options = vec!["Send these answers".to_owned()];
         for l in lines {
-            options.push(format!("Change {}", crate::safe::line(l)));
+            options.push(format!("Change {}", tern::safe::line(l)));
         }
         options.push("Decline (refuse the questions)".to_owned());
         let label = format!("Your answers: {}", lines.join("; "));
@@ -107,7 +107,7 @@ pub(crate) fn review(console: &mut dyn Console, lines: &[String]) -> Summary {
     }
     let mut text = String::from("Your answers:\n");
     for (i, l) in lines.iter().enumerate() {
-        let _ = writeln!(text, "  {}) {}", i + 1, crate::safe::line(l));
+        let _ = writeln!(text, "  {}) {}", i + 1, tern::safe::line(l));
     }
     console.say(&text);
     loop {
@@ -213,10 +213,10 @@ pub(crate) fn fill(
 }
 
 /// A server's multi-line text under one of tern's headers: made safe
-/// ([`crate::safe::text`]), its lines after the first indented by two
+/// ([`tern::safe::text`]), its lines after the first indented by two
 /// spaces so that none of them can pose as tern's own `-- ... --` header.
 pub(crate) fn server_text(text: &str) -> String {
-    crate::safe::text(text.trim_end()).replace('\n', "\n  ")
+    tern::safe::text(text.trim_end()).replace('\n', "\n  ")
 }
 
 /// The label, description and options of a field, whatever its kind.
@@ -237,7 +237,7 @@ fn header(
         .or(short)
         .unwrap_or(key)
         .trim_end_matches('.');
-    let label = crate::safe::line(label).into_owned();
+    let label = tern::safe::line(label).into_owned();
     // One header per field: its description, when it says more than the
     // label; the label itself is the prompt, marked when required.
     if let Some(d) = description
@@ -405,7 +405,7 @@ fn ask_text(console: &mut dyn Console, label: String, s: &StringSchema, must: bo
         let _ = write!(prompt, " ({})", hints.join(", "));
     }
     if let Some(d) = &s.default {
-        let _ = write!(prompt, " [{}]", crate::safe::line(d));
+        let _ = write!(prompt, " [{}]", tern::safe::line(d));
     }
     prompt.push_str(": ");
     ask_until(console, &prompt, |line| {
@@ -699,15 +699,15 @@ pub(crate) fn parse_number(text: &str, n: &NumberSchema) -> Result<serde_json::N
 }
 
 /// How an option is shown: its title, and its value when the title does
-/// not say it; both one-line and safe ([`crate::safe::line`]).
+/// not say it; both one-line and safe ([`tern::safe::line`]).
 fn option_label(o: &TitledOption) -> String {
     if o.title == o.value || o.title.contains(&o.value) {
-        crate::safe::line(&o.title).into_owned()
+        tern::safe::line(&o.title).into_owned()
     } else {
         format!(
             "{} ({})",
-            crate::safe::line(&o.title),
-            crate::safe::line(&o.value)
+            tern::safe::line(&o.title),
+            tern::safe::line(&o.value)
         )
     }
 }

@@ -1,5 +1,5 @@
 //! Human-readable output of results (the `--json` output is the results
-//! themselves). Every string of the server's passes [`crate::safe`]: names,
+//! themselves). Every string of the server's passes [`tern::safe`]: names,
 //! titles and descriptions in lists as one line ([`flat`]), results as text.
 
 use std::fmt::Write as _;
@@ -14,16 +14,16 @@ use tern_protocol::tool::{CallToolResult, Tool};
 
 /// A server's string for a one-line field of a list: white space (newlines
 /// included) folded to single spaces, the rest made safe
-/// ([`crate::safe::line`]).
+/// ([`tern::safe::line`]).
 fn flat(s: &str) -> String {
     let folded: Vec<&str> = s.split_whitespace().collect();
-    crate::safe::line(&folded.join(" ")).into_owned()
+    tern::safe::line(&folded.join(" ")).into_owned()
 }
 
 /// A server's text (a result, instructions), made safe
-/// ([`crate::safe::text`]).
+/// ([`tern::safe::text`]).
 fn text(s: &str) -> std::borrow::Cow<'_, str> {
-    crate::safe::text(s)
+    tern::safe::text(s)
 }
 
 /// The arguments of an input schema: `name* type  description` lines.
@@ -274,7 +274,7 @@ pub(crate) fn call(r: &CallToolResult) -> String {
     if r.content.is_empty()
         && let Some(s) = &r.structured_content
     {
-        out.push_str(&crate::safe::json(s));
+        out.push_str(&tern::safe::json(s));
         out.push('\n');
     }
     out

@@ -8,9 +8,9 @@
 //! - otherwise, or with `TERN_PROMPTS=lines`, numbered lines on standard
 //!   error read from standard input (pipes, scripts, tests).
 //!
-//! Both show what they are given through [`crate::safe`]: text through
-//! [`crate::safe::text`], a widget's label, help, options and default
-//! through [`crate::safe::line`].
+//! Both show what they are given through [`tern::safe`]: text through
+//! [`tern::safe::text`], a widget's label, help, options and default
+//! through [`tern::safe::line`].
 //!
 //! `inquire` was chosen over `dialoguer` and `cliclack` because its widgets
 //! map one to one onto the form's field kinds (select, multi-select,
@@ -26,7 +26,7 @@ use inquire::validator::Validation;
 use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 
 use crate::form::{Check, Console, Reply, Widgets};
-use crate::safe::line;
+use tern::safe::line;
 
 /// What a widget shows of `options`: each one-line and safe.
 fn lines_of(options: &[String]) -> Vec<String> {
@@ -71,7 +71,7 @@ const SGR_RESET: &str = "\x1b[0m";
 impl Console for Lines {
     fn say(&mut self, text: &str) {
         let mut err = std::io::stderr().lock();
-        let _ = err.write_all(crate::safe::text(text).as_bytes());
+        let _ = err.write_all(tern::safe::text(text).as_bytes());
         let _ = err.flush();
     }
 

@@ -49,7 +49,7 @@ pub(crate) fn task_line(task: &Task) -> String {
         TaskStatus::Cancelled => "cancelled",
     };
     match &task.status_message {
-        Some(m) => format!("{status}: {}", crate::safe::line(m)),
+        Some(m) => format!("{status}: {}", tern::safe::line(m)),
         None => status.to_owned(),
     }
 }
@@ -302,7 +302,7 @@ impl Driver {
         if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             eprintln!(
                 "tern: {tool} runs as task {} on {}; Ctrl-C to cancel it or leave it running",
-                crate::safe::line(id),
+                tern::safe::line(id),
                 self.who()
             );
         }
@@ -314,7 +314,7 @@ impl Driver {
             let status = task_line(&task.task);
             if shown.as_deref() != Some(status.as_str()) {
                 if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                    eprintln!("tern: task {}: {status}", crate::safe::line(id));
+                    eprintln!("tern: task {}: {status}", tern::safe::line(id));
                 }
                 shown = Some(status.clone());
             }
@@ -363,9 +363,9 @@ impl Driver {
                     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                         eprintln!(
                             "tern: task {}: {} asks before it can go on: {}",
-                            crate::safe::line(id),
+                            tern::safe::line(id),
                             self.who(),
-                            crate::safe::line(&keys.join(", "))
+                            tern::safe::line(&keys.join(", "))
                         );
                     }
                     let pending = PendingRound::of_task(tool, fresh)
@@ -434,7 +434,7 @@ impl Driver {
         } else {
             eprintln!(
                 "tern: round {round}: {who} asks before it can finish: {}",
-                crate::safe::line(&keys.join(", "))
+                tern::safe::line(&keys.join(", "))
             );
         }
     }
@@ -617,8 +617,8 @@ impl Driver {
             };
             eprintln!(
                 "tern: warning: the preset answer for `{key}` was not used: no question was asked under that key{} ({})",
-                crate::safe::line(&hint),
-                crate::safe::line(&asked_list)
+                tern::safe::line(&hint),
+                tern::safe::line(&asked_list)
             );
         }
     }

@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 
 /// Where a string is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Layout {
+pub enum Layout {
     /// A one-line field: newlines and tabs are escaped too.
     Line,
     /// Multi-line text: newlines and tabs are kept.
@@ -45,7 +45,7 @@ pub(crate) enum Layout {
 
 /// The one sanitiser: `s` with every character a terminal would act on
 /// (rather than show) replaced by a visible escape, as `layout` allows.
-pub(crate) fn clean(s: &str, layout: Layout) -> Cow<'_, str> {
+pub fn clean(s: &str, layout: Layout) -> Cow<'_, str> {
     let chars: Vec<char> = s.chars().collect();
     let first = (0..chars.len()).find(|&i| escaped(&chars, i, layout));
     let Some(first) = first else {
@@ -74,12 +74,12 @@ pub(crate) fn clean(s: &str, layout: Layout) -> Cow<'_, str> {
 }
 
 /// [`clean`] for a one-line field.
-pub(crate) fn line(s: &str) -> Cow<'_, str> {
+pub fn line(s: &str) -> Cow<'_, str> {
     clean(s, Layout::Line)
 }
 
 /// [`clean`] for multi-line text.
-pub(crate) fn text(s: &str) -> Cow<'_, str> {
+pub fn text(s: &str) -> Cow<'_, str> {
     clean(s, Layout::Text)
 }
 
@@ -145,7 +145,7 @@ fn pictograph(c: char) -> bool {
 /// written as JSON `\uXXXX` escapes (`serde_json` escapes C0 already; DEL,
 /// C1, bidi and zero-width characters it writes raw). They can only occur
 /// inside strings, where the escape means the same character.
-pub(crate) fn json(value: &impl serde::Serialize) -> String {
+pub fn json(value: &impl serde::Serialize) -> String {
     let text = serde_json::to_string_pretty(value).unwrap_or_default();
     if !text.chars().any(unsafe_char_in_json) {
         return text;

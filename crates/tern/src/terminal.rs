@@ -194,7 +194,7 @@ impl Session {
         let mut line = if q.target.is_empty() {
             format!("{who} {verb}")
         } else {
-            format!("{who} {verb}, for {}", crate::safe::line(&q.target))
+            format!("{who} {verb}, for {}", tern::safe::line(&q.target))
         };
         if let Some(claim) = q.server.as_ref().map(claimed_name) {
             let _ = write!(line, "; it calls itself {claim}");
@@ -222,10 +222,10 @@ impl Session {
 /// What a server calls itself: its title and name and version, one-line
 /// and safe, quoted as a claim.
 pub(crate) fn claimed_name(info: &tern_protocol::Implementation) -> String {
-    let name = crate::safe::line(&info.name);
-    let version = crate::safe::line(&info.version);
+    let name = tern::safe::line(&info.name);
+    let version = tern::safe::line(&info.version);
     match info.title.as_deref().filter(|t| *t != info.name) {
-        Some(title) => format!("\"{}\" ({name} {version})", crate::safe::line(title)),
+        Some(title) => format!("\"{}\" ({name} {version})", tern::safe::line(title)),
         None => format!("\"{name}\" {version}"),
     }
 }
@@ -411,7 +411,7 @@ pub(crate) fn check_url(raw: &str, local_server: bool) -> UrlCheck {
         (Some(h), None) => h.to_owned(),
         (None, _) => String::new(),
     };
-    let host = crate::safe::line(&host).into_owned();
+    let host = tern::safe::line(&host).into_owned();
     let mut warnings = Vec::new();
     match url.scheme() {
         "https" => {}
@@ -423,7 +423,7 @@ pub(crate) fn check_url(raw: &str, local_server: bool) -> UrlCheck {
                 host,
                 format!(
                     "its scheme is {}: (tern opens only https:// and http:// pages)",
-                    crate::safe::line(other)
+                    tern::safe::line(other)
                 ),
             );
         }
@@ -447,7 +447,7 @@ pub(crate) fn check_url(raw: &str, local_server: bool) -> UrlCheck {
         };
         warnings.push(format!(
             "the URL puts `{}@` before its host, which can make it look like another site: the page is on {host}",
-            crate::safe::line(&user)
+            tern::safe::line(&user)
         ));
     }
     UrlCheck {
@@ -473,7 +473,7 @@ fn url_consent(
     console.say(&format!("{}\n", form::server_text(&params.message)));
     let mut lines = format!(
         "  URL:  {}\n  Host: {}\n",
-        crate::safe::line(&params.url),
+        tern::safe::line(&params.url),
         check.host
     );
     for w in &check.warnings {
@@ -810,7 +810,7 @@ impl Progress {
 
     /// Shows one notification.
     pub(crate) fn show(&self, p: &ProgressNotificationParams) {
-        let message = crate::safe::line(p.message.as_deref().unwrap_or_default()).into_owned();
+        let message = tern::safe::line(p.message.as_deref().unwrap_or_default()).into_owned();
         let total = p.total.filter(|t| *t > 0.0);
         if !self.tty {
             let line = match total {

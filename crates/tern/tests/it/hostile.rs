@@ -28,6 +28,17 @@ fn tern(args: &[&str]) -> Output {
         .args(args)
         .args(["--", "python3", &server()])
         .env_remove("TERN_BROWSER")
+        .env_remove("TERN_LOG")
+        .output()
+        .unwrap()
+}
+
+/// [`tern`] with the server's standard error logged (`TERN_LOG=info`).
+fn tern_logged(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(args)
+        .args(["--", "python3", &server()])
+        .env("TERN_LOG", "info")
         .output()
         .unwrap()
 }
@@ -63,8 +74,11 @@ fn pipe_mode_writes_no_raw_escape_c1_or_bidi_character() {
         (&["discover"][..], 0),
         (&["call", "ask", "--answer", "pick=a"][..], 0),
         (&["call", "fail"][..], 3),
+        (&["questions", "ask"][..], 0),
+        // The server's standard error as it comes (`server: ...`).
+        (&["tools", "-v"][..], 0),
     ] {
-        let o = tern(args);
+        let o = tern_logged(args);
         assert_eq!(
             o.status.code(),
             Some(code),
@@ -94,6 +108,9 @@ fn pipe_mode_writes_no_raw_escape_c1_or_bidi_character() {
     let o = tern(&["call", "fail"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("| failing\\x1b]0;PWNED-TITLE"), "{err}");
+    let o = tern(&["tools", "-v"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("server: starting\\x1b]0;PWNED-TITLE"), "{err}");
     assert!(
         !err.lines().any(|l| l.starts_with("-- ")),
         "the error's fake header stays on its line: {err}"
