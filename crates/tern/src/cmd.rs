@@ -98,6 +98,8 @@ Environment:
   TERN_CONFIG   the config file of named servers (default: tern/servers.json
                 in your config folder)
   TERN_PROMPTS  `lines` for numbered line prompts even on a terminal
+  TERN_BROWSER  the command that opens a page a server asks you to open
+                (the URL appended as one argument; default xdg-open / open)
   NO_COLOR      no colour in prompts
 
 ",
