@@ -195,6 +195,12 @@ fn in_a_terminal_the_title_clipboard_and_terns_own_lines_are_untouched() {
     let title = |t: &Tmux| {
         String::from_utf8_lossy(&t.tmux(&["display", "-p", "#{pane_title}"]).stdout).into_owned()
     };
+    // Room for everything both commands print, so a clear would show.
+    assert!(
+        t.tmux(&["resize-window", "-t", "t", "-y", "150"])
+            .status
+            .success()
+    );
     let before = title(&t);
     t.keys(&["Enter"]);
     let screen = t.wait_for("> 1) Option A");
@@ -281,7 +287,8 @@ fn url_consent_opens_only_https_and_http_as_one_argument() {
         script.push_str(&call(n, url));
     }
     script.push_str(&call(4, "https://bank.example@evil.example/login"));
-    script.push_str(&call(5, "https://auth.example/ok?x=1&y=-z"));
+    script.push_str(&call(5, "http://plain.example/signin"));
+    script.push_str(&call(6, "https://auth.example/ok?x=1&y=-z"));
     script.push_str("sleep 60");
     let t = Tmux::start("opener", &script);
 
@@ -317,13 +324,31 @@ fn url_consent_opens_only_https_and_http_as_one_argument() {
     t.type_line("n");
     t.wait_for("EXIT4=1");
 
+    // Plain http: offered, with a warning; declined here.
+    let prompts = |n: usize| {
+        t.until(&format!("question {n}"), || {
+            t.screen().matches("Open this URL in your browser?").count() == n
+        });
+        t.screen()
+    };
+    let screen = prompts(2);
+    assert!(screen.contains("Host: plain.example\n"), "{screen}");
+    assert!(
+        screen.contains(
+            "! warning: plain http: the page, and anything you type on it, travels unencrypted"
+        ),
+        "{screen}"
+    );
+    t.type_line("n");
+    t.wait_for("EXIT5=1");
+
     // The https URL, agreed to: opened once, as one argument.
-    let screen = t.wait_for("Host: auth.example\n");
-    assert_eq!(screen.matches("Open this URL in your browser?").count(), 2);
+    let screen = prompts(3);
+    assert!(screen.contains("Host: auth.example\n"), "{screen}");
     t.type_line("y");
-    let screen = t.wait_for("EXIT5=");
+    let screen = t.wait_for("EXIT6=");
     assert!(screen.contains("Opened with"), "{screen}");
-    assert!(screen.contains("EXIT5=0"), "{screen}");
+    assert!(screen.contains("EXIT6=0"), "{screen}");
     let recorded = std::fs::read_to_string(&log).unwrap();
     assert_eq!(recorded, "argc=1\narg=https://auth.example/ok?x=1&y=-z\n");
     std::fs::remove_dir_all(&dir).unwrap();

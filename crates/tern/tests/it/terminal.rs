@@ -95,7 +95,7 @@ impl Tmux {
     }
 
     /// Polls until `done` says yes (at most [`PATIENCE`]).
-    fn until(&self, what: &str, mut done: impl FnMut() -> bool) {
+    pub(crate) fn until(&self, what: &str, mut done: impl FnMut() -> bool) {
         let start = Instant::now();
         while !done() {
             assert!(
