@@ -17,8 +17,9 @@
 //!   U+2029, the invisible operators U+2061–U+2064, the deprecated format
 //!   characters U+206A–U+206F and the tag characters U+E0000–U+E007F are
 //!   shown as `\u{202e}`-style escapes. The zero-width joiner U+200D is kept
-//!   between two pictographs (it glues emoji sequences such as 👩‍💻) and tag
-//!   characters after U+1F3F4 (subdivision flags such as 🏴󠁧󠁢󠁳󠁣󠁴󠁿), escaped elsewhere;
+//!   between two pictographs (it glues emoji sequences such as 👩‍💻), and tag
+//!   characters right after U+1F3F4 (they spell a subdivision flag), escaped
+//!   elsewhere;
 //! - a newline and a tab are kept only in [`Layout::Text`] (a result, a
 //!   question's message); in [`Layout::Line`] (a name, a title, an option
 //!   label) they are shown as `\n` and `\t`. A carriage return is kept only
@@ -26,10 +27,12 @@
 //!   it would move the cursor back over what is already on the line;
 //! - everything else (letters of any script, emoji, punctuation, a
 //!   backslash) is untouched, so the output of [`clean`] passes [`clean`]
-//!   unchanged.
+//!   unchanged. (A server can therefore print a literal `\x1b`; it is only
+//!   text, and shows as such.)
 //!
-//! `--json` output stays exact JSON: [`json`] escapes the same characters
-//! with JSON's own `\u009b` escapes, which parse back to the same string.
+//! `--json` output stays exact JSON: [`json`] writes the same characters
+//! (emoji joiners and flag tags included: JSON is for programs) as JSON's
+//! own `\u009b` escapes, which parse back to the same string.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
