@@ -75,6 +75,10 @@ fn pipe_mode_writes_no_raw_escape_c1_or_bidi_character() {
         (&["call", "ask", "--answer", "pick=a"][..], 0),
         (&["call", "fail"][..], 3),
         (&["questions", "ask"][..], 0),
+        (&["prompts"][..], 0),
+        (&["prompt", "p"][..], 0),
+        (&["resources"][..], 0),
+        (&["read", "evil://r"][..], 0),
         // The server's standard error as it comes (`server: ...`).
         (&["tools", "-v"][..], 0),
     ] {

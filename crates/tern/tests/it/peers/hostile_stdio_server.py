@@ -6,10 +6,12 @@ clearing the screen, overwriting the line above, colours, an OSC 8 link,
 concealed text (SGR 8), a C1 CSI (U+009B) and a bidi override (U+202E).
 
 Tools:
-  ask      asks one form question (two options), then answers with text
+  ask      reports progress, asks one form question (two options), then
+           answers with text
   fail     answers with a JSON-RPC error
   open     asks to open the URL given as its `url` argument (URL mode),
            then says what the person chose
+A prompt `p` and a resource `evil://r` (and a template) are hostile too.
 """
 import json
 import sys
@@ -50,6 +52,14 @@ def send(msg):
     sys.stdout.flush()
 
 
+PROMPTS = [{"name": "p", "title": "P" + P, "description": "a prompt" + P,
+            "arguments": [{"name": "a" + P, "description": "an argument" + P}]}]
+RESOURCES = [{"uri": "evil://r", "name": "r" + P, "title": "R" + P,
+              "description": "a resource" + P, "mimeType": "text/plain" + P}]
+TEMPLATES = [{"uriTemplate": "evil://t/{x}" + P, "name": "t" + P,
+              "description": "a template" + P}]
+
+
 def result(msg, body):
     body = dict(body)
     body.setdefault("resultType", "complete")
@@ -68,14 +78,31 @@ for line in sys.stdin:
     params = msg.get("params") or {}
     if method == "server/discover":
         result(msg, {"supportedVersions": ["2026-07-28"],
-                     "capabilities": {"tools": {}},
+                     "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
                      "instructions": "instructions" + P})
     elif method == "tools/list":
         result(msg, {"tools": TOOLS})
+    elif method == "prompts/list":
+        result(msg, {"prompts": PROMPTS})
+    elif method == "prompts/get":
+        result(msg, {"description": "the prompt" + P, "messages": [
+            {"role": "user", "content": {"type": "text", "text": "said" + P}}]})
+    elif method == "resources/list":
+        result(msg, {"resources": RESOURCES})
+    elif method == "resources/templates/list":
+        result(msg, {"resourceTemplates": TEMPLATES})
+    elif method == "resources/read":
+        result(msg, {"contents": [{"uri": "evil://r", "mimeType": "text/plain",
+                                   "text": "contents" + P}]})
     elif method == "tools/call":
         name = params.get("name")
         answers = params.get("inputResponses")
         if name == "ask":
+            token = (params.get("_meta") or {}).get("progressToken")
+            if token is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                    "progressToken": token, "progress": 1, "total": 2,
+                    "message": "halfway" + P}})
             if not answers:
                 result(msg, {"resultType": "input_required", "requestState": "s1", "inputRequests": {
                     "pick": {"method": "elicitation/create", "params": {
