@@ -474,7 +474,11 @@ fn url_consent(
     let mut lines = format!(
         "  URL:  {}\n  Host: {}\n",
         tern::safe::line(&params.url),
-        check.host
+        if check.host.is_empty() {
+            "(none)"
+        } else {
+            &check.host
+        }
     );
     for w in &check.warnings {
         let _ = writeln!(lines, "  ! warning: {w}");
