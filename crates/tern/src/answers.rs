@@ -348,7 +348,8 @@ pub(crate) fn describe_fields(form: &ElicitRequestFormParams, indent: &str) -> S
         if let Some(d) = &f.default {
             let _ = write!(line, " [default: {d}]");
         }
-        out.push_str(&line);
+        // Names, options and defaults are the server's: one line each.
+        out.push_str(&tern::safe::line(&line));
         out.push('\n');
     }
     out.trim_end().to_owned()

@@ -98,6 +98,8 @@ Environment:
   TERN_CONFIG   the config file of named servers (default: tern/servers.json
                 in your config folder)
   TERN_PROMPTS  `lines` for numbered line prompts even on a terminal
+  TERN_BROWSER  the command that opens a page a server asks you to open
+                (the URL appended as one argument; default xdg-open / open)
   NO_COLOR      no colour in prompts
 
 ",
@@ -484,6 +486,20 @@ fn label_of(target: &Target) -> (String, Option<String>) {
     }
 }
 
+/// Who asks, as this run's configuration names the server: the
+/// `--server` key, else the URL's host, else the command (never what the
+/// server's `serverInfo` claims).
+fn local_name(server: &ServerArgs, target: &Target) -> String {
+    if let Some(name) = &server.server {
+        return format!("`{}`", tern::safe::line(name));
+    }
+    match target {
+        Target::Url { url, .. } => tern::safe::line(authority(url)).into_owned(),
+        Target::Demo { .. } => "the demo server".into(),
+        Target::Command { words, .. } => format!("`{}`", tern::safe::line(&words.join(" "))),
+    }
+}
+
 /// Starts or reaches the server.
 fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Started, Failure> {
     let transport_failure = |e: ClientError| Failure {
@@ -502,7 +518,7 @@ fn connect(target: &Target, verbose: bool, session: &Arc<Session>) -> Result<Sta
             let s = Arc::clone(session);
             options = options.on_stderr(Arc::new(move |line: &str| {
                 s.progress.interrupt();
-                eprintln!("server: {line}");
+                eprintln!("server: {}", tern::safe::line(line));
             }));
         }
         let failed = |e: ClientError| Failure {
@@ -716,9 +732,10 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
                 ),
             };
         }
+        // The chain is one line; the server's message in it stays one.
         return Failure {
             code: EXIT_SERVER,
-            message: format!("{e:#}"),
+            message: tern::safe::line(&format!("{e:#}")).into_owned(),
         };
     }
     if e.is_transport() {
@@ -742,7 +759,7 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     // decoder's), as one line.
     Failure {
         code,
-        message: format!("{e:#}"),
+        message: tern::safe::line(&format!("{e:#}")).into_owned(),
     }
 }
 
@@ -751,13 +768,16 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     reason = "the result is the command's output, on standard output"
 )]
 fn emit(text: &str) {
-    print!("{text}");
+    // The last guard: whatever a server put in the text, no control
+    // character reaches standard output (a terminal or a pipe).
+    print!("{}", tern::safe::text(text));
     let _ = std::io::stdout().flush();
 }
 
+/// `value` as exact JSON, C1, bidi and zero-width characters escaped too
+/// ([`tern::safe::json`]).
 fn emit_json(value: &impl Serialize) {
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
-    emit(&format!("{text}\n"));
+    emit(&format!("{}\n", tern::safe::json(value)));
 }
 
 /// A connected client and what the run knows around it.
@@ -791,7 +811,7 @@ pub(crate) async fn run(
     let interactive = std::io::stdin().is_terminal() && !no_input;
 
     let (label, url) = label_of(&target);
-    let session = Session::new(label, url);
+    let session = Session::new(label, local_name(server, &target), url);
     let started = connect(&target, server.verbose, &session)?;
     let used = Arc::new(std::sync::Mutex::new(Vec::new()));
     let live = LivePresets::new(presets.clone(), Arc::clone(&used));
@@ -908,7 +928,7 @@ fn with_last_words(mut f: Failure, watch: Option<&ChildWatch>) -> Failure {
             f.message
                 .push_str("\nthe server's last lines of standard error:");
             for line in tail {
-                let _ = write!(f.message, "\n  | {line}");
+                let _ = write!(f.message, "\n  | {}", tern::safe::line(&line));
             }
         }
     }
@@ -1101,7 +1121,7 @@ async fn task(c: &Connected, action: TaskAction, id: &str) -> Result<u8, Failure
                     emit(&output::call(&result));
                 }
                 if let Some(e) = &task.error {
-                    emit(&format!("error: {e}\n"));
+                    emit(&format!("error: {}\n", tern::safe::line(&e.to_string())));
                 }
             }
             Ok(EXIT_OK)
@@ -1220,7 +1240,7 @@ fn print_completed(done: &Completed, json: bool, tool: Option<&str>) -> u8 {
             if json {
                 emit_json(r);
             } else if r.is_error() {
-                eprint!("{}", output::call(r));
+                eprint!("{}", tern::safe::text(&output::call(r)));
             } else {
                 emit(&output::call(r));
             }
@@ -1270,7 +1290,7 @@ async fn questions(c: &Connected, tool: &str, args: JsonObject) -> Result<u8, Fa
             } else {
                 eprint!(
                     "{}",
-                    crate::questions::describe(tool, &pending.input_requests)
+                    tern::safe::text(&crate::questions::describe(tool, &pending.input_requests))
                 );
                 emit_json(&crate::questions::template(&pending.input_requests));
             }

@@ -15,8 +15,16 @@ use tern_protocol::elicitation::{
 
 /// Where the person is: text goes out, lines come in.
 pub(crate) trait Console {
-    /// Shows text (no newline added).
+    /// Shows text (no newline added). A console shows it through
+    /// [`tern::safe::text`]: a server's string in it cannot act on the
+    /// terminal.
     fn say(&mut self, text: &str);
+    /// Shows one of tern's own lines (who asks, the URL consent) so that
+    /// nothing shown before can restyle or hide it: on a terminal, after an
+    /// SGR reset.
+    fn mark(&mut self, text: &str) {
+        self.say(text);
+    }
     /// Shows `prompt` and reads one line, without its line ending; `None` at
     /// the end of input.
     fn ask(&mut self, prompt: &str) -> Option<String>;
@@ -86,7 +94,7 @@ pub(crate) fn review(console: &mut dyn Console, lines: &[String]) -> Summary {
     if let Some(w) = console.widgets() {
         let mut options = vec!["Send these answers".to_owned()];
         for l in lines {
-            options.push(format!("Change {l}"));
+            options.push(format!("Change {}", tern::safe::line(l)));
         }
         options.push("Decline (refuse the questions)".to_owned());
         let label = format!("Your answers: {}", lines.join("; "));
@@ -99,7 +107,7 @@ pub(crate) fn review(console: &mut dyn Console, lines: &[String]) -> Summary {
     }
     let mut text = String::from("Your answers:\n");
     for (i, l) in lines.iter().enumerate() {
-        let _ = writeln!(text, "  {}) {l}", i + 1);
+        let _ = writeln!(text, "  {}) {}", i + 1, tern::safe::line(l));
     }
     console.say(&text);
     loop {
@@ -179,10 +187,8 @@ pub(crate) fn fill(
                 .to_owned()
         }
     };
-    console.say(&format!(
-        "\n-- {asker} --\n{}\n{how}",
-        params.message.trim_end()
-    ));
+    console.mark(&format!("\n-- {asker} --\n"));
+    console.say(&format!("{}\n{how}", server_text(&params.message)));
     let schema = &params.requested_schema;
     let required = schema.required.clone().unwrap_or_default();
     let mut content = IndexMap::new();
@@ -206,6 +212,13 @@ pub(crate) fn fill(
     ElicitResult::accept(content)
 }
 
+/// A server's multi-line text under one of tern's headers: made safe
+/// ([`tern::safe::text`]), its lines after the first indented by two
+/// spaces so that none of them can pose as tern's own `-- ... --` header.
+pub(crate) fn server_text(text: &str) -> String {
+    tern::safe::text(text.trim_end()).replace('\n', "\n  ")
+}
+
 /// The label, description and options of a field, whatever its kind.
 fn header(
     console: &mut dyn Console,
@@ -223,8 +236,8 @@ fn header(
         .filter(|t| !t.is_empty())
         .or(short)
         .unwrap_or(key)
-        .trim_end_matches('.')
-        .to_owned();
+        .trim_end_matches('.');
+    let label = tern::safe::line(label).into_owned();
     // One header per field: its description, when it says more than the
     // label; the label itself is the prompt, marked when required.
     if let Some(d) = description
@@ -232,7 +245,7 @@ fn header(
         .filter(|d| !d.is_empty() && d.trim_end_matches('.') != label)
         && console.widgets().is_none()
     {
-        console.say(&format!("  {d}\n"));
+        console.say(&format!("  {}\n", server_text(d)));
     }
     if must {
         format!("{label} (required)")
@@ -392,7 +405,7 @@ fn ask_text(console: &mut dyn Console, label: String, s: &StringSchema, must: bo
         let _ = write!(prompt, " ({})", hints.join(", "));
     }
     if let Some(d) = &s.default {
-        let _ = write!(prompt, " [{d}]");
+        let _ = write!(prompt, " [{}]", tern::safe::line(d));
     }
     prompt.push_str(": ");
     ask_until(console, &prompt, |line| {
@@ -471,13 +484,7 @@ fn rich_field(
         options
             .iter()
             .enumerate()
-            .map(|(i, o)| {
-                if o.title == o.value || o.title.contains(&o.value) {
-                    format!("{}) {}", i + 1, o.title)
-                } else {
-                    format!("{}) {} ({})", i + 1, o.title, o.value)
-                }
-            })
+            .map(|(i, o)| format!("{}) {}", i + 1, option_label(o)))
             .collect()
     };
     let one = |w: &mut dyn Widgets, options: Vec<TitledOption>, default: Option<&str>| {
@@ -691,14 +698,24 @@ pub(crate) fn parse_number(text: &str, n: &NumberSchema) -> Result<serde_json::N
     serde_json::Number::from_f64(value).ok_or_else(|| format!("{text:?} is not a number"))
 }
 
+/// How an option is shown: its title, and its value when the title does
+/// not say it; both one-line and safe ([`tern::safe::line`]).
+fn option_label(o: &TitledOption) -> String {
+    if o.title == o.value || o.title.contains(&o.value) {
+        tern::safe::line(&o.title).into_owned()
+    } else {
+        format!(
+            "{} ({})",
+            tern::safe::line(&o.title),
+            tern::safe::line(&o.value)
+        )
+    }
+}
+
 fn list_options(console: &mut dyn Console, options: &[TitledOption], defaults: &[&str]) {
     let mut text = String::new();
     for (i, o) in options.iter().enumerate() {
-        let shown = if o.title == o.value || o.title.contains(&o.value) {
-            o.title.clone()
-        } else {
-            format!("{} ({})", o.title, o.value)
-        };
+        let shown = option_label(o);
         let mark = if defaults.contains(&o.value.as_str()) {
             "  (default)"
         } else {

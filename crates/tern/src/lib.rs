@@ -2,9 +2,11 @@
 //!
 //! It holds the built-in servers the command serves (`tern serve demo`, which
 //! `--demo` starts as a child process), so tests can also start them in
-//! process.
+//! process, and [`safe`], the one sanitiser every server-provided string
+//! passes before tern shows it.
 
 pub mod demo;
 pub mod demo_fleet;
 pub mod login;
+pub mod safe;
 pub mod telemetry;

@@ -284,6 +284,20 @@ impl TokenStore for FileTokenStore {
     }
 }
 
+/// The command that opens a web page: `$TERN_BROWSER` (words split on
+/// white space; the URL is appended as one more argument), else `open` on
+/// macOS, else `xdg-open`. `tern login` and URL elicitation both use it.
+pub fn browser_command() -> Vec<String> {
+    let command = std::env::var("TERN_BROWSER")
+        .ok()
+        .filter(|c| !c.trim().is_empty());
+    match command {
+        Some(c) => c.split_whitespace().map(str::to_owned).collect(),
+        None if cfg!(target_os = "macos") => vec!["open".into()],
+        None => vec!["xdg-open".into()],
+    }
+}
+
 /// The login's browser: a loopback listener for the redirect (module docs).
 #[derive(Debug)]
 pub struct LoopbackBrowser {
@@ -304,14 +318,7 @@ impl LoopbackBrowser {
     }
 
     fn open(url: &str) {
-        let command = std::env::var("TERN_BROWSER")
-            .ok()
-            .filter(|c| !c.trim().is_empty());
-        let words: Vec<String> = match command {
-            Some(c) => c.split_whitespace().map(str::to_owned).collect(),
-            None if cfg!(target_os = "macos") => vec!["open".into()],
-            None => vec!["xdg-open".into()],
-        };
+        let words = browser_command();
         let spawned = std::process::Command::new(&words[0])
             .args(&words[1..])
             .arg(url)

@@ -473,7 +473,8 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
-            eprintln!("tern: {}", failure.message);
+            // A failure quotes the server (its error, its standard error).
+            eprintln!("tern: {}", tern::safe::text(&failure.message));
             ExitCode::from(failure.code)
         }
     }
@@ -501,7 +502,7 @@ fn run_audit(args: audit::AuditArgs) -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(stop) => {
-            eprintln!("tern audit: {}", stop.message);
+            eprintln!("tern audit: {}", tern::safe::text(&stop.message));
             ExitCode::from(stop.code)
         }
     }
@@ -528,9 +529,11 @@ fn login(
             } else {
                 format!(", scopes {}", grant.scopes.join(" "))
             };
+            // The issuer and the scopes are the authorization server's words.
             eprintln!(
-                "tern: logged in to {url} (authorization server {}{scopes}{})",
-                grant.key.issuer,
+                "tern: logged in to {url} (authorization server {}{}{})",
+                tern::safe::line(&grant.key.issuer),
+                tern::safe::line(&scopes),
                 if grant.refresh_token.is_some() {
                     ", refreshable"
                 } else {
@@ -540,7 +543,7 @@ fn login(
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("tern login: {e}");
+            eprintln!("tern login: {}", tern::safe::line(&e));
             ExitCode::from(cmd::EXIT_TRANSPORT)
         }
     }

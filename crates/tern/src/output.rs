@@ -1,5 +1,6 @@
 //! Human-readable output of results (the `--json` output is the results
-//! themselves).
+//! themselves). Every string of the server's passes [`tern::safe`]: names,
+//! titles and descriptions in lists as one line ([`flat`]), results as text.
 
 use std::fmt::Write as _;
 
@@ -10,6 +11,20 @@ use tern_protocol::discover::DiscoverResult;
 use tern_protocol::prompt::{GetPromptResult, Prompt};
 use tern_protocol::resource::{ReadResourceResult, Resource, ResourceTemplate};
 use tern_protocol::tool::{CallToolResult, Tool};
+
+/// A server's string for a one-line field of a list: white space (newlines
+/// included) folded to single spaces, the rest made safe
+/// ([`tern::safe::line`]).
+fn flat(s: &str) -> String {
+    let folded: Vec<&str> = s.split_whitespace().collect();
+    tern::safe::line(&folded.join(" ")).into_owned()
+}
+
+/// A server's text (a result, instructions), made safe
+/// ([`tern::safe::text`]).
+fn text(s: &str) -> std::borrow::Cow<'_, str> {
+    tern::safe::text(s)
+}
 
 /// The arguments of an input schema: `name* type  description` lines.
 fn schema_arguments(schema: &JsonObject, out: &mut String) {
@@ -37,9 +52,9 @@ fn schema_arguments(schema: &JsonObject, out: &mut String) {
         } else {
             ""
         };
-        let _ = write!(out, "    {name}{mark}: {kind}");
+        let _ = write!(out, "    {}{mark}: {}", flat(name), flat(&kind));
         if let Some(d) = p.get("description").and_then(Value::as_str) {
-            let _ = write!(out, "  {d}");
+            let _ = write!(out, "  {}", flat(d));
         }
         out.push('\n');
     }
@@ -52,16 +67,16 @@ pub(crate) fn tools(tools: &[Tool]) -> String {
         out.push_str("(no tools)\n");
     }
     for t in tools {
-        let _ = write!(out, "{}", t.name);
+        let _ = write!(out, "{}", flat(&t.name));
         if let Some(title) = t
             .title
             .as_deref()
             .or(t.annotations.as_ref().and_then(|a| a.title.as_deref()))
         {
-            let _ = write!(out, " ({title})");
+            let _ = write!(out, " ({})", flat(title));
         }
         if let Some(d) = &t.description {
-            let _ = write!(out, "  {d}");
+            let _ = write!(out, "  {}", flat(d));
         }
         out.push('\n');
         schema_arguments(&t.input_schema, &mut out);
@@ -82,19 +97,19 @@ pub(crate) fn prompts(prompts: &[Prompt]) -> String {
         out.push_str("(no prompts)\n");
     }
     for p in prompts {
-        let _ = write!(out, "{}", p.name);
+        let _ = write!(out, "{}", flat(&p.name));
         if let Some(title) = &p.title {
-            let _ = write!(out, " ({title})");
+            let _ = write!(out, " ({})", flat(title));
         }
         if let Some(d) = &p.description {
-            let _ = write!(out, "  {d}");
+            let _ = write!(out, "  {}", flat(d));
         }
         out.push('\n');
         for a in p.arguments.iter().flatten() {
             let mark = if a.required == Some(true) { "*" } else { "" };
-            let _ = write!(out, "    {}{mark}", a.name);
+            let _ = write!(out, "    {}{mark}", flat(&a.name));
             if let Some(d) = &a.description {
-                let _ = write!(out, "  {d}");
+                let _ = write!(out, "  {}", flat(d));
             }
             out.push('\n');
         }
@@ -109,12 +124,17 @@ pub(crate) fn resources(resources: &[Resource], templates: &[ResourceTemplate]) 
         out.push_str("(no resources)\n");
     }
     for r in resources {
-        let _ = write!(out, "{}  {}", r.uri, r.title.as_deref().unwrap_or(&r.name));
+        let _ = write!(
+            out,
+            "{}  {}",
+            flat(&r.uri),
+            flat(r.title.as_deref().unwrap_or(&r.name))
+        );
         if let Some(m) = &r.mime_type {
-            let _ = write!(out, " [{m}]");
+            let _ = write!(out, " [{}]", flat(m));
         }
         if let Some(d) = &r.description {
-            let _ = write!(out, "  {d}");
+            let _ = write!(out, "  {}", flat(d));
         }
         out.push('\n');
     }
@@ -125,14 +145,14 @@ pub(crate) fn resources(resources: &[Resource], templates: &[ResourceTemplate]) 
         let _ = write!(
             out,
             "  {}  {}",
-            t.uri_template,
-            t.title.as_deref().unwrap_or(&t.name)
+            flat(&t.uri_template),
+            flat(t.title.as_deref().unwrap_or(&t.name))
         );
         if let Some(m) = &t.mime_type {
-            let _ = write!(out, " [{m}]");
+            let _ = write!(out, " [{}]", flat(m));
         }
         if let Some(d) = &t.description {
-            let _ = write!(out, "  {d}");
+            let _ = write!(out, "  {}", flat(d));
         }
         out.push('\n');
     }
@@ -143,19 +163,19 @@ pub(crate) fn resources(resources: &[Resource], templates: &[ResourceTemplate]) 
 pub(crate) fn discover(d: &DiscoverResult) -> String {
     let mut out = String::new();
     if let Some(info) = d.meta.as_ref().and_then(|m| m.server_info.as_ref()) {
-        let _ = write!(out, "{} {}", info.name, info.version);
+        let _ = write!(out, "{} {}", flat(&info.name), flat(&info.version));
         if let Some(t) = &info.title {
-            let _ = write!(out, " — {t}");
+            let _ = write!(out, " — {}", flat(t));
         }
         out.push('\n');
         if let Some(desc) = &info.description {
-            let _ = writeln!(out, "  {desc}");
+            let _ = writeln!(out, "  {}", flat(desc));
         }
     }
     let _ = writeln!(
         out,
         "protocol versions: {}",
-        d.supported_versions.join(", ")
+        flat(&d.supported_versions.join(", "))
     );
     let caps = serde_json::to_value(&d.capabilities).unwrap_or_default();
     let list: Vec<String> = caps
@@ -183,11 +203,11 @@ pub(crate) fn discover(d: &DiscoverResult) -> String {
         if list.is_empty() {
             "none".into()
         } else {
-            list.join(", ")
+            flat(&list.join(", "))
         }
     );
     if let Some(i) = &d.instructions {
-        let _ = writeln!(out, "instructions: {i}");
+        let _ = writeln!(out, "instructions: {}", text(i));
     }
     out
 }
@@ -195,7 +215,7 @@ pub(crate) fn discover(d: &DiscoverResult) -> String {
 fn resource_contents(c: &ResourceContents, out: &mut String) {
     match c {
         ResourceContents::Text(t) => {
-            out.push_str(&t.text);
+            out.push_str(&text(&t.text));
             if !t.text.ends_with('\n') {
                 out.push('\n');
             }
@@ -204,7 +224,7 @@ fn resource_contents(c: &ResourceContents, out: &mut String) {
             let _ = writeln!(
                 out,
                 "[binary {}, {} base64 characters; use --json for the data]",
-                b.mime_type.as_deref().unwrap_or("data"),
+                flat(b.mime_type.as_deref().unwrap_or("data")),
                 b.blob.len()
             );
         }
@@ -215,22 +235,30 @@ fn resource_contents(c: &ResourceContents, out: &mut String) {
 fn block(b: &ContentBlock, out: &mut String) {
     match b {
         ContentBlock::Text(t) => {
-            out.push_str(&t.text);
+            out.push_str(&text(&t.text));
             if !t.text.ends_with('\n') {
                 out.push('\n');
             }
         }
         ContentBlock::Image(i) => {
-            let _ = writeln!(out, "[image {}; use --json for the data]", i.mime_type);
+            let _ = writeln!(
+                out,
+                "[image {}; use --json for the data]",
+                flat(&i.mime_type)
+            );
         }
         ContentBlock::Audio(a) => {
-            let _ = writeln!(out, "[audio {}; use --json for the data]", a.mime_type);
+            let _ = writeln!(
+                out,
+                "[audio {}; use --json for the data]",
+                flat(&a.mime_type)
+            );
         }
         ContentBlock::ResourceLink(r) => {
-            let _ = writeln!(out, "[resource {} {}]", r.uri, r.name);
+            let _ = writeln!(out, "[resource {} {}]", flat(&r.uri), flat(&r.name));
         }
         ContentBlock::Resource(e) => {
-            let _ = writeln!(out, "[resource {}]", e.resource.uri());
+            let _ = writeln!(out, "[resource {}]", flat(e.resource.uri()));
             resource_contents(&e.resource, out);
         }
     }
@@ -246,7 +274,7 @@ pub(crate) fn call(r: &CallToolResult) -> String {
     if r.content.is_empty()
         && let Some(s) = &r.structured_content
     {
-        out.push_str(&serde_json::to_string_pretty(s).unwrap_or_default());
+        out.push_str(&tern::safe::json(s));
         out.push('\n');
     }
     out
@@ -256,7 +284,7 @@ pub(crate) fn call(r: &CallToolResult) -> String {
 pub(crate) fn prompt(r: &GetPromptResult) -> String {
     let mut out = String::new();
     if let Some(d) = &r.description {
-        let _ = writeln!(out, "{d}\n");
+        let _ = writeln!(out, "{}\n", text(d));
     }
     for m in &r.messages {
         let role = match m.role {

@@ -8,6 +8,10 @@
 //! - otherwise, or with `TERN_PROMPTS=lines`, numbered lines on standard
 //!   error read from standard input (pipes, scripts, tests).
 //!
+//! Both show what they are given through [`tern::safe`]: text through
+//! [`tern::safe::text`], a widget's label, help, options and default
+//! through [`tern::safe::line`].
+//!
 //! `inquire` was chosen over `dialoguer` and `cliclack` because its widgets
 //! map one to one onto the form's field kinds (select, multi-select,
 //! confirm, text with a validator), it reports a non-terminal instead of
@@ -22,6 +26,12 @@ use inquire::validator::Validation;
 use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 
 use crate::form::{Check, Console, Reply, Widgets};
+use tern::safe::line;
+
+/// What a widget shows of `options`: each one-line and safe.
+fn lines_of(options: &[String]) -> Vec<String> {
+    options.iter().map(|o| line(o).into_owned()).collect()
+}
 
 /// Ctrl-C pressed inside a widget.
 static INTERRUPTED: LazyLock<tokio::sync::Notify> = LazyLock::new(tokio::sync::Notify::new);
@@ -55,11 +65,22 @@ pub(crate) fn console() -> Box<dyn Console> {
 /// Lines: standard error out, standard input in.
 pub(crate) struct Lines;
 
+/// SGR reset: the attributes (colours, conceal, …) back to the default.
+const SGR_RESET: &str = "\x1b[0m";
+
 impl Console for Lines {
     fn say(&mut self, text: &str) {
         let mut err = std::io::stderr().lock();
-        let _ = err.write_all(text.as_bytes());
+        let _ = err.write_all(tern::safe::text(text).as_bytes());
         let _ = err.flush();
+    }
+
+    fn mark(&mut self, text: &str) {
+        if std::io::stderr().is_terminal() {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(SGR_RESET.as_bytes());
+        }
+        self.say(text);
     }
 
     fn ask(&mut self, prompt: &str) -> Option<String> {
@@ -83,7 +104,12 @@ impl Console for Rich {
         Lines.say(text);
     }
 
+    fn mark(&mut self, text: &str) {
+        Lines.mark(text);
+    }
+
     fn ask(&mut self, prompt: &str) -> Option<String> {
+        let prompt = line(prompt);
         match Text::new(prompt.trim_end().trim_end_matches(':')).prompt() {
             Ok(v) => Some(v),
             Err(e) => {
@@ -115,10 +141,12 @@ impl Widgets for Rich {
         options: &[String],
         default: Option<usize>,
     ) -> Reply<usize> {
-        let mut s = Select::new(label, options.to_vec()).with_starting_cursor(default.unwrap_or(0));
+        let label = line(label);
+        let mut s =
+            Select::new(&label, lines_of(options)).with_starting_cursor(default.unwrap_or(0));
         let help = help.map_or_else(
             || "↑↓ to move, Enter to choose, type to filter".to_owned(),
-            |h| format!("{h} (↑↓, Enter)"),
+            |h| format!("{} (↑↓, Enter)", line(h)),
         );
         s = s.with_help_message(&help);
         match s.raw_prompt() {
@@ -135,11 +163,12 @@ impl Widgets for Rich {
         defaults: &[usize],
         (min, max): (Option<u64>, Option<u64>),
     ) -> Reply<Vec<usize>> {
+        let label = line(label);
         let help = help.map_or_else(
             || "↑↓ to move, Space to pick, Enter to answer".to_owned(),
-            |h| format!("{h} (↑↓, Space, Enter)"),
+            |h| format!("{} (↑↓, Space, Enter)", line(h)),
         );
-        let m = MultiSelect::new(label, options.to_vec())
+        let m = MultiSelect::new(&label, lines_of(options))
             .with_default(defaults)
             .with_help_message(&help)
             .with_validator(
@@ -163,11 +192,13 @@ impl Widgets for Rich {
     }
 
     fn confirm(&mut self, label: &str, help: Option<&str>, default: Option<bool>) -> Reply<bool> {
-        let mut c = Confirm::new(label);
+        let label = line(label);
+        let help = help.map(line);
+        let mut c = Confirm::new(&label);
         if let Some(d) = default {
             c = c.with_default(d);
         }
-        if let Some(h) = help {
+        if let Some(h) = &help {
             c = c.with_help_message(h);
         }
         match c.prompt() {
@@ -183,16 +214,18 @@ impl Widgets for Rich {
         default: Option<&str>,
         check: Check,
     ) -> Reply<String> {
-        let mut t = Text::new(label).with_validator(move |v: &str| {
+        let label = line(label);
+        let (help, default) = (help.map(line), default.map(line));
+        let mut t = Text::new(&label).with_validator(move |v: &str| {
             Ok(match check(v.trim()) {
                 Ok(()) => Validation::Valid,
                 Err(why) => Validation::Invalid(why.into()),
             })
         });
-        if let Some(d) = default {
+        if let Some(d) = &default {
             t = t.with_default(d);
         }
-        if let Some(h) = help {
+        if let Some(h) = &help {
             t = t.with_help_message(h);
         }
         match t.prompt() {

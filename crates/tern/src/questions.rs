@@ -10,16 +10,19 @@ use crate::answers::{describe_fields, facts};
 /// The questions, for a person.
 pub(crate) fn describe(tool: &str, requests: &InputRequests) -> String {
     let mut out = format!(
-        "{tool} asks {} question{} in its first round:\n",
+        "{} asks {} question{} in its first round:\n",
+        tern::safe::line(tool),
         requests.len(),
         if requests.len() == 1 { "" } else { "s" }
     );
     for (key, q) in requests {
+        // The keys, messages and URLs are the server's: one line each.
+        let key = tern::safe::line(key);
         let text = match q {
             InputRequest::Elicitation(e) => match &e.params {
                 ElicitRequestParams::Form(f) => format!(
                     "\n{key}: a form: {}\n{}\n  e.g. --answer {key}.FIELD=VALUE{}\n",
-                    f.message.trim(),
+                    tern::safe::line(f.message.trim()),
                     describe_fields(f, "  "),
                     if f.requested_schema.properties.len() == 1 {
                         format!(" or --answer {key}=VALUE")
@@ -29,8 +32,8 @@ pub(crate) fn describe(tool: &str, requests: &InputRequests) -> String {
                 ),
                 ElicitRequestParams::Url(u) => format!(
                     "\n{key}: asks you to open {} ({})\n  e.g. --answer '{key}={{\"action\":\"accept\"}}'\n",
-                    u.url,
-                    u.message.trim()
+                    tern::safe::line(&u.url),
+                    tern::safe::line(u.message.trim())
                 ),
             },
             InputRequest::Sampling(_) => {

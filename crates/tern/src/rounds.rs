@@ -49,7 +49,7 @@ pub(crate) fn task_line(task: &Task) -> String {
         TaskStatus::Cancelled => "cancelled",
     };
     match &task.status_message {
-        Some(m) => format!("{status}: {m}"),
+        Some(m) => format!("{status}: {}", tern::safe::line(m)),
         None => status.to_owned(),
     }
 }
@@ -137,12 +137,10 @@ impl std::fmt::Debug for Driver {
 }
 
 impl Driver {
-    /// Who the server is, for messages.
+    /// Who the server is, for messages: as the run's configuration names
+    /// it ([`Session::local_name`]), not as it names itself.
     pub(crate) fn who(&self) -> String {
-        self.client.server_info().map_or_else(
-            || self.session.fallback_name.clone(),
-            |i| i.title.unwrap_or(i.name),
-        )
+        self.session.local_name.clone()
     }
 
     /// Waits for one request (`what`), at most `--timeout` without a sign of
@@ -303,7 +301,8 @@ impl Driver {
         *lock(&self.session.task) = Some(id.to_owned());
         if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             eprintln!(
-                "tern: {tool} runs as task {id} on {}; Ctrl-C to cancel it or leave it running",
+                "tern: {tool} runs as task {} on {}; Ctrl-C to cancel it or leave it running",
+                tern::safe::line(id),
                 self.who()
             );
         }
@@ -315,7 +314,7 @@ impl Driver {
             let status = task_line(&task.task);
             if shown.as_deref() != Some(status.as_str()) {
                 if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                    eprintln!("tern: task {id}: {status}");
+                    eprintln!("tern: task {}: {status}", tern::safe::line(id));
                 }
                 shown = Some(status.clone());
             }
@@ -363,9 +362,10 @@ impl Driver {
                     self.session.asked(&keys);
                     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                         eprintln!(
-                            "tern: task {id}: {} asks before it can go on: {}",
+                            "tern: task {}: {} asks before it can go on: {}",
+                            tern::safe::line(id),
                             self.who(),
-                            keys.join(", ")
+                            tern::safe::line(&keys.join(", "))
                         );
                     }
                     let pending = PendingRound::of_task(tool, fresh)
@@ -434,7 +434,7 @@ impl Driver {
         } else {
             eprintln!(
                 "tern: round {round}: {who} asks before it can finish: {}",
-                keys.join(", ")
+                tern::safe::line(&keys.join(", "))
             );
         }
     }
@@ -616,7 +616,9 @@ impl Driver {
                 format!("asked: {}", asked.join(", "))
             };
             eprintln!(
-                "tern: warning: the preset answer for `{key}` was not used: no question was asked under that key{hint} ({asked_list})"
+                "tern: warning: the preset answer for `{key}` was not used: no question was asked under that key{} ({})",
+                tern::safe::line(&hint),
+                tern::safe::line(&asked_list)
             );
         }
     }

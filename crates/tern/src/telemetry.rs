@@ -27,16 +27,36 @@ fn log_filter() -> EnvFilter {
         .unwrap_or_else(|_| EnvFilter::new("warn,tern_client::transport::stdio=error"))
 }
 
+/// Standard error for log lines, each made safe ([`crate::safe::text`]): a
+/// log line may quote a peer (a stdio server's standard error is logged at
+/// info), and tracing escapes C0 and C1 controls but not bidi or
+/// zero-width characters.
+struct SafeStderr;
+
+impl std::io::Write for SafeStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // tracing formats a whole event into one buffer and writes it once.
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(crate::safe::text(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
 /// Installs the process's subscriber. Logs go to standard error: standard
-/// output carries protocol only.
+/// output carries protocol only. They are not coloured: every line passes
+/// [`crate::safe::text`], which shows escapes instead of running them.
 pub fn init() -> Telemetry {
     let logs = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| SafeStderr)
         // A closed standard error must not break requests: tracing's own
         // report of a failed write would panic in `eprintln!` (found when a
         // log line met a closed pipe and the request's connection died).
         .log_internal_errors(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(false)
         .with_filter(log_filter());
     #[cfg(feature = "otel")]
     {

@@ -100,6 +100,7 @@ pub(crate) async fn protected_resource(
     let mut tried = Vec::new();
     for candidate in resource_metadata_urls(mcp, challenge) {
         let url = secure_url(&candidate, "protected resource metadata URL")?;
+        net::within_reach(&url, mcp, "protected resource metadata URL")?;
         // An unreachable location (the challenge's, say) is one more tried.
         let reply = match net::get(http, &url).await {
             Ok(reply) => reply,
@@ -166,12 +167,15 @@ pub(crate) fn server_metadata_urls(issuer: &Url) -> Vec<Url> {
 }
 
 /// Fetches `issuer`'s metadata; its `issuer` must be `issuer` exactly
-/// (RFC 8414 §3.3), and its endpoints HTTPS (or loopback).
+/// (RFC 8414 §3.3), and its endpoints HTTPS (or loopback), and within
+/// reach of the MCP endpoint `mcp` ([`net::within_reach`]).
 pub(crate) async fn authorization_server(
     http: &HttpClient,
     issuer: &str,
+    mcp: &Url,
 ) -> Result<ServerMetadata, ClientError> {
     let issuer_url = secure_url(issuer, "authorization server")?;
+    net::within_reach(&issuer_url, mcp, "authorization server")?;
     let mut tried = Vec::new();
     for url in server_metadata_urls(&issuer_url) {
         // An unreachable location is one more tried, as for the PRM.
@@ -200,7 +204,11 @@ pub(crate) async fn authorization_server(
         let endpoint = |name: &str| -> Result<Option<Url>, ClientError> {
             body.get(name)
                 .and_then(Value::as_str)
-                .map(|u| secure_url(u, name))
+                .map(|u| {
+                    let u = secure_url(u, name)?;
+                    net::within_reach(&u, mcp, name)?;
+                    Ok(u)
+                })
                 .transpose()
         };
         let required = |name: &str| -> Result<Url, ClientError> {
@@ -340,13 +348,53 @@ mod tests {
             crate::transport::tls::client(&crate::transport::tls::TlsOptions::new()).unwrap();
         let meta = tokio::time::timeout(
             std::time::Duration::from_secs(30),
-            authorization_server(&http, &issuer),
+            authorization_server(&http, &issuer, &url(&issuer)),
         )
         .await
         .expect("bounded")
         .unwrap();
         assert_eq!(meta.issuer, issuer);
         assert_eq!(meta.token_endpoint.as_str(), format!("{issuer}/token"));
+    }
+
+    #[test]
+    fn a_remote_server_never_sends_the_client_to_a_local_address() {
+        let remote = url("https://mcp.example/mcp");
+        for local in [
+            "http://127.0.0.1:9/",
+            "http://localhost:9/",
+            "http://app.localhost/",
+            "http://[::1]:9/",
+            "http://[::ffff:127.0.0.1]/",
+            "https://10.1.2.3/",
+            "https://172.16.0.1/",
+            "https://192.168.1.1/",
+            "https://169.254.169.254/latest/meta-data",
+            "https://100.64.0.1/",
+            "https://[fd00::1]/",
+            "https://[fe80::1]/",
+            "https://0.0.0.0/",
+            // Other spellings of 127.0.0.1, as the URL parser reads them.
+            "http://2130706433/",
+            "http://0x7f.1/",
+        ] {
+            assert!(net::is_local(&url(local)), "{local}");
+            assert!(
+                net::within_reach(&url(local), &remote, "t").is_err(),
+                "{local}"
+            );
+        }
+        for public in [
+            "https://as.example/",
+            "https://8.8.8.8/",
+            "https://[2001:db8::1]/",
+        ] {
+            assert!(!net::is_local(&url(public)), "{public}");
+            assert!(net::within_reach(&url(public), &remote, "t").is_ok());
+        }
+        // A local MCP server may use a local authorization server.
+        let local = url("http://127.0.0.1:8080/mcp");
+        assert!(net::within_reach(&url("http://127.0.0.1:9/"), &local, "t").is_ok());
     }
 
     #[test]

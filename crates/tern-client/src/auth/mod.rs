@@ -48,6 +48,7 @@ use std::sync::Arc;
 pub use url::Url;
 
 pub use challenge::Challenge;
+pub use net::is_local;
 pub use store::{EXPIRY_MARGIN, Grant, MemoryTokenStore, TokenKey, TokenStore};
 
 use self::discovery::ServerMetadata;
@@ -484,7 +485,7 @@ impl OAuth {
         let inner = &self.0;
         let prm = discovery::protected_resource(&inner.http, &inner.mcp, challenge).await?;
         let issuer = prm.authorization_servers[0].clone();
-        let meta = discovery::authorization_server(&inner.http, &issuer).await?;
+        let meta = discovery::authorization_server(&inner.http, &issuer, &inner.mcp).await?;
         let redirect_uri = inner.browser.redirect_uri();
         let registration = if let Some(r) = state.registrations.get(&issuer) {
             r.clone()

@@ -30,6 +30,54 @@ pub(crate) fn is_loopback(url: &Url) -> bool {
     }
 }
 
+/// Whether `url`'s host is this machine or a private network: `localhost`
+/// (and names under `.localhost`), loopback, unspecified, private (RFC
+/// 1918, IPv6 unique local `fc00::/7`), shared (`100.64.0.0/10`) and
+/// link-local (`169.254.0.0/16`, `fe80::/10`) addresses, IPv4 inside IPv6
+/// included. The host is read as written: a DNS name is not resolved.
+pub fn is_local(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => {
+            let d = d.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => local_v4(ip),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.to_ipv4_mapped().is_some_and(local_v4)
+                || ip.is_loopback()
+                || ip.is_unspecified()
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+        }
+        None => false,
+    }
+}
+
+fn local_v4(ip: std::net::Ipv4Addr) -> bool {
+    let [a, b, ..] = ip.octets();
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || (a == 100 && (64..128).contains(&b))
+        || a == 0
+}
+
+/// Where the OAuth flow of the MCP endpoint `mcp` may send a request: a
+/// remote MCP server (one whose host is not [`is_local`]) never gets the
+/// client to reach this machine or a private network through the URLs its
+/// metadata names; a local one may name a local authorization server.
+pub(crate) fn within_reach(url: &Url, mcp: &Url, what: &str) -> Result<(), ClientError> {
+    if is_local(url) && !is_local(mcp) {
+        return Err(ClientError::unauthorized(format!(
+            "the {what} {url} is on this machine or a private network, but the MCP server {mcp} \
+             is not: refused (a remote server does not get requests sent to local addresses)"
+        )));
+    }
+    Ok(())
+}
+
 /// Parses `url` and checks it is HTTPS, or HTTP on loopback.
 pub(crate) fn secure_url(url: &str, what: &str) -> Result<Url, ClientError> {
     let parsed = Url::parse(url).map_err(|e| {

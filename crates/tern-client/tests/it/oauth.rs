@@ -974,6 +974,81 @@ async fn an_authorization_server_over_plain_http_off_loopback_is_refused_unvisit
     assert!(e.to_string().contains("is not HTTPS"), "{e}");
 }
 
+/// This machine's name: a DNS name (so the client reads it as remote) that
+/// `/etc/hosts` resolves to this machine.
+fn machine_name() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .expect("the machine's name (/proc/sys/kernel/hostname)")
+        .trim()
+        .to_owned();
+    assert!(
+        std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), 1))
+            .is_ok_and(|mut a| a.next().is_some()),
+        "the machine's name {name:?} does not resolve: the test needs it in /etc/hosts"
+    );
+    name
+}
+
+/// A listener on 127.0.0.1 that counts the connections it is offered.
+async fn counting_listener() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = Arc::clone(&count);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (format!("http://{addr}"), count)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_naming_a_loopback_authorization_server_gets_no_request_sent_there() {
+    let name = machine_name();
+    let ca = TestCa::with_names(&[&name]);
+    // Bound on every address: the name may resolve to 127.0.x.x or to the
+    // machine's own address.
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let url = format!(
+        "https://{name}:{}/mcp",
+        listener.local_addr().unwrap().port()
+    );
+    let (loopback, requests) = counting_listener().await;
+    let resource = ResourceServer::new(&url, &loopback, JwtVerifier::new(&loopback, &url));
+    let app = axum::Router::new()
+        .route_service(
+            "/mcp",
+            Http::new(server::build())
+                .oauth(resource.clone())
+                .into_service(),
+        )
+        .merge(resource.metadata_router());
+    serve_https_on(listener, app, Arc::clone(&ca.server));
+    let tls = TlsOptions::new().with_ca_file(&ca.ca_file);
+    let browser = FollowRedirect::new(REDIRECT)
+        .unwrap()
+        .with_tls(&tls)
+        .unwrap();
+    let oauth = OAuth::new(&url, OAuthConfig::new("t"), browser)
+        .unwrap()
+        .with_tls(&tls)
+        .unwrap();
+    // `tern login`'s way in (the well-known PRM), then a request's (a 401).
+    let e = bounded(oauth.authorize()).await.unwrap_err();
+    let sent = || requests.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(sent(), 0, "nothing reached the loopback server: {e}");
+    assert_eq!(e.kind(), ErrorKind::Unauthorized, "{e}");
+    assert!(e.to_string().contains("private network"), "{e}");
+    let e = bounded(oauth.challenged(None, 401, None))
+        .await
+        .unwrap_err();
+    assert_eq!(sent(), 0, "nothing reached the loopback server: {e}");
+    assert!(e.to_string().contains("private network"), "{e}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn introspection_serves_behind_the_same_checks() {
     let w = world_with(3600, true).await;

@@ -25,6 +25,11 @@ pub struct TestCa {
 
 impl TestCa {
     pub fn new() -> Self {
+        Self::with_names(&[])
+    }
+
+    /// A CA whose server certificate also names `names`.
+    pub fn with_names(names: &[&str]) -> Self {
         let ca_key = rcgen::KeyPair::generate().unwrap();
         let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -34,9 +39,9 @@ impl TestCa {
         let ca_cert = ca_params.self_signed(&ca_key).unwrap();
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
         let leaf_key = rcgen::KeyPair::generate().unwrap();
-        let leaf_params =
-            rcgen::CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-                .unwrap();
+        let mut sans = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+        sans.extend(names.iter().map(|n| (*n).to_owned()));
+        let leaf_params = rcgen::CertificateParams::new(sans).unwrap();
         let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
         let ca_file = scratch_file("ca.pem");
         std::fs::write(&ca_file, ca_cert.pem()).unwrap();

@@ -406,18 +406,16 @@ fn pairs(words: &[String], sep: char, what: &str) -> Result<Vec<(String, String)
 #[allow(clippy::print_stdout, reason = "the report is the command's output")]
 fn print_report(report: &Report, as_json: bool) {
     if as_json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(report).unwrap_or_default()
-        );
+        println!("{}", tern::safe::json(report));
         return;
     }
+    // The tool's name, its question keys and the details quote the server.
     println!(
         "tern audit: {} ({}), tool {} (asks: {})",
-        report.target,
+        tern::safe::line(&report.target),
         report.transport,
-        report.tool,
-        report.asked.join(", ")
+        tern::safe::line(&report.tool),
+        tern::safe::line(&report.asked.join(", "))
     );
     for c in &report.checks {
         let status = match c.status {
@@ -425,7 +423,12 @@ fn print_report(report: &Report, as_json: bool) {
             Status::Fail => "FAIL",
             Status::NotApplicable => "n/a ",
         };
-        println!("{status}  {:<26} {:<12} {}", c.id, c.rule, c.detail);
+        println!(
+            "{status}  {:<26} {:<12} {}",
+            c.id,
+            c.rule,
+            tern::safe::line(&c.detail)
+        );
     }
     println!(
         "audit summary: {} passed, {} failed, {} not applicable",

@@ -151,44 +151,105 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// A test CA: its certificate (PEM, in `dir/ca.pem`) and what signs the
+/// servers' certificates.
+struct Ca {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    cert: rcgen::Certificate,
+    file: PathBuf,
+}
+
+impl Ca {
+    fn new(dir: &Path) -> Self {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "tern login test CA");
+        let cert = ca_params.self_signed(&ca_key).unwrap();
+        let file = dir.join("ca.pem");
+        std::fs::write(&file, cert.pem()).unwrap();
+        Self {
+            issuer: rcgen::Issuer::new(ca_params, ca_key),
+            cert,
+            file,
+        }
+    }
+
+    /// A TLS client config trusting this CA.
+    fn client(&self) -> rustls::ClientConfig {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(self.cert.der().clone()).unwrap();
+        rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth()
+    }
+
+    /// Serves `app` over HTTPS on `listener`, on a thread of its own, with
+    /// a certificate for `names` this CA signed.
+    fn serve(&self, listener: std::net::TcpListener, names: &[&str], app: axum::Router) {
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(
+            names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>(),
+        )
+        .unwrap()
+        .signed_by(&leaf_key, &self.issuer)
+        .unwrap();
+        let server_tls = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![leaf.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+            )
+            .unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_tls));
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let Ok((tcp, _)) = listener.accept().await else {
+                        return;
+                    };
+                    let acceptor = acceptor.clone();
+                    let app = app.clone();
+                    tokio::spawn(async move {
+                        // A client that refuses the certificate ends the handshake.
+                        let Ok(tls) = acceptor.accept(tcp).await else {
+                            return;
+                        };
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(
+                                hyper_util::rt::TokioIo::new(tls),
+                                hyper_util::service::TowerToHyperService::new(app),
+                            )
+                            .await;
+                    });
+                }
+            });
+        });
+    }
+}
+
 /// The authorization server on a thread of its own, over HTTPS: a test CA
 /// (its certificate written to `dir/ca.pem`) signed the server's
 /// certificate for 127.0.0.1 and localhost.
 fn start_as(dir: &Path) -> AuthServer {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "tern login test CA");
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let ca = rcgen::Issuer::new(ca_params, ca_key);
-    let leaf_key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &ca)
-        .unwrap();
-    let ca_file = dir.join("ca.pem");
-    std::fs::write(&ca_file, ca_cert.pem()).unwrap();
-    let server_tls = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-        )
-        .unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(ca_cert.der().clone()).unwrap();
-    let tls = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    start_as_with(&Ca::new(dir))
+}
 
+/// [`start_as`] with the CA `ca`.
+fn start_as_with(ca: &Ca) -> AuthServer {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
     let issuer = format!(
         "https://127.0.0.1:{}",
         listener.local_addr().unwrap().port()
@@ -201,41 +262,13 @@ fn start_as(dir: &Path) -> AuthServer {
         requests: AtomicU32::new(0),
     });
     let s = Arc::clone(&state);
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_tls));
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let app = axum::Router::new().fallback(move |r| Arc::clone(&s).handle(r));
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    return;
-                };
-                let acceptor = acceptor.clone();
-                let app = app.clone();
-                tokio::spawn(async move {
-                    // A client that refuses the certificate ends the handshake.
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(
-                            hyper_util::rt::TokioIo::new(tls),
-                            hyper_util::service::TowerToHyperService::new(app),
-                        )
-                        .await;
-                });
-            }
-        });
-    });
+    let app = axum::Router::new().fallback(move |r| Arc::clone(&s).handle(r));
+    ca.serve(listener, &["127.0.0.1", "localhost"], app);
     AuthServer {
         issuer,
         state,
-        ca_file,
-        tls: Arc::new(tls),
+        ca_file: ca.file.clone(),
+        tls: Arc::new(ca.client()),
     }
 }
 
@@ -626,6 +659,73 @@ fn a_login_that_does_not_trust_the_authorization_server_fails_and_keeps_nothing(
         false,
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}
+
+/// This machine's name: a DNS name (so remote to tern, which reads a host
+/// as written) that `/etc/hosts` resolves to this machine.
+fn machine_name() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .expect("the machine's name (/proc/sys/kernel/hostname)")
+        .trim()
+        .to_owned();
+    assert!(
+        std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), 1))
+            .is_ok_and(|mut a| a.next().is_some()),
+        "the machine's name {name:?} does not resolve: the test needs it in /etc/hosts"
+    );
+    name
+}
+
+/// A remote-looking MCP server whose metadata names the loopback
+/// authorization server: `tern login` reads the metadata and sends the
+/// authorization server nothing (it counts every request).
+#[test]
+fn login_to_a_remote_server_naming_a_loopback_authorization_server_sends_it_nothing() {
+    let h = home("remote");
+    let ca = Ca::new(&h.0);
+    let auth = start_as_with(&ca);
+    let name = machine_name();
+    // On every address: the name may resolve to 127.0.x.x or to the
+    // machine's own address.
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let url = format!(
+        "https://{name}:{}/mcp",
+        listener.local_addr().unwrap().port()
+    );
+    let prm = json!({"resource": url, "authorization_servers": [auth.issuer]});
+    let read = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&read);
+    let app = axum::Router::new().route(
+        "/.well-known/oauth-protected-resource/mcp",
+        axum::routing::get(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let prm = prm.clone();
+            async move { reply(200, &prm) }
+        }),
+    );
+    ca.serve(listener, &[&name], app);
+    let o = tern(&h.0, &auth, &["login", "--url", &url]);
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{stderr}");
+    assert_eq!(
+        read.load(Ordering::SeqCst),
+        1,
+        "the metadata was read: {stderr}"
+    );
+    assert_eq!(
+        auth.requests(),
+        0,
+        "nothing reached the loopback authorization server: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "the authorization server {}/ is on this machine or a private network",
+            auth.issuer
+        )),
+        "{stderr}"
+    );
+    assert!(!h.0.join("tern/tokens.json").exists(), "a token was kept");
 }
 
 /// `tern login` in a terminal with no browser to open: it prints the

@@ -22,6 +22,7 @@ mod demo_tasks;
 mod fake;
 mod fleet;
 mod fleet_mode;
+mod hostile;
 mod limits;
 mod login;
 #[cfg(feature = "otel")]

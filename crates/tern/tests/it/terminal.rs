@@ -52,7 +52,7 @@ impl Tmux {
         me
     }
 
-    fn tmux(&self, args: &[&str]) -> Output {
+    pub(crate) fn tmux(&self, args: &[&str]) -> Output {
         Command::new("tmux")
             .args(["-L", &self.socket, "-f", "/dev/null"])
             .args(args)
@@ -88,14 +88,14 @@ impl Tmux {
     }
 
     /// Presses `keys` (tmux key names: `Down`, `Enter`, `Escape`, `C-c`).
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         for k in keys {
             assert!(self.tmux(&["send-keys", "-t", "t", k]).status.success());
         }
     }
 
     /// Polls until `done` says yes (at most [`PATIENCE`]).
-    fn until(&self, what: &str, mut done: impl FnMut() -> bool) {
+    pub(crate) fn until(&self, what: &str, mut done: impl FnMut() -> bool) {
         let start = Instant::now();
         while !done() {
             assert!(
@@ -108,7 +108,7 @@ impl Tmux {
     }
 
     /// Types `text` and Enter.
-    fn type_line(&self, text: &str) {
+    pub(crate) fn type_line(&self, text: &str) {
         assert!(
             self.tmux(&["send-keys", "-t", "t", "-l", text])
                 .status
@@ -152,7 +152,9 @@ fn the_readme_command_chooses_with_the_arrow_keys_and_sends_after_the_summary() 
     let screen = t.wait_for("> 1) Ireland (eu-west-1)");
     // Who asks, the question, one hint, the titled options.
     assert!(
-        screen.contains("-- tern demo (tern-demo 0.1.0) asks, for provision_database --"),
+        screen.contains(
+            "-- the demo server asks, for provision_database; it calls itself \"tern demo\" (tern-demo 0.1.0) --"
+        ),
         "{screen}"
     );
     assert!(
