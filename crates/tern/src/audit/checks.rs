@@ -140,6 +140,7 @@ pub(crate) async fn all(
     out.extend(headers(s, asked, other).await?);
     out.push(duplicate_name(s, asked, other).await?);
     out.push(duplicate_argument(s, asked).await?);
+    out.push(legacy_duplicate_name(s, asked, other).await?);
     out.extend(aggressive(s, args).await?);
     // Last: a single-use server consumes the state here.
     out.push(match &asked.state {
@@ -897,21 +898,130 @@ async fn duplicate_argument(s: &mut Session, asked: &Asked) -> Io<Check> {
     })
 }
 
+/// The duplicated-name trick on a 2025-11-25 session of the same endpoint:
+/// a server that decodes its legacy requests by another path than its
+/// stateless ones may read `name` last-wins there (and check a tool's
+/// scope on the other copy). Only `-32602` for both orders passes: the
+/// audited tool asks, so on a session that declared no capability it fails
+/// in any case, and a failure of its own is not a refusal.
+async fn legacy_duplicate_name(s: &mut Session, asked: &Asked, other: Option<&Asked>) -> Io<Check> {
+    let (id, rule) = ("legacy-duplicate-key-name", "2025-11-25 sessions");
+    let Some((endpoint, extra)) = s.endpoint() else {
+        return Ok(Check::new(id, rule, Status::NotApplicable, "HTTP only"));
+    };
+    let init = json!({"jsonrpc": "2.0", "id": "tern-audit-init", "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "tern-audit", "version": env!("CARGO_PKG_VERSION")}}});
+    let (answer, session) =
+        wire::session_post(endpoint, "tern-audit-init", &init.to_string(), extra).await?;
+    let Some(session) = session.filter(|_| answer.result().is_some()) else {
+        return Ok(Check::new(
+            id,
+            rule,
+            Status::NotApplicable,
+            format!(
+                "the endpoint opens no 2025-11-25 session ({})",
+                answer.describe()
+            ),
+        ));
+    };
+    let mut headers = extra.to_vec();
+    headers.push(("Mcp-Session-Id".into(), session));
+    headers.push(("MCP-Protocol-Version".into(), "2025-11-25".into()));
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    wire::session_post(endpoint, "", initialized, &headers).await?;
+    let decoy = other.map_or("tern_audit_other_tool", |o| o.tool.as_str());
+    let arguments = Value::Object(asked.args.clone()).to_string();
+    let mut served = Vec::new();
+    let mut refused = Vec::new();
+    for (n, (first, last)) in [(decoy, asked.tool.as_str()), (asked.tool.as_str(), decoy)]
+        .into_iter()
+        .enumerate()
+    {
+        let call_id = format!("tern-audit-legacy-{n}");
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":{},"name":{},"arguments":{arguments}}}}}"#,
+            Value::String(call_id.clone()),
+            Value::String(first.to_owned()),
+            Value::String(last.to_owned()),
+        );
+        let (x, _) = wire::session_post(endpoint, &call_id, &body, &headers).await?;
+        let order = format!("{first}, then {last}");
+        if x.error_code() == Some(-32602) {
+            refused.push(format!("{order}: refused ({})", x.describe()));
+        } else {
+            served.push(format!("{order}: {}", x.describe()));
+        }
+    }
+    Ok(if served.is_empty() {
+        Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!("on a session, \"name\" twice: {}", refused.join("; ")),
+        )
+    } else {
+        Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!(
+                "on a session, \"name\" twice was not refused as invalid params: {}",
+                served.join("; ")
+            ),
+        )
+    })
+}
+
+/// One address holding connections: a server with a per-peer share refuses
+/// it well before its total (tern: 64 of 512); one that lets a single
+/// address hold 256 has none, and that address can lock out everyone else.
+async fn connection_share(
+    endpoint: &wire::Endpoint,
+    extra: &[(String, String)],
+    (id, rule): (&'static str, &'static str),
+) -> Io<Check> {
+    let most = 256;
+    Ok(match wire::connection_share(endpoint, extra, most).await? {
+        Some(held) => Check::new(
+            id,
+            rule,
+            Status::Pass,
+            format!("one address refused after holding {held} connections"),
+        ),
+        None => Check::new(
+            id,
+            rule,
+            Status::Fail,
+            format!("one address held {most} kept-alive connections, none refused"),
+        ),
+    })
+}
+
 async fn aggressive(s: &mut Session, args: &AuditArgs) -> Io<Vec<Check>> {
     let (slow, big) = (("slow-headers", "timeouts"), ("oversize-body", "limits"));
+    let share = ("connection-share", "limits");
     let Some((endpoint, extra)) = s.endpoint() else {
         return Ok(vec![
             Check::new(slow.0, slow.1, Status::NotApplicable, "HTTP only"),
             Check::new(big.0, big.1, Status::NotApplicable, "HTTP only"),
+            Check::new(share.0, share.1, Status::NotApplicable, "HTTP only"),
         ]);
     };
     if !args.aggressive {
         return Ok(vec![
             Check::new(slow.0, slow.1, Status::NotApplicable, "needs --aggressive"),
             Check::new(big.0, big.1, Status::NotApplicable, "needs --aggressive"),
+            Check::new(
+                share.0,
+                share.1,
+                Status::NotApplicable,
+                "needs --aggressive",
+            ),
         ]);
     }
     let mut out = Vec::new();
+    out.push(connection_share(endpoint, extra, share).await?);
     let limit = Duration::from_secs(65);
     out.push(
         match wire::slow_headers(endpoint, Duration::from_secs(1), limit).await? {

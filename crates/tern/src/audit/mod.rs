@@ -14,7 +14,9 @@
 //! asked for or of the wrong shape, first legs that leave out the
 //! capability the question needs, `requestState` on methods that may not
 //! answer `input_required`, and over HTTP headers that contradict the body,
-//! the duplicated-key trick included. Each check prints one line: pass,
+//! the duplicated-key trick included (over HTTP on a 2025-11-25 session of
+//! the same endpoint too, where a server may decode by another path). Each
+//! check prints one line: pass,
 //! fail or n/a, the spec rule (S/C numbers of the 2026-07-28 digest) and
 //! what was seen; then a summary. Exit status 0 when nothing failed, 1 when
 //! a check failed, 2 on a usage error, 4 when the server cannot be reached.
@@ -26,9 +28,11 @@
 //! nothing completes its first: so without `--allow-effects` nothing is
 //! chosen, `--tool` is required (a named tool that does not ask on its
 //! first leg has run once: the audit stops there). A server that fails a check
-//! may of course do what it should have refused. The slow-header and
-//! oversize-body probes (HTTP) hold a connection for up to a minute and
-//! send up to 64 MiB: only with `--aggressive`.
+//! may of course do what it should have refused. The slow-header,
+//! oversize-body and connection-share probes (HTTP) hold a connection for
+//! up to a minute, send up to 64 MiB, and hold up to 256 connections from
+//! one address (a server with no per-peer share lets one address take
+//! them all): only with `--aggressive`.
 
 mod checks;
 mod sample;

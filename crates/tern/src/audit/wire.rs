@@ -290,6 +290,27 @@ async fn http_post(
     Ok(raw)
 }
 
+/// One POST of `body` (a request with id `id`, or a notification) with
+/// `headers`, as a 2025-11-25 session would send it: the answer, and the
+/// `Mcp-Session-Id` it named, if any.
+pub(crate) async fn session_post(
+    endpoint: &Endpoint,
+    id: &str,
+    body: &str,
+    headers: &[(String, String)],
+) -> std::io::Result<(Exchange, Option<String>)> {
+    let raw = http_post(endpoint, body, headers).await?;
+    let text = String::from_utf8_lossy(&raw);
+    let head = text.split_once("\r\n\r\n").map_or(&*text, |(h, _)| h);
+    let session = head.lines().skip(1).find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
+    Ok((parse_http(&raw, id), session))
+}
+
 /// The status and the JSON-RPC message answering `id` in a raw HTTP answer
 /// (JSON, or an SSE stream whose events carry messages).
 fn parse_http(raw: &[u8], id: &str) -> Exchange {
@@ -405,6 +426,65 @@ pub(crate) async fn slow_headers(
     Ok(None)
 }
 
+/// `--aggressive`: opens up to `most` kept-alive connections from this one
+/// address, a cheap request on each, holding them all; returns how many
+/// were held when one was refused (a `503`, or closed unanswered), or
+/// `None` when all `most` were served. Every connection is closed before it
+/// returns.
+pub(crate) async fn connection_share(
+    endpoint: &Endpoint,
+    extra: &[(String, String)],
+    most: usize,
+) -> std::io::Result<Option<usize>> {
+    let body = r#"{"jsonrpc":"2.0","id":"tern-audit-share","method":"ping"}"#;
+    let mut head = format!(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: ping\r\nContent-Length: {}\r\n",
+        endpoint.path,
+        endpoint.authority,
+        body.len()
+    );
+    for (n, v) in extra {
+        let _ = write!(head, "{n}: {v}\r\n");
+    }
+    head.push_str("\r\n");
+    head.push_str(body);
+    let mut open = Vec::with_capacity(most);
+    for n in 0..most {
+        let Ok(Ok(mut stream)) = tokio::time::timeout(
+            Duration::from_secs(5),
+            TcpStream::connect(&endpoint.authority),
+        )
+        .await
+        else {
+            return Ok(Some(n));
+        };
+        if stream.write_all(head.as_bytes()).await.is_err() {
+            return Ok(Some(n));
+        }
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 1024];
+        let status = loop {
+            match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+                Ok(Ok(0) | Err(_)) | Err(_) => break None,
+                Ok(Ok(k)) => {
+                    answer.extend_from_slice(&buf[..k]);
+                    if answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                        break parse_http(&answer, "").status;
+                    }
+                    if answer.len() > 64 * 1024 {
+                        break None;
+                    }
+                }
+            }
+        };
+        match status {
+            Some(503) | None => return Ok(Some(n)),
+            Some(_) => open.push(stream),
+        }
+    }
+    Ok(None)
+}
+
 /// `--aggressive`: announces a body of `declared` bytes and sends up to
 /// `limit` of it; returns the status the server answered with and how many
 /// bytes it took before refusing (`None`: it took all of `limit` without a
@@ -461,4 +541,38 @@ pub(crate) async fn oversize_body(
     }
     let status = parse_http(&raw, "").status;
     Ok(Some((status, sent)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tern_server::transport::http::{Http, ServeOptions, serve_with};
+
+    /// A tern server on loopback with `per_peer` connections per peer.
+    async fn serving(per_peer: usize) -> Endpoint {
+        let server = tern_server::Server::builder("audited", "1")
+            .build()
+            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let options = ServeOptions::default()
+            .max_connections(64)
+            .max_connections_per_peer(per_peer);
+        tokio::spawn(serve_with(
+            listener,
+            Http::new(server),
+            "/mcp",
+            options,
+            std::future::pending(),
+        ));
+        Endpoint::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_connection_share_probe_finds_a_per_peer_cap_or_its_absence() {
+        let capped = serving(4).await;
+        assert_eq!(connection_share(&capped, &[], 16).await.unwrap(), Some(4));
+        let open = serving(64).await;
+        assert_eq!(connection_share(&open, &[], 16).await.unwrap(), None);
+    }
 }

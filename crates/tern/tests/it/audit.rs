@@ -290,6 +290,10 @@ async fn every_check_passes_against_the_demo_over_stdio() {
         checks["header-name-mismatch"].0, "n/a",
         "header checks are HTTP only"
     );
+    assert_eq!(
+        checks["legacy-duplicate-key-name"].0, "n/a",
+        "the legacy session probe is HTTP only"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -299,8 +303,8 @@ async fn every_check_passes_against_the_demo_over_http() {
     assert_eq!(code, 0);
     let applicable = checks.values().filter(|(s, _)| s == "pass").count();
     assert_eq!(
-        applicable, 20,
-        "all but the two --aggressive probes and the replay ran: {checks:?}"
+        applicable, 21,
+        "all but the three --aggressive probes and the replay ran: {checks:?}"
     );
     // provision_database is not single use and answers the same when run
     // again: the replay is inconclusive, not a pass.
@@ -400,9 +404,14 @@ async fn a_server_that_trusts_headers_fails_the_header_checks() {
 async fn a_last_wins_decoder_fails_the_duplicate_key_checks() {
     let (code, checks) = demo_behind(Fault::LastWins, &[]).await;
     assert_eq!(code, 1);
+    // The same proxy in front of a 2025-11-25 session serves the last copy.
     assert_eq!(
         failed(&checks),
-        vec!["duplicate-key-argument", "duplicate-key-name"]
+        vec![
+            "duplicate-key-argument",
+            "duplicate-key-name",
+            "legacy-duplicate-key-name"
+        ]
     );
 }
 
@@ -414,7 +423,11 @@ async fn a_last_wins_decoder_checking_its_own_headers_fails_the_duplicate_name_c
     assert_eq!(code, 1);
     assert_eq!(
         failed(&checks),
-        vec!["duplicate-key-argument", "duplicate-key-name"],
+        vec![
+            "duplicate-key-argument",
+            "duplicate-key-name",
+            "legacy-duplicate-key-name"
+        ],
         "{checks:?}"
     );
 }
