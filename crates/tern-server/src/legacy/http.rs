@@ -31,7 +31,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::jsonrpc::{ErrorResponse, Message, Request};
@@ -492,16 +492,7 @@ async fn serve(
 }
 
 fn sse(stream: Stream) -> Response<Body> {
-    let mut response = Response::new(Body::from_stream(stream));
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
-}
-
-fn event(text: &str) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {text}\n\n"))
+    crate::transport::http::sse::response(Body::from_stream(stream))
 }
 
 /// An SSE body: queued messages, then the channel, then (for a request's
@@ -529,7 +520,7 @@ impl Stream {
             rx: Some(rx),
             done,
             request,
-            keep_alive: interval(keep_alive),
+            keep_alive: crate::transport::http::sse::keep_alive(keep_alive),
         }
     }
 
@@ -539,15 +530,9 @@ impl Stream {
             rx: None,
             done: None,
             request: true,
-            keep_alive: interval(keep_alive),
+            keep_alive: crate::transport::http::sse::keep_alive(keep_alive),
         }
     }
-}
-
-fn interval(every: Duration) -> tokio::time::Interval {
-    let mut interval = tokio::time::interval_at(Instant::now() + every, every);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    interval
 }
 
 impl futures_core::Stream for Stream {
@@ -556,11 +541,13 @@ impl futures_core::Stream for Stream {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         if let Some(text) = this.queued.pop_front() {
-            return Poll::Ready(Some(Ok(event(&text))));
+            return Poll::Ready(Some(Ok(crate::transport::http::sse::event_text(&text))));
         }
         if let Some(rx) = this.rx.as_mut() {
             match rx.poll_recv(cx) {
-                Poll::Ready(Some(text)) => return Poll::Ready(Some(Ok(event(&text)))),
+                Poll::Ready(Some(text)) => {
+                    return Poll::Ready(Some(Ok(crate::transport::http::sse::event_text(&text))));
+                }
                 Poll::Ready(None) => {
                     this.rx = None;
                     if !this.request {
@@ -589,7 +576,7 @@ impl futures_core::Stream for Stream {
             return Poll::Ready(None);
         }
         if this.keep_alive.poll_tick(cx).is_ready() {
-            return Poll::Ready(Some(Ok(Bytes::from_static(b": keep-alive\n\n"))));
+            return Poll::Ready(Some(Ok(crate::transport::http::sse::keep_alive_comment())));
         }
         Poll::Pending
     }
