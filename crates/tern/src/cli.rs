@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::cmd::args::InputArgs;
+use crate::cmd::park::ResumeArgs;
 use crate::cmd::server::ServerArgs;
 use crate::exit::{EXIT_CODES_HELP, exit_codes};
 
@@ -93,6 +94,12 @@ pub(crate) enum Command {
         server: ServerArgs,
         #[command(flatten)]
         input: InputArgs,
+        /// When the server asks, write the round (the call, its questions,
+        /// the server's requestState; no secrets) to FILE (`-`: standard
+        /// output) and exit 6 instead of asking; `tern resume FILE`
+        /// continues it from any process.
+        #[arg(long, value_name = "FILE")]
+        park: Option<PathBuf>,
     },
     /// Get a prompt, answering the server's questions on the terminal.
     #[command(after_help = EXIT_CODES_HELP)]
@@ -106,6 +113,12 @@ pub(crate) enum Command {
         server: ServerArgs,
         #[command(flatten)]
         input: InputArgs,
+        /// When the server asks, write the round (the call, its questions,
+        /// the server's requestState; no secrets) to FILE (`-`: standard
+        /// output) and exit 6 instead of asking; `tern resume FILE`
+        /// continues it from any process.
+        #[arg(long, value_name = "FILE")]
+        park: Option<PathBuf>,
     },
     /// Read a resource, answering the server's questions on the terminal.
     #[command(after_help = EXIT_CODES_HELP)]
@@ -116,6 +129,35 @@ pub(crate) enum Command {
         server: ServerArgs,
         #[command(flatten)]
         input: InputArgs,
+        /// When the server asks, write the round (the call, its questions,
+        /// the server's requestState; no secrets) to FILE (`-`: standard
+        /// output) and exit 6 instead of asking; `tern resume FILE`
+        /// continues it from any process.
+        #[arg(long, value_name = "FILE")]
+        park: Option<PathBuf>,
+    },
+    /// Continue a round parked with `--park FILE`: answer its questions
+    /// (--answer, --answers FILE, or at the terminal) and send them to the
+    /// server the file names, from any process.
+    ///
+    /// The answers are checked against the questions in the file before
+    /// anything is sent. Header and `-e` values are not in the file: give
+    /// them again (--header, -e) or set `TERN_HEADER_<NAME>`. The server may
+    /// ask another round: `--park FILE` parks it again.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Resume {
+        /// The parked round (`-`: standard input).
+        file: PathBuf,
+        #[command(flatten)]
+        server: ResumeArgs,
+        #[command(flatten)]
+        input: InputArgs,
+        /// When the server asks, write the round (the call, its questions,
+        /// the server's requestState; no secrets) to FILE (`-`: standard
+        /// output) and exit 6 instead of asking; `tern resume FILE`
+        /// continues it from any process.
+        #[arg(long, value_name = "FILE")]
+        park: Option<PathBuf>,
     },
     /// Show the questions a tool asks in its first round, and write an
     /// answers file for them (for `--answers FILE`).

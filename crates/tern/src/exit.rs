@@ -19,6 +19,9 @@ pub(crate) const EXIT_TRANSPORT: u8 = 4;
 /// `--no-input`), a question with no handler or preset answer, or a preset
 /// answer the server asked again for.
 pub(crate) const EXIT_NEEDS_INPUT: u8 = 5;
+/// Exit code: the round is parked (`--park FILE`): the server asked, the
+/// round is in FILE, and `tern resume FILE` continues it.
+pub(crate) const EXIT_PARKED: u8 = 6;
 /// Exit code: interrupted (Ctrl-C): 128 + SIGINT, as shells report it.
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
@@ -41,6 +44,9 @@ Exit codes:
      capability (e.g. elicitation under --no-input), a question with no
      preset answer when tern may not prompt, or a preset answer the server
      asked for again
+  6  parked (--park FILE): the server asked; the round (call, questions,
+     requestState, no secrets) is in FILE and `tern resume FILE --answer
+     KEY=VALUE` continues it from any process
   130  interrupted (Ctrl-C): a request in flight is cancelled
      (notifications/cancelled over stdio, the stream closed over HTTP); at
      a question nothing is sent"

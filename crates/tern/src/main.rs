@@ -6,10 +6,11 @@
 //! tern tools     SERVER [--json]
 //! tern prompts   SERVER [--json]
 //! tern resources SERVER [--json]
-//! tern call TOOL [key=value ...] [--args JSON] SERVER [INPUT] [--json]
-//! tern prompt NAME [key=value ...]              SERVER [INPUT] [--json]
-//! tern read URI                                 SERVER [INPUT] [--json]
+//! tern call TOOL [key=value ...] [--args JSON] SERVER [INPUT] [--park FILE] [--json]
+//! tern prompt NAME [key=value ...]              SERVER [INPUT] [--park FILE] [--json]
+//! tern read URI                                 SERVER [INPUT] [--park FILE] [--json]
 //! tern questions TOOL [key=value ...]           SERVER [--json]
+//! tern resume FILE [--header NAME:VALUE]... [-e KEY=VALUE]... [INPUT] [--json]
 //! tern servers [--config FILE]
 //! tern completions SHELL
 //! tern serve demo (--stdio | --http ADDR)
@@ -42,7 +43,9 @@
 //! transport error (cannot start or reach the server); 5 the server needs
 //! input this run cannot give (`-32021` missing client capability, e.g. under
 //! `--no-input`, or a question with no preset answer when tern may not
-//! prompt, or a preset answer asked for again); 130 interrupted (Ctrl-C).
+//! prompt, or a preset answer asked for again); 6 parked (`--park FILE`:
+//! the server asked, the round is in FILE for `tern resume FILE`); 130
+//! interrupted (Ctrl-C).
 //! `tern serve` and `tern keys` exit 0, 1 (runtime failure) or 2.
 //!
 //! This file parses the command line ([`cli`]) and dispatches: each
@@ -100,57 +103,51 @@ fn main() -> ExitCode {
     // Logs go to standard error: standard output carries protocol only
     // (and spans and counters over OTLP, with the `otel` feature).
     let _telemetry = tern::telemetry::init();
-    let (op, server, input) = match cli.command {
-        Command::Discover { server } => (Op::Discover, server, None),
-        Command::Tools { server } => (Op::Tools, server, None),
-        Command::Prompts { server } => (Op::Prompts, server, None),
-        Command::Resources { server } => (Op::Resources, server, None),
+    let (op, server, input, park) = match cli.command {
+        Command::Discover { server } => (Op::Discover, server, None, None),
+        Command::Tools { server } => (Op::Tools, server, None, None),
+        Command::Prompts { server } => (Op::Prompts, server, None, None),
+        Command::Resources { server } => (Op::Resources, server, None, None),
         Command::Call {
             tool,
             pairs,
             args,
             server,
             input,
-        } => (Op::Call { tool, pairs, args }, server, Some(input)),
+            park,
+        } => (Op::Call { tool, pairs, args }, server, Some(input), park),
         Command::Prompt {
             name,
             pairs,
             server,
             input,
-        } => (Op::Prompt { name, pairs }, server, Some(input)),
-        Command::Read { uri, server, input } => (Op::Read { uri }, server, Some(input)),
+            park,
+        } => (Op::Prompt { name, pairs }, server, Some(input), park),
+        Command::Read {
+            uri,
+            server,
+            input,
+            park,
+        } => (Op::Read { uri }, server, Some(input), park),
+        Command::Resume {
+            file,
+            server,
+            input,
+            park,
+        } => match cmd::park::op(&file, server) {
+            Ok((op, server)) => (op, server, Some(input), park),
+            Err(failure) => return fail(&failure),
+        },
         Command::Questions {
             tool,
             pairs,
             args,
             server,
-        } => (Op::Questions { tool, pairs, args }, server, None),
-        Command::Task { action } => match action {
-            TaskCommand::Get { id, server } => (
-                Op::Task {
-                    action: TaskAction::Get,
-                    id,
-                },
-                server,
-                None,
-            ),
-            TaskCommand::Wait { id, server, input } => (
-                Op::Task {
-                    action: TaskAction::Wait,
-                    id,
-                },
-                server,
-                Some(input),
-            ),
-            TaskCommand::Cancel { id, server } => (
-                Op::Task {
-                    action: TaskAction::Cancel,
-                    id,
-                },
-                server,
-                None,
-            ),
-        },
+        } => (Op::Questions { tool, pairs, args }, server, None, None),
+        Command::Task { action } => {
+            let (op, server, input) = task_op(action);
+            (op, server, input, None)
+        }
         Command::Servers { config } => return cmd::servers::command(config.as_deref()),
         Command::Completions { shell } => {
             let mut out = std::io::stdout();
@@ -172,16 +169,29 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let outcome = runtime.block_on(cmd::run(op, &server, input.as_ref()));
+    let outcome = runtime.block_on(cmd::run(op, &server, input.as_ref(), park));
     // A prompt abandoned (Ctrl-C, a dead server) may still block its thread
     // on the terminal: do not wait for it.
     runtime.shutdown_background();
     match outcome {
         Ok(code) => ExitCode::from(code),
-        Err(failure) => {
-            // A failure quotes the server (its error, its standard error).
-            eprintln!("tern: {}", tern::safe::text(&failure.message));
-            ExitCode::from(failure.code)
-        }
+        Err(failure) => fail(&failure),
     }
+}
+
+/// `tern task get|wait|cancel ID` as a client operation.
+fn task_op(action: TaskCommand) -> (Op, cmd::server::ServerArgs, Option<cmd::args::InputArgs>) {
+    let (action, id, server, input) = match action {
+        TaskCommand::Get { id, server } => (TaskAction::Get, id, server, None),
+        TaskCommand::Wait { id, server, input } => (TaskAction::Wait, id, server, Some(input)),
+        TaskCommand::Cancel { id, server } => (TaskAction::Cancel, id, server, None),
+    };
+    (Op::Task { action, id }, server, input)
+}
+
+/// A failed run's message, and its exit code.
+fn fail(failure: &exit::Failure) -> ExitCode {
+    // A failure quotes the server (its error, its standard error).
+    eprintln!("tern: {}", tern::safe::text(&failure.message));
+    ExitCode::from(failure.code)
 }

@@ -4,8 +4,8 @@
 use tern_protocol::JsonObject;
 use tern_protocol::tool::Tool;
 
+use super::Connected;
 use super::args::tool_arguments;
-use super::{Connected, print_completed};
 use crate::advice::failure;
 use crate::exit::{Failure, usage};
 use crate::rounds::First;
@@ -19,8 +19,9 @@ pub(super) async fn call(
 ) -> Result<u8, Failure> {
     let args = tool_arguments(pairs, args)?;
     let args = checked_arguments(c, &tool, args).await?;
-    let done = c.driver.run(&First::Tool(tool.clone(), args)).await?;
-    Ok(print_completed(&done, c.json, Some(&tool)))
+    c.parkable().await?;
+    let ended = c.driver.run(&First::Tool(tool.clone(), args)).await?;
+    c.finish(ended, Some(&tool))
 }
 
 /// The tool named `name`, with "did you mean" when it does not exist;

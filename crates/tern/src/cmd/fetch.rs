@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use tern_protocol::JsonObject;
 
+use super::Connected;
 use super::args::prompt_arguments;
-use super::{Connected, print_completed};
 use crate::advice::failure;
 use crate::exit::{EXIT_SERVER, Failure, usage};
 use crate::rounds::First;
@@ -16,19 +16,21 @@ use crate::rounds::First;
 pub(super) async fn prompt(c: &Connected, name: String, pairs: &[String]) -> Result<u8, Failure> {
     let args = prompt_arguments(pairs)?;
     check_prompt(c, &name, &args).await?;
-    let done = c
+    c.parkable().await?;
+    let ended = c
         .driver
         .run(&First::Prompt(name, Some(args).filter(|a| !a.is_empty())))
         .await?;
-    Ok(print_completed(&done, c.json, None))
+    c.finish(ended, None)
 }
 
 /// `tern read`: `resources/read`; a failure names the resources it has
 /// when the URI is not among them.
 pub(super) async fn read(c: &Connected, uri: String) -> Result<u8, Failure> {
     let d = &c.driver;
+    c.parkable().await?;
     match d.run(&First::Read(uri.clone())).await {
-        Ok(done) => Ok(print_completed(&done, c.json, None)),
+        Ok(ended) => c.finish(ended, None),
         Err(mut f) => {
             if f.code == EXIT_SERVER
                 && let Ok(list) = d.wait("resources/list", d.client.list_resources()).await

@@ -9,19 +9,22 @@
 //! `audit`) are modules here too, each with its own entry point.
 
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+use tern_client::legacy::{DualEra, Era};
 use tern_client::{CallOptions, Client, Completed, Limits, StaticRoots};
 use tern_protocol::Implementation;
 
 use crate::advice::with_last_words;
 use crate::exit::{
-    EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SERVER, EXIT_TRANSPORT, Failure, usage,
+    EXIT_INTERRUPTED, EXIT_NEEDS_INPUT, EXIT_OK, EXIT_REFUSED, EXIT_SERVER, EXIT_TRANSPORT,
+    Failure, usage,
 };
 use crate::output;
-use crate::rounds::{Activity, Driver};
+use crate::rounds::{Activity, Driver, Ended};
 use crate::terminal::LivePresets;
 use crate::terminal::{Phase, Sampler, Session, TerminalElicitation, TerminalSampling};
 
@@ -35,6 +38,7 @@ mod fetch;
 pub(crate) mod keys;
 mod lists;
 pub(crate) mod login;
+pub(crate) mod park;
 mod questions;
 pub(crate) mod serve;
 pub(crate) mod server;
@@ -91,6 +95,11 @@ pub(crate) enum Op {
         /// The task id.
         id: String,
     },
+    /// `tern resume FILE`: a parked round continued.
+    Resume {
+        /// The round, as read from the file.
+        pending: Box<tern_client::PendingRound>,
+    },
     /// The first round's questions of a `tools/call`.
     Questions {
         /// The tool.
@@ -125,6 +134,51 @@ pub(crate) struct Connected {
     pub(crate) driver: Driver,
     /// `--json`.
     pub(crate) json: bool,
+    /// `--park FILE`: where a round the server asks is written.
+    pub(crate) park: Option<park::Parking>,
+    /// A server of either era: which one it speaks, once it answered.
+    pub(crate) dual: Option<Arc<DualEra>>,
+}
+
+impl Connected {
+    /// With `--park`, refuses a 2025-11-25 server before the call: its
+    /// questions are requests inside a live session, answered while the
+    /// call is open, so there is no round to park (one `tools/list` finds
+    /// the era when nothing was sent yet).
+    pub(crate) async fn parkable(&self) -> Result<(), Failure> {
+        let (Some(_), Some(dual)) = (&self.park, &self.dual) else {
+            return Ok(());
+        };
+        if dual.era().is_none() {
+            let d = &self.driver;
+            // Its outcome does not matter here: only the era it found.
+            let _ = d.wait_raw("tools/list", d.client.list_tools()).await?;
+        }
+        match dual.era() {
+            Some(Era::Legacy(version)) => Err(Failure {
+                code: EXIT_NEEDS_INPUT,
+                message: format!(
+                    "cannot park: {} speaks {version}, whose questions are requests inside a live session (answered while the call is open), and a live session cannot be parked; only a 2026-07-28 round can. Answer them with --answer live-1=... / --answers FILE, or in a terminal, without --park",
+                    self.driver.who()
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// A call's end: its result printed, or its round parked.
+    pub(crate) fn finish(&self, ended: Ended, tool: Option<&str>) -> Result<u8, Failure> {
+        match ended {
+            Ended::Done(done) => Ok(print_completed(&done, self.json, tool)),
+            Ended::Parked(pending) => match &self.park {
+                Some(parking) => park::write(self, parking, pending),
+                None => Err(Failure {
+                    code: EXIT_SERVER,
+                    message: "a round was parked without --park".into(),
+                }),
+            },
+        }
+    }
 }
 
 /// Runs one client subcommand; `Ok` carries the exit code of a completed
@@ -133,6 +187,7 @@ pub(crate) async fn run(
     op: Op,
     server: &ServerArgs,
     input: Option<&InputArgs>,
+    park: Option<PathBuf>,
 ) -> Result<u8, Failure> {
     // Usage first: nothing starts when the line is wrong.
     let target = target(server)?;
@@ -147,7 +202,12 @@ pub(crate) async fn run(
     let no_input = input.no_input || matches!(op, Op::Questions { .. });
     let sampler = input.sampler.clone();
     let roots = crate::terminal::roots(&input.root).map_err(usage)?;
-    let interactive = std::io::stdin().is_terminal() && !no_input;
+    // A run that parks never prompts: the round goes to the file.
+    let interactive = std::io::stdin().is_terminal() && !no_input && park.is_none();
+    let parking = park.map(|to| park::Parking {
+        to,
+        server: park::ParkedServer::of(server),
+    });
 
     let (label, url) = label_of(&target);
     let session = Session::new(label, local_name(server, &target), url);
@@ -172,7 +232,9 @@ pub(crate) async fn run(
         progress_activity.touch();
         progress_session.progress.show(p);
     }));
-    if !matches!(op, Op::Questions { .. }) {
+    // A run that parks declares what `tern resume` can answer (presets,
+    // a person, a --sampler), as a terminal run would.
+    if !matches!(op, Op::Questions { .. }) && parking.is_none() {
         options.drop_elicitation = !interactive && presets.is_empty();
         options.drop_sampling = !interactive && sampler.is_none() && presets.is_empty();
     }
@@ -192,8 +254,11 @@ pub(crate) async fn run(
             activity,
             watch: started.watch.clone(),
             used,
+            park: parking.is_some(),
         },
         json: server.json,
+        park: parking,
+        dual: started.era.as_ref().map(|(_, dual)| Arc::clone(dual)),
     };
 
     let work = execute(&connected, op);
@@ -315,6 +380,14 @@ async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
             questions::questions(c, &tool, &pairs, args.as_deref()).await
         }
         Op::Task { action, id } => task::task(c, action, &id).await,
+        Op::Resume { pending } => {
+            let tool = match &pending.call {
+                tern_client::Call::Tool { name, .. } => Some(name.clone()),
+                _ => None,
+            };
+            let ended = c.driver.resume(&pending).await?;
+            c.finish(ended, tool.as_deref())
+        }
     }
 }
 

@@ -14,6 +14,10 @@ use crate::answers::{describe_fields, facts};
 use crate::exit::{EXIT_OK, EXIT_SERVER, Failure};
 use crate::rounds::First;
 
+/// What `tern questions` says after the questions.
+const AFTER: &str = "\nAn answers file for them follows on standard output (edit it, then: tern call ... --answers FILE).\n\
+     Later rounds depend on these answers and are not shown; a key a server derives from a question's text changes when the text does.\n";
+
 /// `tern questions`: the first round's questions (to standard error, for
 /// people) and an answers file for them (to standard output, for
 /// `--answers FILE`); `--json` prints the questions themselves.
@@ -39,7 +43,10 @@ pub(super) async fn questions(
             } else {
                 eprint!(
                     "{}",
-                    tern::safe::text(&describe(tool, &pending.input_requests))
+                    tern::safe::text(&format!(
+                        "{}{AFTER}",
+                        describe(tool, &pending.input_requests, "in its first round")
+                    ))
                 );
                 emit_json(&template(&pending.input_requests));
             }
@@ -53,9 +60,9 @@ pub(super) async fn questions(
 }
 
 /// The questions, for a person.
-pub(crate) fn describe(tool: &str, requests: &InputRequests) -> String {
+pub(crate) fn describe(tool: &str, requests: &InputRequests, when: &str) -> String {
     let mut out = format!(
-        "{} asks {} question{} in its first round:\n",
+        "{} asks {} question{} {when}:\n",
         tern::safe::line(tool),
         requests.len(),
         if requests.len() == 1 { "" } else { "s" }
@@ -92,10 +99,6 @@ pub(crate) fn describe(tool: &str, requests: &InputRequests) -> String {
         };
         out.push_str(&text);
     }
-    out.push_str(
-        "\nAn answers file for them follows on standard output (edit it, then: tern call ... --answers FILE).\n\
-         Later rounds depend on these answers and are not shown; a key a server derives from a question's text changes when the text does.\n",
-    );
     out
 }
 

@@ -27,5 +27,6 @@ mod limits;
 mod login;
 #[cfg(feature = "otel")]
 mod otel;
+mod park;
 mod process;
 mod terminal;
