@@ -136,6 +136,21 @@ pub(crate) enum Command {
         #[arg(long, value_name = "FILE")]
         park: Option<PathBuf>,
     },
+    /// Follow resource updates (and, with --task, task status) until
+    /// Ctrl-C: one line per notification (--json: one JSON object a line).
+    ///
+    /// Example: `tern listen demo://ledger --url http://127.0.0.1:8080/mcp`
+    #[command(after_help = EXIT_CODES_HELP)]
+    Listen {
+        /// The resource URIs to follow.
+        #[arg(value_name = "URI", required_unless_present = "tasks")]
+        uris: Vec<String>,
+        /// Follow this task's status too (repeatable).
+        #[arg(long = "task", value_name = "ID")]
+        tasks: Vec<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// Continue a round parked with `--park FILE`: answer its questions
     /// (--answer, --answers FILE, or at the terminal) and send them to the
     /// server the file names, from any process.

@@ -10,6 +10,7 @@
 //! tern prompt NAME [key=value ...]              SERVER [INPUT] [--park FILE] [--json]
 //! tern read URI                                 SERVER [INPUT] [--park FILE] [--json]
 //! tern questions TOOL [key=value ...]           SERVER [--json]
+//! tern listen URI... [--task ID]...              SERVER [--json]
 //! tern resume FILE [--header NAME:VALUE]... [-e KEY=VALUE]... [INPUT] [--json]
 //! tern servers [--config FILE]
 //! tern completions SHELL
@@ -129,6 +130,11 @@ fn main() -> ExitCode {
             input,
             park,
         } => (Op::Read { uri }, server, Some(input), park),
+        Command::Listen {
+            uris,
+            tasks,
+            server,
+        } => (Op::Listen { uris, tasks }, server, None, None),
         Command::Resume {
             file,
             server,

@@ -36,6 +36,7 @@ pub(crate) mod audit;
 mod call;
 mod fetch;
 pub(crate) mod keys;
+mod listen;
 mod lists;
 pub(crate) mod login;
 pub(crate) mod park;
@@ -94,6 +95,13 @@ pub(crate) enum Op {
         action: TaskAction,
         /// The task id.
         id: String,
+    },
+    /// `tern listen URI... [--task ID]...`.
+    Listen {
+        /// The resources to follow.
+        uris: Vec<String>,
+        /// The tasks to follow.
+        tasks: Vec<String>,
     },
     /// `tern resume FILE`: a parked round continued.
     Resume {
@@ -261,10 +269,16 @@ pub(crate) async fn run(
         dual: started.era.as_ref().map(|(_, dual)| Arc::clone(dual)),
     };
 
+    // `tern listen` ends with Ctrl-C: it handles it itself.
+    let listening = matches!(op, Op::Listen { .. });
     let work = execute(&connected, op);
-    let outcome = tokio::select! {
-        r = work => Some(r),
-        () = interrupt() => None,
+    let outcome = if listening {
+        Some(work.await)
+    } else {
+        tokio::select! {
+            r = work => Some(r),
+            () = interrupt() => None,
+        }
     };
     session.progress.interrupt();
     let Some(outcome) = outcome else {
@@ -290,17 +304,23 @@ pub(crate) async fn run(
         Err(f) if server.verbose => return Err(f),
         Err(f) => return Err(with_last_words(f, started.watch.as_ref())),
     };
+    Ok(refused_or(code, &session, &preset_refusals))
+}
+
+/// `code`, or [`EXIT_REFUSED`] when a question was declined or cancelled
+/// and the call still succeeded (with the server's fallback).
+fn refused_or(code: u8, session: &Session, preset_refusals: &[String]) -> u8 {
     // A preset decline or cancel counts like one typed, once it was asked.
-    if session.was_asked(&preset_refusals) {
+    if session.was_asked(preset_refusals) {
         session.refuse();
     }
     if session.refused() && code == EXIT_OK {
         eprintln!(
             "tern: you declined or cancelled a question; the result above is the server's fallback"
         );
-        return Ok(EXIT_REFUSED);
+        return EXIT_REFUSED;
     }
-    Ok(code)
+    code
 }
 
 /// What Ctrl-C cancelled.
@@ -380,6 +400,7 @@ async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
             questions::questions(c, &tool, &pairs, args.as_deref()).await
         }
         Op::Task { action, id } => task::task(c, action, &id).await,
+        Op::Listen { uris, tasks } => listen::listen(c, uris, tasks).await,
         Op::Resume { pending } => {
             let tool = match &pending.call {
                 tern_client::Call::Tool { name, .. } => Some(name.clone()),

@@ -24,6 +24,7 @@ mod fleet;
 mod fleet_mode;
 mod hostile;
 mod limits;
+mod listen;
 mod login;
 #[cfg(feature = "otel")]
 mod otel;

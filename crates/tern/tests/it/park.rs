@@ -57,14 +57,17 @@ fn parked(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
-/// `tern serve demo --http 127.0.0.1:0 EXTRA...`, killed on drop.
-struct Demo {
+/// `tern serve demo --http 127.0.0.1:0 EXTRA...`, killed on drop (also
+/// the listen tests' server).
+pub struct Demo {
     child: Child,
-    url: String,
+    /// Its MCP endpoint.
+    pub url: String,
 }
 
 impl Demo {
-    fn start(extra: &[&str]) -> Self {
+    /// Starts it and waits (bounded) for the line that says where it serves.
+    pub fn start(extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
             .args(["serve", "demo", "--http", "127.0.0.1:0"])
             .args(extra)
