@@ -150,3 +150,45 @@ fn listen_needs_something_to_follow() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn listen_task_follows_a_tasks_status_to_its_end() {
+    let demo = Demo::start(&[]);
+    // A long import, as a task (tern declares the Tasks extension); its
+    // id is on the caller's standard error.
+    let mut caller = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["call", "--url", &demo.url, "import_dataset", "rows=4000"])
+        .env("TERN_ERA_CACHE", "off")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let caller_err = lines_of(caller.stderr.take().unwrap());
+    let id = loop {
+        let line = caller_err
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the caller names its task");
+        if let Some(rest) = line.strip_prefix("tern: task ") {
+            break rest.split(':').next().unwrap().to_owned();
+        }
+    };
+    let mut listener = Listener::start(&["--task", &id, "--url", &demo.url]);
+    listener.wait_err("listening to");
+    let o = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["task", "cancel", &id, "--url", &demo.url])
+        .env("TERN_ERA_CACHE", "off")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Status lines until the end (bounded: at most 200 lines).
+    let end = (0..200)
+        .map(|_| listener.next_out())
+        .find(|l| !l.contains(": working"))
+        .expect("the task ends");
+    assert!(end.starts_with(&format!("task {id}: cancelled")), "{end}");
+    assert_eq!(listener.interrupt().code(), Some(0));
+    let _ = caller.kill();
+    let _ = caller.wait();
+}
