@@ -139,7 +139,7 @@ pub(crate) fn write(
             message: format!("the round cannot be written: {e}"),
         })?;
         text.push('\n');
-        std::fs::write(&parking.to, text).map_err(|e| {
+        write_private(&parking.to, text.as_bytes()).map_err(|e| {
             usage(format!(
                 "cannot write the parked round to {}: {e}",
                 parking.to.display()
@@ -164,6 +164,21 @@ pub(crate) fn write(
         },
     );
     Ok(EXIT_PARKED)
+}
+
+/// Writes `bytes` to `path`, readable by its owner only when created (the
+/// call's arguments and questions are nobody else's business, though the
+/// file holds no secrets).
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options.open(path)?.write_all(bytes)
 }
 
 /// The options of `tern resume` that say how to reach the file's server:
