@@ -327,6 +327,9 @@ fn a_parked_round_names_its_bearer_header_and_keeps_no_secret() {
         !written.contains(token),
         "the token is not stored: {written}"
     );
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "the file is its owner's only");
     assert_eq!(
         parked(&file)["server"]["headers"],
         serde_json::json!(["Authorization"])
