@@ -3,18 +3,22 @@
 //! line per notification (`--json`: one JSON object per line), until
 //! Ctrl-C (exit 0) or the server ends the subscription.
 //!
+//! A 2025-11-25 server is refused with the reason: its updates come by
+//! `resources/subscribe` on a session, which tern does not speak yet.
+//!
 //! Every string of the server's (URIs, task ids, status messages, methods)
 //! is shown through [`tern::safe`]: on standard output by [`super::emit`],
 //! on standard error by `safe::line`.
 
 use serde_json::{Value, json};
+use tern_client::legacy::Era;
 use tern_protocol::ServerNotification;
 use tern_protocol::method;
 use tern_protocol::subscription::SubscriptionFilter;
 
 use super::{Connected, emit, interrupt};
 use crate::advice::failure;
-use crate::exit::{EXIT_OK, Failure};
+use crate::exit::{EXIT_OK, EXIT_SERVER, Failure};
 
 /// `tern listen`.
 pub(super) async fn listen(
@@ -23,6 +27,17 @@ pub(super) async fn listen(
     tasks: Vec<String>,
 ) -> Result<u8, Failure> {
     let d = &c.driver;
+    if let Some(Era::Legacy(version)) = c.era().await? {
+        // A 2025 session would take resources/subscribe and send updates
+        // on the session; this tern speaks only subscriptions/listen.
+        return Err(Failure {
+            code: EXIT_SERVER,
+            message: format!(
+                "{} speaks {version}: following its resources takes resources/subscribe on a session, which this tern does not speak yet (tern listen follows 2026-07-28 servers)",
+                d.who()
+            ),
+        });
+    }
     let mut filter = SubscriptionFilter::default();
     if !uris.is_empty() {
         filter.resource_subscriptions = Some(uris.clone());

@@ -149,20 +149,29 @@ pub(crate) struct Connected {
 }
 
 impl Connected {
-    /// With `--park`, refuses a 2025-11-25 server before the call: its
-    /// questions are requests inside a live session, answered while the
-    /// call is open, so there is no round to park (one `tools/list` finds
-    /// the era when nothing was sent yet).
-    pub(crate) async fn parkable(&self) -> Result<(), Failure> {
-        let (Some(_), Some(dual)) = (&self.park, &self.dual) else {
-            return Ok(());
+    /// The era the server speaks: known once it answered, else found with
+    /// one `tools/list`; `None` for a server of one era (the demo).
+    pub(crate) async fn era(&self) -> Result<Option<Era>, Failure> {
+        let Some(dual) = &self.dual else {
+            return Ok(None);
         };
         if dual.era().is_none() {
             let d = &self.driver;
             // Its outcome does not matter here: only the era it found.
             let _ = d.wait_raw("tools/list", d.client.list_tools()).await?;
         }
-        match dual.era() {
+        Ok(dual.era())
+    }
+
+    /// With `--park`, refuses a 2025-11-25 server before the call: its
+    /// questions are requests inside a live session, answered while the
+    /// call is open, so there is no round to park (one `tools/list` finds
+    /// the era when nothing was sent yet).
+    pub(crate) async fn parkable(&self) -> Result<(), Failure> {
+        if self.park.is_none() {
+            return Ok(());
+        }
+        match self.era().await? {
             Some(Era::Legacy(version)) => Err(Failure {
                 code: EXIT_NEEDS_INPUT,
                 message: format!(

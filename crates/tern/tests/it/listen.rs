@@ -192,3 +192,20 @@ fn listen_task_follows_a_tasks_status_to_its_end() {
     let _ = caller.kill();
     let _ = caller.wait();
 }
+
+#[test]
+fn listen_on_a_2025_server_says_why_it_cannot() {
+    let server = format!(
+        "{}/../tern-client/tests/it/peers/legacy_stdio_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["listen", "file:///tmp/x", "--", "python3", &server])
+        .env("TERN_ERA_CACHE", "off")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("resources/subscribe"), "{err}");
+}
