@@ -149,10 +149,45 @@ struct Confirm {
 /// Transfers made by this process: the effect that must happen once.
 pub static TRANSFERS: AtomicU64 = AtomicU64::new(0);
 
+/// One demo process's transfers (`demo://ledger` without a fleet): the
+/// lines, and the server's change announcer, so that a listener of
+/// `demo://ledger` hears each transfer.
+#[derive(Debug, Clone, Default)]
+struct LocalLedger {
+    lines: Arc<std::sync::Mutex<Vec<String>>>,
+    changes: Arc<std::sync::OnceLock<tern_server::Changes>>,
+}
+
+impl LocalLedger {
+    fn record(&self, amount: u64, to: &str) {
+        self.lines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(format!("{amount} {to}"));
+        if let Some(changes) = self.changes.get() {
+            changes.resource_updated(crate::demo_fleet::LEDGER_URI);
+        }
+    }
+
+    fn text(&self) -> String {
+        let lines = self
+            .lines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut text = String::new();
+        for line in lines.iter() {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
+    }
+}
+
 async fn transfer_funds(
     ctx: Ctx,
     Args(t): Args<Transfer>,
     ledger: Option<Ledger>,
+    local: LocalLedger,
 ) -> Result<String, ToolError> {
     let message = format!(
         "Transfer {}.{:02} to {}?",
@@ -167,14 +202,18 @@ async fn transfer_funds(
         Answer::Accept(Confirm { confirm: true }) => {
             // The side effect runs only after every answer is in; the tool is
             // single-use and idempotent, so a duplicated retry does not repeat it.
-            let n = match ledger {
+            let n = if let Some(ledger) = ledger {
                 // A fleet: the transfer is recorded where every replica
                 // (and `demo://ledger`) sees it.
-                Some(ledger) => ledger
+                ledger
                     .record(ctx.call_id(), t.amount, &t.to)
                     .await
-                    .map_err(ToolError::new)?,
-                None => TRANSFERS.fetch_add(1, Ordering::SeqCst) + 1,
+                    .map_err(ToolError::new)?
+            } else {
+                // One process: its ledger, and its listeners told.
+                let n = TRANSFERS.fetch_add(1, Ordering::SeqCst) + 1;
+                local.record(t.amount, &t.to);
+                n
             };
             if t.settle_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(t.settle_ms.min(10_000))).await;
@@ -523,8 +562,11 @@ pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
         ..Implementation::new("tern-demo", env!("CARGO_PKG_VERSION"))
     };
     let transfer_ledger = ledger.clone();
-    let transfer =
-        move |ctx: Ctx, args: Args<Transfer>| transfer_funds(ctx, args, transfer_ledger.clone());
+    let local = LocalLedger::default();
+    let transfer_local = local.clone();
+    let transfer = move |ctx: Ctx, args: Args<Transfer>| {
+        transfer_funds(ctx, args, transfer_ledger.clone(), transfer_local.clone())
+    };
     let builder = Server::builder("tern-demo", env!("CARGO_PKG_VERSION"))
         .info(info)
         .task_config(task_config())
@@ -549,8 +591,8 @@ pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
                 .description("A greeting that asks who is reading it")
                 .mime_type("text/plain"),
         );
-    match ledger {
-        Some(ledger) => builder.resource(
+    if let Some(ledger) = ledger {
+        builder.resource(
             ResourceDef::new(crate::demo_fleet::LEDGER_URI, "ledger", move || {
                 read_ledger(ledger.clone())
             })
@@ -558,8 +600,18 @@ pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
                 "Every transfer of the fleet, one line each: amount in cents and recipient",
             )
             .mime_type("text/plain"),
-        ),
-        None => builder,
+        )
+    } else {
+        // One process: its own transfers, announced to listeners.
+        let _ = local.changes.set(builder.changes());
+        builder.resource(
+            ResourceDef::new(crate::demo_fleet::LEDGER_URI, "ledger", move || {
+                let text = local.text();
+                async move { Ok::<_, ToolError>(text) }
+            })
+            .description("This process's transfers, one line each: amount in cents and recipient")
+            .mime_type("text/plain"),
+        )
     }
 }
 

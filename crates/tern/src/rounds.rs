@@ -28,8 +28,9 @@ use tern_protocol::tool::CallToolResult;
 use tern_protocol::{InputRequest, InputResponse, InputResponses, JsonObject};
 use tokio::time::Instant;
 
+use crate::advice::failure;
 use crate::answers::PresetSpec;
-use crate::cmd::{EXIT_NEEDS_INPUT, EXIT_SERVER, EXIT_TRANSPORT, EXIT_USAGE, Failure, failure};
+use crate::exit::{EXIT_NEEDS_INPUT, EXIT_SERVER, EXIT_TRANSPORT, EXIT_USAGE, Failure};
 use crate::terminal::{Phase, Session, Summary};
 
 /// The most rounds one call may take (the client library's default, C12).
@@ -125,6 +126,18 @@ pub(crate) struct Driver {
     /// The preset keys that answered a question (shared with the
     /// handlers that answer a 2025 server's live questions).
     pub(crate) used: Arc<Mutex<Vec<String>>>,
+    /// `--park`: a round the presets do not answer ends the run as
+    /// [`Ended::Parked`] instead of being asked.
+    pub(crate) park: bool,
+}
+
+/// How a call's rounds ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// The final result.
+    Done(Completed),
+    /// The server asked and the run parks the round (`--park`).
+    Parked(PendingRound),
 }
 
 impl std::fmt::Debug for Driver {
@@ -228,26 +241,54 @@ impl Driver {
         }
     }
 
-    /// The whole call: rounds until it completes.
-    pub(crate) async fn run(&self, first: &First) -> Result<Completed, Failure> {
+    /// The whole call: rounds until it completes, or until it is parked.
+    pub(crate) async fn run(&self, first: &First) -> Result<Ended, Failure> {
         let what = first.describe();
-        let mut round = self.first(first).await?;
-        // The question each preset answered, by key.
+        let round = self.first(first).await?;
+        let tool = match first {
+            First::Tool(name, _) => name.as_str(),
+            _ => &what,
+        };
+        self.rounds(round, &what, tool, HashMap::new()).await
+    }
+
+    /// A parked round continued (`tern resume`): its questions answered
+    /// like any other round's (presets first, each checked against its
+    /// question; then the person, when there is one), the retry sent, and
+    /// the rounds after it until the call completes or is parked again.
+    pub(crate) async fn resume(&self, pending: &PendingRound) -> Result<Ended, Failure> {
+        let what = format!("{} {}", pending.method(), pending.call.target());
         let mut sent: HashMap<String, InputRequest> = HashMap::new();
+        let keys: Vec<String> = pending.input_requests.keys().cloned().collect();
+        self.session.asked(&keys);
+        self.announce(pending.round, &keys);
+        let responses = self.answer(pending, &mut sent).await?;
+        let leg = format!("{what} (round {})", pending.round + 1);
+        let round = self
+            .wait(&leg, self.client.resume(pending, &responses, &self.options))
+            .await?;
+        self.rounds(round, &what, pending.call.target(), sent).await
+    }
+
+    /// The rounds from `round` on; `tool` names a task's call.
+    async fn rounds(
+        &self,
+        mut round: Round<Completed>,
+        what: &str,
+        tool: &str,
+        // The question each preset answered, by key.
+        mut sent: HashMap<String, InputRequest>,
+    ) -> Result<Ended, Failure> {
         let mut shed = 0u32;
         loop {
             let pending = match round {
-                Round::Complete(done) => return Ok(done),
+                Round::Complete(done) => return Ok(Ended::Done(done)),
                 Round::InputRequired(pending) => pending,
                 Round::Task(task) => {
-                    let tool = match first {
-                        First::Tool(name, _) => name.as_str(),
-                        _ => &what,
-                    };
                     return self
                         .follow_task(tool, &task.task_id, &mut sent)
                         .await
-                        .map(Completed::Tool);
+                        .map(|r| Ended::Done(Completed::Tool(r)));
                 }
                 _ => {
                     return Err(Failure {
@@ -266,6 +307,19 @@ impl Driver {
                 });
             }
             let keys: Vec<String> = pending.input_requests.keys().cloned().collect();
+            // --park: a round the presets do not answer whole is the
+            // caller's to keep (the questions, the state and the call are
+            // all a later `tern resume` needs).
+            if self.park && !keys.is_empty() {
+                let preset = self.presets.keys();
+                if !keys
+                    .iter()
+                    .all(|k| preset.contains(k) && !sent.contains_key(k))
+                {
+                    self.session.asked(&keys);
+                    return Ok(Ended::Parked(pending));
+                }
+            }
             self.session.asked(&keys);
             self.announce(pending.round, &keys);
             let responses = if keys.is_empty() {

@@ -149,7 +149,17 @@ fn pictograph(c: char) -> bool {
 /// C1, bidi and zero-width characters it writes raw). They can only occur
 /// inside strings, where the escape means the same character.
 pub fn json(value: &impl serde::Serialize) -> String {
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    json_escaped(serde_json::to_string_pretty(value).unwrap_or_default())
+}
+
+/// [`json`] on one line (for JSON lines: one value a line, `tern listen
+/// --json`), the same characters escaped.
+pub fn json_line(value: &impl serde::Serialize) -> String {
+    json_escaped(serde_json::to_string(value).unwrap_or_default())
+}
+
+/// JSON text with the characters [`json`] escapes written as `\uXXXX`.
+fn json_escaped(text: String) -> String {
     if !text.chars().any(unsafe_char_in_json) {
         return text;
     }

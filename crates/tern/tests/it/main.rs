@@ -24,8 +24,10 @@ mod fleet;
 mod fleet_mode;
 mod hostile;
 mod limits;
+mod listen;
 mod login;
 #[cfg(feature = "otel")]
 mod otel;
+mod park;
 mod process;
 mod terminal;

@@ -1,16 +1,68 @@
-//! `tern questions`: a round's questions for a person (keys, fields, types,
-//! allowed values) and as an answers file `--answers FILE` accepts.
+//! `tern questions TOOL [key=value ...]`: a call's first round of
+//! questions for a person (keys, fields, types, allowed values), and as an
+//! answers file `--answers FILE` accepts.
 
 use serde_json::{Value, json};
+use tern_client::Round;
 use tern_protocol::elicitation::ElicitRequestParams;
 use tern_protocol::{InputRequest, InputRequests, JsonObject};
 
+use super::args::tool_arguments;
+use super::call::checked_arguments;
+use super::{Connected, emit_json, print_completed};
 use crate::answers::{describe_fields, facts};
+use crate::exit::{EXIT_OK, EXIT_SERVER, Failure};
+use crate::rounds::First;
+
+/// What `tern questions` says after the questions.
+const AFTER: &str = "\nAn answers file for them follows on standard output (edit it, then: tern call ... --answers FILE).\n\
+     Later rounds depend on these answers and are not shown; a key a server derives from a question's text changes when the text does.\n";
+
+/// `tern questions`: the first round's questions (to standard error, for
+/// people) and an answers file for them (to standard output, for
+/// `--answers FILE`); `--json` prints the questions themselves.
+pub(super) async fn questions(
+    c: &Connected,
+    tool: &str,
+    pairs: &[String],
+    args: Option<&str>,
+) -> Result<u8, Failure> {
+    let args = tool_arguments(pairs, args)?;
+    let args = checked_arguments(c, tool, args).await?;
+    let d = &c.driver;
+    match d.first(&First::Tool(tool.to_owned(), args)).await? {
+        Round::Complete(done) => {
+            eprintln!(
+                "tern: {tool} asked no questions: its first round completed the call (it ran):"
+            );
+            Ok(print_completed(&done, c.json, Some(tool)))
+        }
+        Round::InputRequired(pending) => {
+            if c.json {
+                emit_json(&pending.input_requests);
+            } else {
+                eprint!(
+                    "{}",
+                    tern::safe::text(&format!(
+                        "{}{AFTER}",
+                        describe(tool, &pending.input_requests, "in its first round")
+                    ))
+                );
+                emit_json(&template(&pending.input_requests));
+            }
+            Ok(EXIT_OK)
+        }
+        _ => Err(Failure {
+            code: EXIT_SERVER,
+            message: "the server's reply is an outcome this tern does not know".into(),
+        }),
+    }
+}
 
 /// The questions, for a person.
-pub(crate) fn describe(tool: &str, requests: &InputRequests) -> String {
+pub(crate) fn describe(tool: &str, requests: &InputRequests, when: &str) -> String {
     let mut out = format!(
-        "{} asks {} question{} in its first round:\n",
+        "{} asks {} question{} {when}:\n",
         tern::safe::line(tool),
         requests.len(),
         if requests.len() == 1 { "" } else { "s" }
@@ -47,10 +99,6 @@ pub(crate) fn describe(tool: &str, requests: &InputRequests) -> String {
         };
         out.push_str(&text);
     }
-    out.push_str(
-        "\nAn answers file for them follows on standard output (edit it, then: tern call ... --answers FILE).\n\
-         Later rounds depend on these answers and are not shown; a key a server derives from a question's text changes when the text does.\n",
-    );
     out
 }
 
