@@ -10,7 +10,9 @@
 //! | heavy bodies (over 256 KiB, [`DEFAULT_HEAVY_BODY`]) in flight, all callers | 4 ([`DEFAULT_MAX_HEAVY`]) | `503` + `Retry-After` |
 //! | heavy bodies one caller has in flight | 2 ([`DEFAULT_MAX_HEAVY_PER_CALLER`]) | `503` + `Retry-After` |
 //!
-//! A body's bytes count from the moment they are read (a declared
+//! A body of at most 64 KiB ([`FREE_BODY`]) is not counted: the requests in
+//! flight bound such bodies already (256 in all, 64 per peer). A larger
+//! body's bytes count from the moment they are read (a declared
 //! `Content-Length` is counted whole before reading, so a client that parks
 //! slow bodies is refused at once rather than after it has sent them) until
 //! its response ends: the decoded request holds as much memory while it is
@@ -142,6 +144,12 @@ impl Default for Bodies {
     }
 }
 
+/// Bodies up to this size (or up to the heavy threshold, when lower) are
+/// not counted against the byte budget: the requests in flight bound them
+/// already (256 in all, 64 per peer, by 64 KiB: 16 MiB and 4 MiB), and the
+/// small requests that make up nearly all traffic skip the budget's lock.
+pub(crate) const FREE_BODY: usize = 64 * 1024;
+
 /// A body read whole, and what it holds until its response ends.
 pub(crate) struct Read {
     pub(crate) bytes: Bytes,
@@ -149,11 +157,10 @@ pub(crate) struct Read {
 }
 
 /// The budget slots a body holds.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Held {
     #[allow(dead_code, reason = "held for its drop")]
-    bytes: Taken,
-    #[allow(dead_code, reason = "held for its drop")]
+    bytes: Option<Taken>,
     heavy: Option<Taken>,
 }
 
@@ -176,43 +183,58 @@ pub(crate) enum Refused {
 }
 
 impl Bodies {
-    /// Reads `body` of a request declaring `declared` bytes, for `caller`.
+    /// Reads `body` of a request declaring `declared` bytes; `caller` names
+    /// whose share it counts against (asked only for a body past
+    /// [`FREE_BODY`]).
     pub(crate) async fn read(
         &self,
         body: Body,
         declared: Option<u64>,
-        caller: Option<&str>,
+        caller: impl FnOnce() -> Option<String>,
     ) -> Result<Read, Refused> {
         let limit = self.limit;
         if declared.is_some_and(|n| n > limit as u64) {
             return Err(Refused::TooLarge);
         }
-        let mut bytes_held = self.bytes.empty(caller);
-        let mut heavy = None;
-        let take_heavy = |heavy: &mut Option<Taken>| {
-            if heavy.is_none() {
-                let mut slot = self.heavy.empty(caller);
-                if !slot.grow(1) {
-                    return false;
-                }
-                *heavy = Some(slot);
-            }
-            true
-        };
         let declared = declared.and_then(|n| usize::try_from(n).ok());
-        if let Some(n) = declared {
-            if !bytes_held.grow(n) {
+        let free = FREE_BODY.min(self.heavy_from);
+        let mut caller = Some(caller);
+        let mut key: Option<Option<String>> = None;
+        let mut held = Held::default();
+        // Charges the body as `total` bytes (never less than it was).
+        let mut charge = |held: &mut Held, total: usize| -> Result<(), Refused> {
+            if total <= free {
+                return Ok(());
+            }
+            let key = key.get_or_insert_with(|| caller.take().and_then(|c| c()));
+            let taken = held
+                .bytes
+                .get_or_insert_with(|| self.bytes.empty(key.as_deref()));
+            let more = total.saturating_sub(taken.n);
+            if more > 0 && !taken.grow(more) {
                 return Err(Refused::Busy(
                     "too many request bodies in flight; retry later",
                 ));
             }
-            if n > self.heavy_from && !take_heavy(&mut heavy) {
-                return Err(Refused::Busy(
-                    "too many large requests in flight; retry later",
-                ));
+            if total > self.heavy_from && held.heavy.is_none() {
+                let mut slot = self.heavy.empty(key.as_deref());
+                if !slot.grow(1) {
+                    return Err(Refused::Busy(
+                        "too many large requests in flight; retry later",
+                    ));
+                }
+                held.heavy = Some(slot);
             }
+            Ok(())
+        };
+        // A declared length counts whole, before a byte is read.
+        if let Some(n) = declared {
+            charge(&mut held, n)?;
         }
-        let mut buf = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+        // One frame (the usual case) is kept as it came, without a copy.
+        let mut first: Option<Bytes> = None;
+        let mut joined: Vec<u8> = Vec::new();
+        let mut len = 0_usize;
         let mut body = body;
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else {
@@ -221,32 +243,25 @@ impl Bodies {
             let Ok(data) = frame.into_data() else {
                 continue;
             };
-            let len = buf.len() + data.len();
+            len += data.len();
             if len > limit {
                 return Err(Refused::TooLarge);
             }
             // An undeclared length (chunked) is counted as it comes.
-            if declared.is_none_or(|n| len > n) {
-                let more = len - declared.unwrap_or(0).max(buf.len());
-                if !bytes_held.grow(more) {
-                    return Err(Refused::Busy(
-                        "too many request bodies in flight; retry later",
-                    ));
+            charge(&mut held, len.max(declared.unwrap_or(0)))?;
+            if first.is_none() && joined.is_empty() {
+                first = Some(data);
+            } else {
+                if let Some(f) = first.take() {
+                    joined.reserve(declared.unwrap_or(0).min(limit).max(len));
+                    joined.extend_from_slice(&f);
                 }
+                joined.extend_from_slice(&data);
             }
-            if len > self.heavy_from && !take_heavy(&mut heavy) {
-                return Err(Refused::Busy(
-                    "too many large requests in flight; retry later",
-                ));
-            }
-            buf.extend_from_slice(&data);
         }
         Ok(Read {
-            bytes: Bytes::from(buf),
-            held: Held {
-                bytes: bytes_held,
-                heavy,
-            },
+            bytes: first.unwrap_or_else(|| Bytes::from(joined)),
+            held,
         })
     }
 }
@@ -296,6 +311,8 @@ mod tests {
 
     #[tokio::test]
     async fn bodies_are_counted_declared_or_as_they_come() {
+        let named = |who: &'static str| move || Some(who.to_owned());
+        let a = named("a");
         let bodies = Bodies {
             limit: 8,
             heavy_from: 4,
@@ -303,16 +320,13 @@ mod tests {
             heavy: Budget::new(1, 1),
         };
         // Declared: counted whole before reading.
-        let first = bodies
-            .read(body_of(&[b"12345"]), Some(5), Some("a"))
-            .await
-            .unwrap();
+        let first = bodies.read(body_of(&[b"12345"]), Some(5), a).await.unwrap();
         assert_eq!(&first.bytes[..], b"12345");
         assert!(first.held.is_heavy());
         // A second heavy body waits for the permit.
         assert_eq!(
             bodies
-                .read(body_of(&[b"abcde"]), Some(5), Some("a"))
+                .read(body_of(&[b"abcde"]), Some(5), named("a"))
                 .await
                 .err(),
             Some(Refused::Busy(
@@ -321,25 +335,25 @@ mod tests {
         );
         // A small chunked one passes; one over the limit is 413.
         let small = bodies
-            .read(body_of(&[b"ab", b"c"]), None, Some("a"))
+            .read(body_of(&[b"ab", b"c"]), None, named("a"))
             .await
             .unwrap();
         assert!(!small.held.is_heavy());
         assert_eq!(
             bodies
-                .read(body_of(&[b"123", b"456789"]), None, Some("b"))
+                .read(body_of(&[b"123", b"456789"]), None, named("b"))
                 .await
                 .err(),
             Some(Refused::TooLarge)
         );
         assert_eq!(
-            bodies.read(body_of(&[]), Some(9), None).await.err(),
+            bodies.read(body_of(&[]), Some(9), || None).await.err(),
             Some(Refused::TooLarge)
         );
         // 5 + 3 held: 5 more pass the total of 12.
         assert_eq!(
             bodies
-                .read(body_of(&[b"1", b"2"]), Some(5), Some("c"))
+                .read(body_of(&[b"1", b"2"]), Some(8), named("c"))
                 .await
                 .err(),
             Some(Refused::Busy(
@@ -347,7 +361,7 @@ mod tests {
             ))
         );
         drop(first);
-        let after = bodies.read(body_of(&[b"12345"]), Some(5), Some("c")).await;
+        let after = bodies.read(body_of(&[b"12345"]), Some(5), named("c")).await;
         assert!(after.is_ok(), "the first body's bytes and permit came back");
     }
 }

@@ -253,8 +253,8 @@ impl Http {
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        let caller = caller_key(&principal, peer.as_deref());
-        let read = match self.bodies.read(body, declared, caller.as_deref()).await {
+        let caller = || caller_key(&principal, peer.as_deref());
+        let read = match self.bodies.read(body, declared, caller).await {
             Ok(read) => read,
             Err(body::Refused::TooLarge) => return plain(StatusCode::PAYLOAD_TOO_LARGE),
             Err(body::Refused::Broken) => return plain(StatusCode::BAD_REQUEST),
