@@ -50,6 +50,8 @@ pub(crate) struct LegacyHttp {
     /// Requests in flight: their replies, and whether they may be asked
     /// questions (`tools/call`, `prompts/get`, `resources/read`).
     inflight: Mutex<Vec<(RequestId, Replies, bool)>>,
+    /// The client's roots, for a `roots/list` outside a call.
+    roots: Mutex<Option<Arc<dyn crate::handler::Roots>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -77,7 +79,12 @@ impl LegacyHttp {
             oauth: None,
             state: Mutex::default(),
             inflight: Mutex::default(),
+            roots: Mutex::default(),
         })
+    }
+
+    pub(crate) fn serve_roots(&self, roots: Arc<dyn crate::handler::Roots>) {
+        *lock(&self.roots) = Some(roots);
     }
 
     pub(crate) fn set_oauth(&mut self, oauth: OAuth) {
@@ -527,8 +534,14 @@ impl LegacyHttp {
                     ServerAsk::Ping => self.post(response_text(&id, Ok(json!({})))).await,
                     ServerAsk::Unknown(e) => self.post(response_text(&id, Err(e))).await,
                     ServerAsk::Live(live, rx) => {
-                        if let Some(tx) = tx.cloned().or_else(|| self.asker()) {
-                            let _ = tx.send(Ok(Incoming::Request(live))).await;
+                        match tx.cloned().or_else(|| self.asker()) {
+                            Some(tx) => {
+                                let _ = tx.send(Ok(Incoming::Request(live))).await;
+                            }
+                            None => {
+                                let roots = lock(&self.roots).clone();
+                                super::answer_standing(live, roots);
+                            }
                         }
                         let text = answer_text(id, rx).await;
                         self.post(text).await;

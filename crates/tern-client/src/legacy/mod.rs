@@ -25,6 +25,8 @@
 //!   `initialize` result. The server's `elicitation/create`,
 //!   `sampling/createMessage` and `roots/list` come to the call as
 //!   [`Incoming::Request`] and are answered by the same installed handlers;
+//!   a `roots/list` no call takes (the server may ask at any time) is
+//!   answered by the roots handler ([`Transport::serve_roots`]), and
 //!   `ping` is answered here. Over HTTP the session id is kept, a 404 starts a
 //!   new session (once per request), and a response stream that ends before
 //!   its response is resumed with `GET` and `Last-Event-ID` after the
@@ -44,10 +46,12 @@ use tern_protocol::meta::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY,
 };
 use tern_protocol::mrtr::{InputRequest, InputResponse};
+use tern_protocol::roots::ListRootsResult;
 use tern_protocol::{method, version};
 use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use crate::error::ClientError;
+use crate::handler::{Question, Roots};
 use crate::limits::Limits;
 use crate::transport::http::HttpTransport;
 use crate::transport::stdio::{ChildProcess, ChildWatch, SpawnOptions};
@@ -126,6 +130,31 @@ pub(crate) fn server_ask(request: &Request) -> ServerAsk {
         Ok(None) => ServerAsk::Unknown(ErrorObject::method_not_found(&request.method)),
         Err(e) => ServerAsk::Unknown(ErrorObject::invalid_params(e.to_string())),
     }
+}
+
+/// Answers `live`, a 2025 server's question no call in flight took, if it
+/// is `roots/list` and the client has a roots handler; any other question
+/// is dropped (answered with an error): only roots are the client's own to
+/// give outside a call, elicitation and sampling belong to the call that
+/// asks.
+pub(crate) fn answer_standing(live: Box<LiveRequest>, roots: Option<Arc<dyn Roots>>) {
+    let Some(roots) = roots.filter(|_| matches!(live.request(), InputRequest::Roots(_))) else {
+        return;
+    };
+    tokio::spawn(async move {
+        let question = Question {
+            key: "roots".to_owned(),
+            server: None,
+            method: "roots/list".to_owned(),
+            target: String::new(),
+        };
+        let answer = roots
+            .list_roots(question)
+            .await
+            .map(|roots| InputResponse::Roots(ListRootsResult { roots }))
+            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.0));
+        live.respond(answer);
+    });
 }
 
 /// The JSON-RPC response to server request `id`.
@@ -284,6 +313,8 @@ pub struct DualEra {
     leg: OnceCell<Leg>,
     assume_legacy: bool,
     legacy_hint: bool,
+    /// The client's roots, handed on to a child started again.
+    roots: Mutex<Option<Arc<dyn Roots>>>,
 }
 
 impl std::fmt::Debug for DualEra {
@@ -334,6 +365,7 @@ impl DualEra {
             leg: OnceCell::new(),
             assume_legacy: false,
             legacy_hint: false,
+            roots: Mutex::default(),
         })
     }
 
@@ -347,6 +379,7 @@ impl DualEra {
             leg: OnceCell::new(),
             assume_legacy: false,
             legacy_hint: false,
+            roots: Mutex::default(),
         })
     }
 
@@ -494,6 +527,9 @@ impl DualEra {
                                 args,
                                 options.clone(),
                             )?);
+                            if let Some(roots) = lock(&self.roots).clone() {
+                                again.serve_roots(roots);
+                            }
                             *lock(child) = Arc::clone(&again);
                             return initialize_stdio(again, first).await;
                         }
@@ -636,6 +672,14 @@ impl Transport for DualEra {
                 )),
             }
         })
+    }
+
+    fn serve_roots(&self, roots: Arc<dyn Roots>) {
+        match &self.wire {
+            Wire::Http { legacy, .. } => legacy.serve_roots(Arc::clone(&roots)),
+            Wire::Stdio { child, .. } => lock(child).serve_roots(Arc::clone(&roots)),
+        }
+        *lock(&self.roots) = Some(roots);
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

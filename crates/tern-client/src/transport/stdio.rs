@@ -43,6 +43,8 @@ struct Routes {
     /// The child's input, for answers to a 2025 server's requests (weak:
     /// closing the transport must still close the child's input).
     writer: Option<mpsc::WeakUnboundedSender<String>>,
+    /// The client's roots, for a 2025 server's `roots/list` outside a call.
+    roots: Option<Arc<dyn crate::handler::Roots>>,
 }
 
 /// The error a request gets once the child closed its output.
@@ -516,7 +518,7 @@ async fn dispatch(routes: &Mutex<Routes>, line: &[u8]) {
 /// back when it comes; anything else gets an error.
 async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc::Request) {
     use crate::legacy::{ServerAsk, answer_text, response_text, server_ask};
-    let (writer, asker) = {
+    let (writer, asker, roots) = {
         let r = lock(routes);
         let asker = r.askers.first().and_then(|id| r.pending.get(id).cloned());
         (
@@ -524,6 +526,7 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
                 .as_ref()
                 .and_then(mpsc::WeakUnboundedSender::upgrade),
             asker,
+            r.roots.clone(),
         )
     };
     let Some(writer) = writer else { return };
@@ -536,10 +539,14 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
             let _ = writer.send(response_text(&id, Err(error)));
         }
         ServerAsk::Live(live, rx) => {
-            if let Some(asker) = asker {
-                let _ = asker.send(Ok(Incoming::Request(live))).await;
+            match asker {
+                Some(asker) => {
+                    let _ = asker.send(Ok(Incoming::Request(live))).await;
+                }
+                None => crate::legacy::answer_standing(live, roots),
             }
-            // Without a call to take it, the dropped question answers an error.
+            // Without a call to take it (or roots to give), the dropped
+            // question answers an error.
             tokio::spawn(async move {
                 let _ = writer.send(answer_text(id, rx).await);
             });
@@ -619,6 +626,10 @@ impl Transport for ChildProcess {
                 }),
             })
         })
+    }
+
+    fn serve_roots(&self, roots: Arc<dyn crate::handler::Roots>) {
+        lock(&self.routes).roots = Some(roots);
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

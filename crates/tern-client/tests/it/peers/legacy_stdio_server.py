@@ -6,6 +6,10 @@ elicitation/create request and waits for the reply. Options:
   --silent-probe    ignore requests before `initialize` (the client's probe
                     times out).
   --log FILE        append the method of each request received to FILE.
+  --record FILE     append, as JSON lines, the capabilities `initialize`
+                    declared and the client's reply to `roots/list`.
+  --ask-roots       after `notifications/initialized`, ask `roots/list` (as
+                    server-filesystem does) when the client declared roots.
 """
 import json
 import sys
@@ -13,6 +17,9 @@ import sys
 exit_on_probe = "--exit-on-probe" in sys.argv
 silent_probe = "--silent-probe" in sys.argv
 log = sys.argv[sys.argv.index("--log") + 1] if "--log" in sys.argv else None
+record = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else None
+ask_roots = "--ask-roots" in sys.argv
+declared = {}
 initialized = False
 first = True
 
@@ -20,6 +27,12 @@ first = True
 def send(msg):
     sys.stdout.write(json.dumps(msg) + "\n")
     sys.stdout.flush()
+
+
+def note(entry):
+    if record:
+        with open(record, "a") as f:
+            f.write(json.dumps(entry) + "\n")
 
 
 def recv():
@@ -42,10 +55,16 @@ while True:
         if exit_on_probe:
             sys.exit(3)
     first = False
+    if method == "notifications/initialized" and ask_roots and "roots" in declared:
+        send({"jsonrpc": "2.0", "id": "r0", "method": "roots/list"})
+    if msg.get("id") == "r0" and method is None:
+        note({"roots": msg})
     if "id" not in msg or method is None:
         continue
     if method == "initialize":
         initialized = True
+        declared = msg["params"].get("capabilities", {})
+        note({"capabilities": declared})
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {
             "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
             "serverInfo": {"name": "legacy-stdio", "version": "1.0"}}})
