@@ -329,7 +329,10 @@ impl LegacyHttp {
         let (tx, rx) = mpsc::channel(64);
         let asker = matches!(
             out.method.as_str(),
-            method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
+            method::TOOLS_CALL
+                | method::PROMPTS_GET
+                | method::RESOURCES_READ
+                | method::TASKS_RESULT
         );
         lock(&self.inflight).push((out.id.clone(), tx.clone(), asker));
         let sent = self.post_request(&out).await;

@@ -27,12 +27,15 @@
 //!   [`Incoming::Request`] and are answered by the same installed handlers;
 //!   a `roots/list` no call takes (the server may ask at any time) is
 //!   answered by the roots handler ([`Transport::serve_roots`]), and
-//!   `ping` is answered here. Over HTTP the session id is kept, a 404 starts a
+//!   `ping` is answered here. A tool the server runs only as a task
+//!   (2025-11-25 experimental tasks, `execution.taskSupport: "required"`)
+//!   is called as one and followed to its result (the `task` module). Over HTTP the session id is kept, a 404 starts a
 //!   new session (once per request), and a response stream that ends before
 //!   its response is resumed with `GET` and `Last-Event-ID` after the
 //!   stream's `retry` (SEP-1699).
 
 pub(crate) mod http;
+mod task;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -315,6 +318,9 @@ pub struct DualEra {
     legacy_hint: bool,
     /// The client's roots, handed on to a child started again.
     roots: Mutex<Option<Arc<dyn Roots>>>,
+    /// The tools the 2025 server runs only as tasks (listed once, on the
+    /// first `tools/call` of a server that offers tool tasks).
+    task_tools: OnceCell<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for DualEra {
@@ -366,6 +372,7 @@ impl DualEra {
             assume_legacy: false,
             legacy_hint: false,
             roots: Mutex::default(),
+            task_tools: OnceCell::new(),
         })
     }
 
@@ -380,6 +387,7 @@ impl DualEra {
             assume_legacy: false,
             legacy_hint: false,
             roots: Mutex::default(),
+            task_tools: OnceCell::new(),
         })
     }
 
@@ -541,6 +549,31 @@ impl DualEra {
     }
 }
 
+impl DualEra {
+    /// `out` is a `tools/call` of a tool the 2025 server runs only as a
+    /// task (`execution.taskSupport: "required"`, on a server that offers
+    /// tool tasks).
+    async fn needs_task(
+        &self,
+        session: &task::Session,
+        init: &Value,
+        version: &str,
+        out: &Outgoing,
+    ) -> Result<bool, ClientError> {
+        if out.method != method::TOOLS_CALL || !task::offers_tool_tasks(init) {
+            return Ok(false);
+        }
+        let Some(name) = out.name.as_deref() else {
+            return Ok(false);
+        };
+        let required = self
+            .task_tools
+            .get_or_try_init(|| task::required_tools(session, version))
+            .await?;
+        Ok(required.contains(name))
+    }
+}
+
 enum Probe {
     Modern,
     Legacy,
@@ -654,7 +687,12 @@ impl Transport for DualEra {
                     if out.method == method::DISCOVER {
                         return Ok(answered(Incoming::Result(discover_from(init, version))));
                     }
-                    child.send(legacy_outgoing(out, version)?).await
+                    let out = legacy_outgoing(out, version)?;
+                    let session = task::Session::Stdio(Arc::clone(child));
+                    if self.needs_task(&session, init, version, &out).await? {
+                        return task::call(session, out, version.clone()).await;
+                    }
+                    child.send(out).await
                 }
                 (Leg::Http, Wire::Http { legacy, .. }) => {
                     if out.method == method::DISCOVER {
@@ -665,7 +703,15 @@ impl Transport for DualEra {
                         ))));
                     }
                     let version = legacy.version();
-                    legacy.send(legacy_outgoing(out, &version)?).await
+                    let out = legacy_outgoing(out, &version)?;
+                    let session = task::Session::Http(Arc::clone(legacy));
+                    if self
+                        .needs_task(&session, &legacy.init_result(), &version, &out)
+                        .await?
+                    {
+                        return task::call(session, out, version).await;
+                    }
+                    legacy.send(out).await
                 }
                 (Leg::Http, Wire::Stdio { .. }) => Err(ClientError::transport(
                     "no HTTP session on a stdio transport",

@@ -38,7 +38,8 @@ struct Routes {
     /// The child closed its output: how (every later request fails with it).
     closed: Option<ChildExit>,
     /// Requests in flight that may be asked questions by a 2025 server
-    /// (`tools/call`, `prompts/get`, `resources/read`), oldest first.
+    /// (`tools/call`, `prompts/get`, `resources/read`, and a 2025 task's
+    /// `tasks/result`), oldest first.
     askers: Vec<RequestId>,
     /// The child's input, for answers to a 2025 server's requests (weak:
     /// closing the transport must still close the child's input).
@@ -586,6 +587,7 @@ impl Transport for ChildProcess {
                     out.method.as_str(),
                     tern_protocol::method::TOOLS_CALL
                         | tern_protocol::method::PROMPTS_GET
+                        | tern_protocol::method::TASKS_RESULT
                         | tern_protocol::method::RESOURCES_READ
                 ) {
                     r.askers.push(out.id.clone());
