@@ -28,8 +28,9 @@ use tern_protocol::tool::CallToolResult;
 use tern_protocol::{InputRequest, InputResponse, InputResponses, JsonObject};
 use tokio::time::Instant;
 
+use crate::advice::failure;
 use crate::answers::PresetSpec;
-use crate::cmd::{EXIT_NEEDS_INPUT, EXIT_SERVER, EXIT_TRANSPORT, EXIT_USAGE, Failure, failure};
+use crate::exit::{EXIT_NEEDS_INPUT, EXIT_SERVER, EXIT_TRANSPORT, EXIT_USAGE, Failure};
 use crate::terminal::{Phase, Session, Summary};
 
 /// The most rounds one call may take (the client library's default, C12).

@@ -335,6 +335,25 @@ fn transport(e: &std::io::Error) -> Stop {
     }
 }
 
+/// `tern audit` on its own runtime: the report's exit status, or the
+/// reason it stopped.
+pub(crate) fn command(args: AuditArgs) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let runtime = match super::runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let outcome = runtime.block_on(run(args));
+    runtime.shutdown_background();
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(stop) => {
+            eprintln!("tern audit: {}", tern::safe::text(&stop.message));
+            ExitCode::from(stop.code)
+        }
+    }
+}
+
 /// Runs the audit; prints the report; returns the exit status.
 pub(crate) async fn run(args: AuditArgs) -> Result<u8, Stop> {
     let timeout = Duration::try_from_secs_f64(args.timeout)

@@ -1,11 +1,56 @@
-//! `tern questions`: a round's questions for a person (keys, fields, types,
-//! allowed values) and as an answers file `--answers FILE` accepts.
+//! `tern questions TOOL [key=value ...]`: a call's first round of
+//! questions for a person (keys, fields, types, allowed values), and as an
+//! answers file `--answers FILE` accepts.
 
 use serde_json::{Value, json};
+use tern_client::Round;
 use tern_protocol::elicitation::ElicitRequestParams;
 use tern_protocol::{InputRequest, InputRequests, JsonObject};
 
+use super::args::tool_arguments;
+use super::call::checked_arguments;
+use super::{Connected, emit_json, print_completed};
 use crate::answers::{describe_fields, facts};
+use crate::exit::{EXIT_OK, EXIT_SERVER, Failure};
+use crate::rounds::First;
+
+/// `tern questions`: the first round's questions (to standard error, for
+/// people) and an answers file for them (to standard output, for
+/// `--answers FILE`); `--json` prints the questions themselves.
+pub(super) async fn questions(
+    c: &Connected,
+    tool: &str,
+    pairs: &[String],
+    args: Option<&str>,
+) -> Result<u8, Failure> {
+    let args = tool_arguments(pairs, args)?;
+    let args = checked_arguments(c, tool, args).await?;
+    let d = &c.driver;
+    match d.first(&First::Tool(tool.to_owned(), args)).await? {
+        Round::Complete(done) => {
+            eprintln!(
+                "tern: {tool} asked no questions: its first round completed the call (it ran):"
+            );
+            Ok(print_completed(&done, c.json, Some(tool)))
+        }
+        Round::InputRequired(pending) => {
+            if c.json {
+                emit_json(&pending.input_requests);
+            } else {
+                eprint!(
+                    "{}",
+                    tern::safe::text(&describe(tool, &pending.input_requests))
+                );
+                emit_json(&template(&pending.input_requests));
+            }
+            Ok(EXIT_OK)
+        }
+        _ => Err(Failure {
+            code: EXIT_SERVER,
+            message: "the server's reply is an outcome this tern does not know".into(),
+        }),
+    }
+}
 
 /// The questions, for a person.
 pub(crate) fn describe(tool: &str, requests: &InputRequests) -> String {

@@ -1,0 +1,175 @@
+//! What a client error means: its exit code, and advice the person can act
+//! on (a refused connection, a 401, a 404, a program not on PATH, a dead
+//! server's last words).
+
+use std::fmt::Write as _;
+
+use tern_client::ClientError;
+use tern_client::transport::stdio::ChildWatch;
+use tern_protocol::error::code;
+
+use crate::exit::{EXIT_NEEDS_INPUT, EXIT_REFUSED, EXIT_SERVER, EXIT_TRANSPORT, Failure};
+use crate::terminal::Session;
+
+/// Advice when a program cannot be started.
+pub(crate) fn spawn_hint(program: &str) -> String {
+    if program.contains('/') {
+        String::new()
+    } else {
+        format!(" (is `{program}` installed and on PATH?)")
+    }
+}
+
+/// The first `std::io::Error` in `e`'s causes.
+fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        cause = c.source();
+    }
+    None
+}
+
+/// `HOST:PORT` of an `http(s)://` URL.
+pub(crate) fn authority(url: &str) -> &str {
+    url.split_once("://").map_or(url, |(_, rest)| {
+        rest.split(['/', '?', '#']).next().unwrap_or(rest)
+    })
+}
+
+/// Advice for an HTTP failure: what the person can do.
+fn http_advice(e: &ClientError, url: &str) -> Option<String> {
+    let text = format!("{e:#}");
+    if let Some(io) = io_cause(e) {
+        let addr = authority(url);
+        return Some(match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => format!(
+                "nothing is listening at {addr} (connection refused): is the server running? (e.g. tern serve demo --http {addr})"
+            ),
+            std::io::ErrorKind::TimedOut => format!("{addr} did not accept the connection in time"),
+            _ => format!("cannot reach {addr}: {io}"),
+        });
+    }
+    if text.contains("dns error") || text.contains("failed to lookup") {
+        return Some(format!(
+            "the host of {url} is not known (check its spelling)"
+        ));
+    }
+    if text.contains("HTTP 401") {
+        return Some(format!(
+            "{url} wants authorization: run `tern login --url {url}` (or pass --header 'Authorization: Bearer TOKEN')"
+        ));
+    }
+    if text.contains("404") {
+        let path = url
+            .split_once("://")
+            .and_then(|(_, r)| r.find('/').map(|i| &r[i..]))
+            .unwrap_or("");
+        return Some(if path.is_empty() || path == "/" {
+            format!(
+                "{url} answered 404 Not Found: MCP servers usually serve at a path; try {}/mcp",
+                url.trim_end_matches('/')
+            )
+        } else {
+            format!(
+                "{url} answered 404 Not Found: is {path} the server's MCP endpoint? (tern serve demo serves /mcp)"
+            )
+        });
+    }
+    None
+}
+
+/// What a client error means for the exit code, with advice.
+pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
+    if let Some(rpc) = e.rpc_error() {
+        if rpc.code == code::MISSING_REQUIRED_CLIENT_CAPABILITY {
+            let needs = rpc
+                .missing_capability_data()
+                .and_then(|d| serde_json::to_value(d.required_capabilities).ok())
+                .unwrap_or_default();
+            let mut advice = Vec::new();
+            if needs.get("elicitation").is_some() {
+                advice.push("answer its questions in a terminal (without --no-input), or preset them with --answer KEY=VALUE / --answers FILE (tern questions shows them)");
+            }
+            if needs.get("sampling").is_some() {
+                advice.push("give a --sampler COMMAND, or type the reply in a terminal (without --no-input)");
+            }
+            let needs = if needs.is_null() {
+                String::new()
+            } else {
+                format!(" (it requires {needs})")
+            };
+            let advice = if advice.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", advice.join("; "))
+            };
+            return Failure {
+                code: EXIT_NEEDS_INPUT,
+                message: format!(
+                    "the server needs input this run does not offer: {} [{}]{needs}{advice}",
+                    rpc.message, rpc.code
+                ),
+            };
+        }
+        // The chain is one line; the server's message in it stays one.
+        return Failure {
+            code: EXIT_SERVER,
+            message: tern::safe::line(&format!("{e:#}")).into_owned(),
+        };
+    }
+    if e.is_transport() {
+        let advice = session.url.as_deref().and_then(|url| http_advice(e, url));
+        return Failure {
+            code: EXIT_TRANSPORT,
+            message: match advice {
+                Some(a) => a,
+                None => format!("{}: {e:#}", session.fallback_name),
+            },
+        };
+    }
+    let code = if e.is_handler() && session.refused() {
+        EXIT_REFUSED
+    } else if e.is_handler() || e.is_unanswerable() || e.is_answer() {
+        EXIT_NEEDS_INPUT
+    } else {
+        EXIT_SERVER
+    };
+    // `{:#}`: the error and its causes (a handler's own reason, the
+    // decoder's), as one line.
+    Failure {
+        code,
+        message: tern::safe::line(&format!("{e:#}")).into_owned(),
+    }
+}
+
+/// A server failure with the server's last words (its last lines of
+/// standard error), unless there are none.
+pub(crate) fn with_last_words(mut f: Failure, watch: Option<&ChildWatch>) -> Failure {
+    if f.code == EXIT_SERVER
+        && let Some(watch) = watch
+    {
+        let tail = watch.stderr_tail();
+        if !tail.is_empty() {
+            f.message
+                .push_str("\nthe server's last lines of standard error:");
+            for line in tail {
+                let _ = write!(f.message, "\n  | {}", tern::safe::line(&line));
+            }
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_authority_of_a_url() {
+        assert_eq!(authority("http://127.0.0.1:9/mcp"), "127.0.0.1:9");
+        assert_eq!(authority("http://h:1"), "h:1");
+    }
+}

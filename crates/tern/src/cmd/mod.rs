@@ -1,0 +1,384 @@
+//! The client subcommands: connect to a server ([`server`]), make one
+//! request with the terminal as the input handlers, print the result, and
+//! turn the outcome into an exit code ([`crate::exit`]).
+//!
+//! One module per command; a new client subcommand is an [`Op`] variant, an
+//! arm of [`execute`] and its own module taking a [`Connected`]. Connecting,
+//! timeouts, Ctrl-C and error advice are shared. The commands that do not
+//! talk to a server as a client (`serve`, `servers`, `keys`, `login`,
+//! `audit`) are modules here too, each with its own entry point.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tern_client::{CallOptions, Client, Completed, Limits, StaticRoots};
+use tern_protocol::Implementation;
+
+use crate::advice::with_last_words;
+use crate::exit::{
+    EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_SERVER, EXIT_TRANSPORT, Failure, usage,
+};
+use crate::output;
+use crate::rounds::{Activity, Driver};
+use crate::terminal::LivePresets;
+use crate::terminal::{Phase, Sampler, Session, TerminalElicitation, TerminalSampling};
+
+use args::{InputArgs, preset_answers};
+use server::{Build, ServerArgs, connect, label_of, local_name, remember_era, target};
+
+pub(crate) mod args;
+pub(crate) mod audit;
+mod call;
+mod fetch;
+pub(crate) mod keys;
+mod lists;
+pub(crate) mod login;
+mod questions;
+pub(crate) mod serve;
+pub(crate) mod server;
+pub(crate) mod servers;
+mod task;
+
+/// What `tern task` does with a task.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TaskAction {
+    /// One `tasks/get`: the status (and result or error when it ended).
+    Get,
+    /// Follow it to its end, answering its questions.
+    Wait,
+    /// `tasks/cancel`.
+    Cancel,
+}
+
+/// What to ask the server.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    /// `server/discover`.
+    Discover,
+    /// Every tool.
+    Tools,
+    /// Every prompt.
+    Prompts,
+    /// Every resource and resource template.
+    Resources,
+    /// `tools/call`.
+    Call {
+        /// The tool.
+        tool: String,
+        /// `key=value` words.
+        pairs: Vec<String>,
+        /// `--args JSON`.
+        args: Option<String>,
+    },
+    /// `prompts/get`.
+    Prompt {
+        /// The prompt.
+        name: String,
+        /// `key=value` words.
+        pairs: Vec<String>,
+    },
+    /// `resources/read`.
+    Read {
+        /// The resource.
+        uri: String,
+    },
+    /// `tern task get|wait|cancel ID`.
+    Task {
+        /// What to do.
+        action: TaskAction,
+        /// The task id.
+        id: String,
+    },
+    /// The first round's questions of a `tools/call`.
+    Questions {
+        /// The tool.
+        tool: String,
+        /// `key=value` words.
+        pairs: Vec<String>,
+        /// `--args JSON`.
+        args: Option<String>,
+    },
+}
+
+#[allow(
+    clippy::print_stdout,
+    reason = "the result is the command's output, on standard output"
+)]
+fn emit(text: &str) {
+    // The last guard: whatever a server put in the text, no control
+    // character reaches standard output (a terminal or a pipe).
+    print!("{}", tern::safe::text(text));
+    let _ = std::io::stdout().flush();
+}
+
+/// `value` as exact JSON, C1, bidi and zero-width characters escaped too
+/// ([`tern::safe::json`]).
+fn emit_json(value: &impl Serialize) {
+    emit(&format!("{}\n", tern::safe::json(value)));
+}
+
+/// A connected client and what the run knows around it.
+pub(crate) struct Connected {
+    /// The loop of rounds (and the client in it).
+    pub(crate) driver: Driver,
+    /// `--json`.
+    pub(crate) json: bool,
+}
+
+/// Runs one client subcommand; `Ok` carries the exit code of a completed
+/// request (0, or 1 for `isError` / a refused question).
+pub(crate) async fn run(
+    op: Op,
+    server: &ServerArgs,
+    input: Option<&InputArgs>,
+) -> Result<u8, Failure> {
+    // Usage first: nothing starts when the line is wrong.
+    let target = target(server)?;
+    if !(server.timeout.is_finite() && server.timeout > 0.0) {
+        return Err(usage("--timeout takes a number of seconds above 0"));
+    }
+    let timeout = Duration::from_secs_f64(server.timeout.min(86_400.0));
+    let default_input = InputArgs::default();
+    let input_given = input.is_some();
+    let input = input.unwrap_or(&default_input);
+    let presets = preset_answers(input)?;
+    let no_input = input.no_input || matches!(op, Op::Questions { .. });
+    let sampler = input.sampler.clone();
+    let roots = crate::terminal::roots(&input.root).map_err(usage)?;
+    let interactive = std::io::stdin().is_terminal() && !no_input;
+
+    let (label, url) = label_of(&target);
+    let session = Session::new(label, local_name(server, &target), url);
+    let started = connect(&target, server.verbose, &session)?;
+    let used = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let live = LivePresets::new(presets.clone(), Arc::clone(&used));
+    let client = build_client(
+        started.build,
+        &session,
+        interactive,
+        (sampler.clone(), roots),
+        live,
+    );
+
+    // Honest capabilities: nothing is declared that this run cannot answer
+    // (`tern questions` declares what a terminal would, to see the
+    // questions a person would be asked).
+    let activity = Arc::new(Activity::default());
+    let progress_session = Arc::clone(&session);
+    let progress_activity = Arc::clone(&activity);
+    let mut options = CallOptions::default().with_progress(Arc::new(move |p| {
+        progress_activity.touch();
+        progress_session.progress.show(p);
+    }));
+    if !matches!(op, Op::Questions { .. }) {
+        options.drop_elicitation = !interactive && presets.is_empty();
+        options.drop_sampling = !interactive && sampler.is_none() && presets.is_empty();
+    }
+    let preset_refusals: Vec<String> = presets
+        .keys()
+        .into_iter()
+        .filter(|k| presets.refuses(k))
+        .collect();
+    let connected = Connected {
+        driver: Driver {
+            client: client.clone(),
+            session: Arc::clone(&session),
+            presets,
+            interactive,
+            timeout,
+            options,
+            activity,
+            watch: started.watch.clone(),
+            used,
+        },
+        json: server.json,
+    };
+
+    let work = execute(&connected, op);
+    let outcome = tokio::select! {
+        r = work => Some(r),
+        () = interrupt() => None,
+    };
+    session.progress.interrupt();
+    let Some(outcome) = outcome else {
+        // The request future is dropped: over stdio its exchange sent
+        // notifications/cancelled, over HTTP its stream is closed.
+        crate::terminal::restore();
+        let message = interrupted(&client, &session, interactive).await;
+        client.close().await;
+        return Err(Failure {
+            code: EXIT_INTERRUPTED,
+            message,
+        });
+    };
+    // Unused presets are worth a warning once the server answered or asked;
+    // a call refused before that (a 401, a dead server) says only why.
+    if input_given && (outcome.is_ok() || !session.asked_keys().is_empty()) {
+        connected.driver.warn_unused();
+    }
+    remember_era(started.era.as_ref());
+    client.close().await;
+    let code = match outcome {
+        Ok(code) => code,
+        Err(f) if server.verbose => return Err(f),
+        Err(f) => return Err(with_last_words(f, started.watch.as_ref())),
+    };
+    // A preset decline or cancel counts like one typed, once it was asked.
+    if session.was_asked(&preset_refusals) {
+        session.refuse();
+    }
+    if session.refused() && code == EXIT_OK {
+        eprintln!(
+            "tern: you declined or cancelled a question; the result above is the server's fallback"
+        );
+        return Ok(EXIT_REFUSED);
+    }
+    Ok(code)
+}
+
+/// What Ctrl-C cancelled.
+fn interrupted_message(session: &Session) -> String {
+    match session.phase() {
+        Phase::InFlight(what) => {
+            let how = if session.url.is_some() {
+                "closed its HTTP stream"
+            } else {
+                "told the server with notifications/cancelled"
+            };
+            format!("interrupted: cancelled {what} in flight ({how})")
+        }
+        Phase::Question(keys) => {
+            format!("interrupted at the question {keys}: abandoned the call, nothing was sent")
+        }
+        Phase::Idle => "interrupted".to_owned(),
+    }
+}
+
+/// The client, with the terminal as its handlers.
+fn build_client(
+    build: Build,
+    session: &Arc<Session>,
+    interactive: bool,
+    (sampler, roots): (Option<String>, Vec<tern_protocol::roots::Root>),
+    live: LivePresets,
+) -> Client {
+    let mut info = Implementation::new("tern", env!("CARGO_PKG_VERSION"));
+    info.title = Some("tern command".into());
+    // tern follows tasks (polls, asks their questions, offers to cancel
+    // or leave one running on Ctrl-C), so it declares the extension.
+    let builder = Client::builder()
+        .info(info)
+        .tasks(true)
+        .elicitation(TerminalElicitation {
+            session: Arc::clone(session),
+            interactive,
+            live: live.clone(),
+        })
+        .sampling(TerminalSampling {
+            session: Arc::clone(session),
+            interactive,
+            sampler: sampler.map_or(Sampler::Human, Sampler::Command),
+            live,
+        })
+        .roots(StaticRoots(roots))
+        // tern's own loop bounds each leg (--timeout); the library's
+        // whole-call deadline would count the time a person answers.
+        .limits(Limits::default());
+    build(builder)
+}
+
+/// Ctrl-C: the signal (line prompts, waiting) or the key inside a widget.
+async fn interrupt() {
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => {
+            if r.is_err() {
+                // No signal handling here: only the widget's key.
+                std::future::pending::<()>().await;
+            }
+        }
+        () = crate::prompt::interrupted() => {}
+    }
+}
+
+async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
+    match op {
+        Op::Discover => lists::discover(c).await,
+        Op::Tools => lists::tools(c).await,
+        Op::Prompts => lists::prompts(c).await,
+        Op::Resources => lists::resources(c).await,
+        Op::Call { tool, pairs, args } => call::call(c, tool, &pairs, args.as_deref()).await,
+        Op::Prompt { name, pairs } => fetch::prompt(c, name, &pairs).await,
+        Op::Read { uri } => fetch::read(c, uri).await,
+        Op::Questions { tool, pairs, args } => {
+            questions::questions(c, &tool, &pairs, args.as_deref()).await
+        }
+        Op::Task { action, id } => task::task(c, action, &id).await,
+    }
+}
+
+/// What Ctrl-C did: for a task being followed, what [`task_interrupted`]
+/// chose; else what it cancelled.
+async fn interrupted(client: &Client, session: &Session, interactive: bool) -> String {
+    let following = session
+        .task
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    match following {
+        Some(id) => task::task_interrupted(client, session, &id, interactive).await,
+        None => interrupted_message(session),
+    }
+}
+
+/// Prints a result; its exit code.
+fn print_completed(done: &Completed, json: bool, tool: Option<&str>) -> u8 {
+    match done {
+        Completed::Tool(r) => {
+            if json {
+                emit_json(r);
+            } else if r.is_error() {
+                eprint!("{}", tern::safe::text(&output::call(r)));
+            } else {
+                emit(&output::call(r));
+            }
+            if r.is_error() {
+                eprintln!("tern: {} reported an error", tool.unwrap_or("the tool"));
+                return EXIT_REFUSED;
+            }
+        }
+        Completed::Prompt(r) => {
+            if json {
+                emit_json(r);
+            } else {
+                emit(&output::prompt(r));
+            }
+        }
+        Completed::Resource(r) => {
+            if json {
+                emit_json(r);
+            } else {
+                emit(&output::read(r));
+            }
+        }
+        #[allow(unreachable_patterns, reason = "Completed may grow variants")]
+        _ => {
+            eprintln!("tern: the server's result is of a kind this tern does not know");
+            return EXIT_SERVER;
+        }
+    }
+    EXIT_OK
+}
+
+/// The multi-threaded runtime of a command, or its exit status with the
+/// reason printed.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, std::process::ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("tern: cannot start the runtime: {e}");
+            std::process::ExitCode::from(EXIT_TRANSPORT)
+        })
+}

@@ -1,0 +1,331 @@
+//! `tern serve demo`: the demo server over stdio or HTTP (bearer tokens,
+//! OAuth, trusted proxies), alone or as a fleet replica (`--redis`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use tern::demo;
+use tern_server::transport::http::{Bearer, Http};
+use tern_server::transport::stdio::{StdioOptions, serve_stdio};
+use tern_server::{KeyRing, Principal};
+
+use crate::cli::Served;
+use crate::cmd::runtime;
+
+fn read_tokens(
+    path: &std::path::Path,
+) -> Result<std::collections::HashMap<String, String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The key file at `path`, or `None` with the reason printed.
+fn read_key_file(path: &std::path::Path) -> Option<KeyRing> {
+    tern::demo_fleet::read_keys(path)
+        .map_err(|e| eprintln!("tern: {e}"))
+        .ok()
+}
+
+/// `--state-ttl` and `--task-retention`.
+#[derive(Debug, Clone, Copy)]
+struct Lifetimes {
+    state_ttl: Option<u64>,
+    task_retention: Option<u64>,
+}
+
+impl Lifetimes {
+    /// The demo's task settings with `--task-retention` applied.
+    fn tasks(self) -> tern_server::TaskConfig {
+        let tasks = demo::task_config();
+        match self.task_retention {
+            Some(secs) => tasks.retention(Duration::from_secs(secs)),
+            None => tasks,
+        }
+    }
+}
+
+/// Who may call the demo over HTTP: the `--tokens` file's bearer tokens,
+/// OAuth access tokens of `--issuer`, or both.
+struct Access {
+    tokens: Option<std::collections::HashMap<String, String>>,
+    oauth: Option<DemoOAuth>,
+    proxies: Option<tern_server::transport::forwarded::TrustedProxies>,
+}
+
+/// `--issuer URL [--audience AUD] [--scope S]... [--tool-scope TOOL=S]...
+/// [--accept-plain-jwt] [--ca-file FILE]`.
+struct DemoOAuth {
+    issuer: String,
+    audience: Option<String>,
+    scopes: Vec<String>,
+    tool_scopes: Vec<(String, String)>,
+    accept_plain_jwt: bool,
+    ca_file: Option<PathBuf>,
+}
+
+impl Access {
+    /// The accept loop's options: the defaults, and the trusted proxies.
+    fn serve_options(&self) -> tern_server::transport::accept::ServeOptions {
+        let options = tern_server::transport::accept::ServeOptions::default();
+        match &self.proxies {
+            Some(p) => options.trusted_proxies(p.clone()),
+            None => options,
+        }
+    }
+
+    /// `endpoint` guarded as asked; `local` names the default audience.
+    fn apply(self, mut endpoint: Http, local: std::net::SocketAddr) -> Http {
+        if let Some(p) = self.proxies {
+            endpoint = endpoint.trusted_proxies(p);
+        }
+        if let Some(o) = self.oauth {
+            let audience = o
+                .audience
+                .clone()
+                .unwrap_or_else(|| format!("http://{local}/mcp"));
+            endpoint = endpoint.oauth(demo_oauth(&o, &audience));
+        }
+        match self.tokens {
+            Some(tokens) => endpoint.authenticate(Bearer(move |token: &str| {
+                tokens.get(token).map(|p| Principal::new(p.as_str()))
+            })),
+            None => endpoint,
+        }
+    }
+}
+
+/// `tern serve demo --http ADDR --redis URL --keys FILE`: one replica.
+fn serve_fleet(
+    runtime: &tokio::runtime::Runtime,
+    redis: tern::demo_fleet::RedisAt<'_>,
+    addr: std::net::SocketAddr,
+    keys: &std::path::Path,
+    lifetimes: Lifetimes,
+    lease: Duration,
+    access: Access,
+) -> ExitCode {
+    let outcome = runtime.block_on(async move {
+        let tasks = lifetimes.tasks();
+        let (mut builder, ledger) = match tern::demo_fleet::fleet(&redis, keys, lease, tasks).await
+        {
+            Ok(both) => both,
+            Err(e) => {
+                eprintln!("tern serve demo: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        if let Some(secs) = lifetimes.state_ttl {
+            builder = builder.state_ttl(Duration::from_secs(secs));
+        }
+        let server = match builder.build() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("tern: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        eprintln!(
+            "tern: serving the demo (fleet replica) at http://{}/mcp",
+            listener.local_addr()?
+        );
+        // Loopback Host and Origin only, as without --redis: the balancer
+        // passes the Host it was addressed with (docs/DEPLOYMENT.md).
+        let options = access.serve_options();
+        let endpoint = access.apply(Http::new(server.clone()), listener.local_addr()?);
+        tern::demo_fleet::serve(listener, server, endpoint, options, ledger, keys.to_owned())
+            .await?;
+        Ok::<_, std::io::Error>(ExitCode::SUCCESS)
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tern: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The demo's resource server: JWTs of `o.issuer` for `audience`.
+fn demo_oauth(o: &DemoOAuth, audience: &str) -> tern_server::auth::ResourceServer {
+    let issuer = o.issuer.as_str();
+    let mut verifier = tern_server::auth::JwtVerifier::new(issuer, audience);
+    if let Some(ca) = &o.ca_file {
+        verifier = verifier.ca_file(ca);
+    }
+    if o.accept_plain_jwt {
+        verifier = verifier.accept_plain_jwt();
+    }
+    let scopes: Vec<&str> = o.scopes.iter().map(String::as_str).collect();
+    let mut supported = scopes.clone();
+    for (_, scope) in &o.tool_scopes {
+        if !supported.contains(&scope.as_str()) {
+            supported.push(scope);
+        }
+    }
+    let mut resource = tern_server::auth::ResourceServer::new(audience, issuer, verifier)
+        .scopes_supported(&supported)
+        .required_scopes(&scopes)
+        .resource_name("tern demo");
+    // A tool named twice needs both scopes.
+    let mut per_tool = std::collections::BTreeMap::<&str, Vec<&str>>::new();
+    for (tool, scope) in &o.tool_scopes {
+        per_tool.entry(tool).or_default().push(scope);
+    }
+    for (tool, scopes) in per_tool {
+        resource = resource.tool_scopes(tool, &scopes);
+    }
+    eprintln!(
+        "tern: OAuth: tokens of {issuer} for {audience}; metadata at {}",
+        resource.metadata_url()
+    );
+    resource
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over the demo's flags, in the order the help lists them"
+)]
+pub(crate) fn command(served: Served) -> ExitCode {
+    match served {
+        Served::Demo {
+            stdio,
+            http,
+            state_ttl,
+            task_retention,
+            keys,
+            tasks,
+            tokens,
+            redis,
+            redis_ca,
+            lease,
+            issuer,
+            audience,
+            scopes,
+            tool_scopes,
+            accept_plain_jwt,
+            ca_file,
+            trusted_proxies,
+            forwarded_header,
+        } => {
+            if !stdio && http.is_none() {
+                eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
+                return ExitCode::from(2);
+            }
+            let tokens = match tokens.as_deref().map(read_tokens).transpose() {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("tern serve demo: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let lifetimes = Lifetimes {
+                state_ttl,
+                task_retention,
+            };
+            let proxies = match forwarded_header
+                .map(|h| {
+                    tern_server::transport::forwarded::TrustedProxies::new(&trusted_proxies, h)
+                })
+                .transpose()
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("tern serve demo: --trusted-proxy: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let access = Access {
+                proxies,
+                tokens,
+                oauth: issuer.map(|issuer| DemoOAuth {
+                    issuer,
+                    audience,
+                    scopes,
+                    tool_scopes,
+                    accept_plain_jwt,
+                    ca_file,
+                }),
+            };
+            let runtime = match runtime() {
+                Ok(rt) => rt,
+                Err(code) => return code,
+            };
+            if let Some(url) = redis {
+                if let Some(tasks) = tasks {
+                    eprintln!(
+                        "tern serve demo: --tasks {tasks}: in fleet mode (--redis) tasks live in \
+                         Redis; an in-process store would not be seen by the other replicas"
+                    );
+                    return ExitCode::from(2);
+                }
+                let (Some(addr), Some(keys)) = (http, keys) else {
+                    eprintln!("tern serve demo: --redis needs --http and --keys");
+                    return ExitCode::from(2);
+                };
+                let lease = Duration::from_secs(lease.unwrap_or(15));
+                let redis = tern::demo_fleet::RedisAt {
+                    url: &url,
+                    ca_file: redis_ca.as_deref(),
+                };
+                return serve_fleet(&runtime, redis, addr, &keys, lifetimes, lease, access);
+            }
+            let store = match demo::task_store(tasks.as_deref().unwrap_or("memory")) {
+                Ok(store) => store,
+                Err(e) => {
+                    eprintln!("tern serve demo: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut builder = demo::builder()
+                .task_config(lifetimes.tasks())
+                .task_store(store);
+            if let Some(secs) = state_ttl {
+                builder = builder.state_ttl(Duration::from_secs(secs));
+            }
+            if let Some(path) = keys {
+                let Some(ring) = read_key_file(&path) else {
+                    return ExitCode::from(2);
+                };
+                builder = builder.keys(ring);
+            }
+            let demo_server = match builder.build() {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("tern: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let outcome = runtime.block_on(async move {
+                match http {
+                    Some(addr) => {
+                        let listener = tokio::net::TcpListener::bind(addr).await?;
+                        eprintln!(
+                            "tern: serving the demo at http://{}/mcp",
+                            listener.local_addr()?
+                        );
+                        let shutdown = async {
+                            let _ = tokio::signal::ctrl_c().await;
+                        };
+                        let options = access.serve_options();
+                        let endpoint = access.apply(Http::new(demo_server), listener.local_addr()?);
+                        tern_server::transport::http::serve_with(
+                            listener, endpoint, "/mcp", options, shutdown,
+                        )
+                        .await
+                    }
+                    None => serve_stdio(demo_server, StdioOptions::default()).await,
+                }
+            });
+            match outcome {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("tern: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
