@@ -93,6 +93,9 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
             if needs.get("elicitation").is_some() {
                 advice.push("answer its questions in a terminal (without --no-input), or preset them with --answer KEY=VALUE / --answers FILE (tern questions shows them)");
             }
+            if needs.get("roots").is_some() {
+                advice.push("share folders with --root PATH");
+            }
             if needs.get("sampling").is_some() {
                 advice.push("give a --sampler COMMAND, or type the reply in a terminal (without --no-input)");
             }
@@ -145,11 +148,14 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     }
 }
 
-/// A server failure with the server's last words (its last lines of
-/// standard error), unless there are none.
+/// A failure with the server's last words (its last lines of standard
+/// error), when the server process is gone: a healthy server's stderr says
+/// nothing about an ordinary JSON-RPC error, and would only bury it.
 pub(crate) fn with_last_words(mut f: Failure, watch: Option<&ChildWatch>) -> Failure {
-    if f.code == EXIT_SERVER
+    if matches!(f.code, EXIT_SERVER | EXIT_TRANSPORT)
         && let Some(watch) = watch
+        && watch.exit().is_some()
+        && !f.message.contains("standard error")
     {
         let tail = watch.stderr_tail();
         if !tail.is_empty() {

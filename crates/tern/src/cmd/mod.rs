@@ -154,10 +154,21 @@ pub(crate) async fn run(
     let started = connect(&target, server.verbose, &session)?;
     let used = Arc::new(std::sync::Mutex::new(Vec::new()));
     let live = LivePresets::new(presets.clone(), Arc::clone(&used));
+    // Honest capabilities from the start: a handler is installed only when
+    // this run can answer with it, so neither a 2025 `initialize` nor a
+    // 2026 request declares what would be answered -32601 (`tern
+    // questions` declares what a terminal would).
+    let can = Can {
+        elicit: interactive || !presets.is_empty() || matches!(op, Op::Questions { .. }),
+        sample: interactive
+            || sampler.is_some()
+            || !presets.is_empty()
+            || matches!(op, Op::Questions { .. }),
+    };
     let client = build_client(
         started.build,
         &session,
-        interactive,
+        (interactive, can),
         (sampler.clone(), roots),
         live,
     );
@@ -256,11 +267,18 @@ fn interrupted_message(session: &Session) -> String {
     }
 }
 
-/// The client, with the terminal as its handlers.
+/// Which handlers a run installs.
+#[derive(Clone, Copy)]
+struct Can {
+    elicit: bool,
+    sample: bool,
+}
+
+/// The client, with the terminal as its handlers (those `can` allows).
 fn build_client(
     build: Build,
     session: &Arc<Session>,
-    interactive: bool,
+    (interactive, can): (bool, Can),
     (sampler, roots): (Option<String>, Vec<tern_protocol::roots::Root>),
     live: LivePresets,
 ) -> Client {
@@ -268,25 +286,30 @@ fn build_client(
     info.title = Some("tern command".into());
     // tern follows tasks (polls, asks their questions, offers to cancel
     // or leave one running on Ctrl-C), so it declares the extension.
-    let builder = Client::builder()
-        .info(info)
-        .tasks(true)
-        .elicitation(TerminalElicitation {
+    let mut builder = Client::builder().info(info).tasks(true);
+    if can.elicit {
+        builder = builder.elicitation(TerminalElicitation {
             session: Arc::clone(session),
             interactive,
             live: live.clone(),
-        })
-        .sampling(TerminalSampling {
+        });
+    }
+    if can.sample {
+        builder = builder.sampling(TerminalSampling {
             session: Arc::clone(session),
             interactive,
             sampler: sampler.map_or(Sampler::Human, Sampler::Command),
             live,
-        })
-        .roots(StaticRoots(roots))
-        // tern's own loop bounds each leg (--timeout); the library's
-        // whole-call deadline would count the time a person answers.
-        .limits(Limits::default());
-    build(builder)
+        });
+    }
+    // Roots only when --root gave some (a 2025 server may ask at any time;
+    // the client answers it then too).
+    if !roots.is_empty() {
+        builder = builder.roots(StaticRoots(roots));
+    }
+    // tern's own loop bounds each leg (--timeout); the library's
+    // whole-call deadline would count the time a person answers.
+    build(builder.limits(Limits::default()))
 }
 
 /// Ctrl-C: the signal (line prompts, waiting) or the key inside a widget.

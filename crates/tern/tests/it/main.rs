@@ -27,5 +27,6 @@ mod limits;
 mod login;
 #[cfg(feature = "otel")]
 mod otel;
+mod peers2025;
 mod process;
 mod terminal;

@@ -8,6 +8,8 @@ elicitation/create request and waits for the reply. Options:
   --log FILE        append the method of each request received to FILE.
   --record FILE     append, as JSON lines, the capabilities `initialize`
                     declared and the client's reply to `roots/list`.
+  --chatty         write a line on standard error at start (a healthy
+                    server's chatter).
   --ask-roots       after `notifications/initialized`, ask `roots/list` (as
                     server-filesystem does) when the client declared roots.
 """
@@ -19,6 +21,9 @@ silent_probe = "--silent-probe" in sys.argv
 log = sys.argv[sys.argv.index("--log") + 1] if "--log" in sys.argv else None
 record = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else None
 ask_roots = "--ask-roots" in sys.argv
+if "--chatty" in sys.argv:
+    sys.stderr.write("chatty server: started, all is well\n")
+    sys.stderr.flush()
 declared = {}
 initialized = False
 first = True
