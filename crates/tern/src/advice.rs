@@ -117,6 +117,9 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
                 ),
             };
         }
+        if rpc.code == code::LEGACY_URL_ELICITATION_REQUIRED {
+            return pages_required(rpc, session);
+        }
         // The chain is one line; the server's message in it stays one.
         return Failure {
             code: EXIT_SERVER,
@@ -145,6 +148,57 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     Failure {
         code,
         message: tern::safe::line(&format!("{e:#}")).into_owned(),
+    }
+}
+
+/// `-32042` (2025-11-25 Client Features, Elicitation: "URL Elicitation
+/// Required Error"): the call cannot go on until the person visits the
+/// pages in `data.elicitations`. Each URL is shown escaped, with its host
+/// and what [`crate::terminal::check_url`] makes of it; the pages are kept
+/// in the session for the command to offer at a terminal and retry.
+fn pages_required(rpc: &tern_protocol::error::ErrorObject, session: &Session) -> Failure {
+    let pages: Vec<tern_protocol::elicitation::ElicitRequestUrlParams> = rpc
+        .data
+        .as_ref()
+        .and_then(|d| d.get("elicitations"))
+        .and_then(|e| serde_json::from_value(e.clone()).ok())
+        .unwrap_or_default();
+    let mut message = format!(
+        "the server needs you to open {} web page(s) before the call can go on: {} [{}]",
+        pages.len(),
+        tern::safe::line(&rpc.message),
+        rpc.code
+    );
+    for page in &pages {
+        let check = crate::terminal::check_url(&page.url, session.local_server);
+        let _ = write!(
+            message,
+            "\n  {}\n  URL:  {}\n  Host: {}",
+            tern::safe::line(&page.message),
+            tern::safe::line(&page.url),
+            if check.host.is_empty() {
+                "(none)"
+            } else {
+                &check.host
+            }
+        );
+        for w in &check.warnings {
+            let _ = write!(message, "\n  ! warning: {w}");
+        }
+        if let Some(why) = &check.refusal {
+            let _ = write!(message, "\n  ! tern would not open this URL: {why}");
+        }
+    }
+    message.push_str(
+        "\nopen it, finish there, then run the same command again (at a terminal tern offers to open it and retries)",
+    );
+    *session
+        .pages
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = pages;
+    Failure {
+        code: EXIT_NEEDS_INPUT,
+        message,
     }
 }
 

@@ -537,14 +537,11 @@ impl LegacyHttp {
                     ServerAsk::Ping => self.post(response_text(&id, Ok(json!({})))).await,
                     ServerAsk::Unknown(e) => self.post(response_text(&id, Err(e))).await,
                     ServerAsk::Live(live, rx) => {
-                        match tx.cloned().or_else(|| self.asker()) {
-                            Some(tx) => {
-                                let _ = tx.send(Ok(Incoming::Request(live))).await;
-                            }
-                            None => {
-                                let roots = lock(&self.roots).clone();
-                                super::answer_standing(live, roots);
-                            }
+                        if let Some(tx) = tx.cloned().or_else(|| self.asker()) {
+                            let _ = tx.send(Ok(Incoming::Request(live))).await;
+                        } else {
+                            let roots = lock(&self.roots).clone();
+                            super::answer_standing(live, roots);
                         }
                         let text = answer_text(id, rx).await;
                         self.post(text).await;

@@ -148,7 +148,7 @@ pub(crate) async fn required_tools(
 
 /// `out` (a legacy `tools/call`) as a task: sent with the `task` param, then
 /// followed (module docs); the exchange gets the tool's result.
-pub(crate) async fn call(
+pub(crate) fn call(
     session: Session,
     out: Outgoing,
     version: String,

@@ -227,3 +227,78 @@ fn a_healthy_servers_stderr_is_not_appended_to_a_json_rpc_error() {
         "{err}"
     );
 }
+
+#[test]
+fn url_elicitation_required_shows_the_pages_and_exits_5_in_a_pipe() {
+    let o = tern(&[
+        "call",
+        "provision_database",
+        "name=orders",
+        "--",
+        "python3",
+        &recorder(),
+        "--url-required",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 5, "{err}");
+    assert!(err.contains("open 2 web page(s)"), "{err}");
+    assert!(
+        err.contains("URL:  https://auth.example/start?x=1"),
+        "{err}"
+    );
+    assert!(err.contains("Host: auth.example"), "{err}");
+    assert!(
+        err.contains("javascript:alert(1)") && err.contains("tern would not open this URL"),
+        "{err}"
+    );
+    assert!(err.contains("run the same command again"), "{err}");
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+}
+
+#[test]
+fn url_elicitation_required_at_a_terminal_opens_the_page_and_retries() {
+    // server-everything's trigger-url-elicitation with errorPath: -32042
+    // naming a prerequisite page; once it is open the same call goes on
+    // and asks (URL mode) for its own page.
+    let (node, script) = peer("server-everything");
+    let dir = folder("url");
+    let opened = dir.join("opened.log");
+    let opener = dir.join("opener.sh");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let line = format!(
+        "TERN_ERA_CACHE=off TERN_PROMPTS=lines TERN_BROWSER='{}' {}",
+        opener.display(),
+        crate::terminal::shell(&format!(
+            "call trigger-url-elicitation url=https://example.com/finish errorPath=true -- '{node}' '{script}' stdio"
+        ))
+    );
+    let t = crate::terminal::Tmux::start("url-required", &line);
+    let screen = t.wait_for("Open this URL in your browser? [y/N]: ");
+    assert!(
+        screen.contains("URL:  https://modelcontextprotocol.io"),
+        "{screen}"
+    );
+    t.type_line("y");
+    // The retry: the tool now asks for its own page.
+    t.until("the tool's own page is asked for", || {
+        t.screen().contains("URL:  https://example.com/finish")
+    });
+    t.type_line("y");
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains("User completed the URL elicitation flow"),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    let log = std::fs::read_to_string(&opened).unwrap();
+    assert_eq!(
+        log, "https://modelcontextprotocol.io/\nhttps://example.com/finish\n",
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
