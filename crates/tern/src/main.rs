@@ -123,8 +123,18 @@ fn main() -> ExitCode {
             tool,
             pairs,
             args,
+            run,
             server,
-        } => (Op::Questions { tool, pairs, args }, server, None),
+        } => (
+            Op::Questions {
+                tool,
+                pairs,
+                args,
+                run,
+            },
+            server,
+            None,
+        ),
         Command::Task { action } => match action {
             TaskCommand::Get { id, server } => (
                 Op::Task {

@@ -690,7 +690,7 @@ impl Transport for DualEra {
                     let out = legacy_outgoing(out, version)?;
                     let session = task::Session::Stdio(Arc::clone(child));
                     if self.needs_task(&session, init, version, &out).await? {
-                        return task::call(session, out, version.clone());
+                        return task::call(session, &out, version.clone());
                     }
                     child.send(out).await
                 }
@@ -709,7 +709,7 @@ impl Transport for DualEra {
                         .needs_task(&session, &legacy.init_result(), &version, &out)
                         .await?
                     {
-                        return task::call(session, out, version);
+                        return task::call(session, &out, version);
                     }
                     legacy.send(out).await
                 }

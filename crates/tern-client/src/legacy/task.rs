@@ -150,7 +150,7 @@ pub(crate) async fn required_tools(
 /// followed (module docs); the exchange gets the tool's result.
 pub(crate) fn call(
     session: Session,
-    out: Outgoing,
+    out: &Outgoing,
     version: String,
 ) -> Result<Exchange, ClientError> {
     let mut body: Value = serde_json::from_str(&out.body)

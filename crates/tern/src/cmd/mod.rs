@@ -99,6 +99,8 @@ pub(crate) enum Op {
         pairs: Vec<String>,
         /// `--args JSON`.
         args: Option<String>,
+        /// `--run`: a 2025 server's tool may be run to see its questions.
+        run: bool,
     },
 }
 
@@ -125,6 +127,8 @@ pub(crate) struct Connected {
     pub(crate) driver: Driver,
     /// `--json`.
     pub(crate) json: bool,
+    /// A server of either era (stdio or HTTP): which one it spoke.
+    pub(crate) era: Option<Arc<tern_client::legacy::DualEra>>,
 }
 
 /// Runs one client subcommand; `Ok` carries the exit code of a completed
@@ -205,6 +209,7 @@ pub(crate) async fn run(
             used,
         },
         json: server.json,
+        era: started.era.as_ref().map(|(_, t)| Arc::clone(t)),
     };
 
     let work = execute(&connected, op);
@@ -334,9 +339,12 @@ async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
         Op::Call { tool, pairs, args } => call::call(c, tool, &pairs, args.as_deref()).await,
         Op::Prompt { name, pairs } => fetch::prompt(c, name, &pairs).await,
         Op::Read { uri } => fetch::read(c, uri).await,
-        Op::Questions { tool, pairs, args } => {
-            questions::questions(c, &tool, &pairs, args.as_deref()).await
-        }
+        Op::Questions {
+            tool,
+            pairs,
+            args,
+            run,
+        } => questions::questions(c, &tool, (&pairs, args.as_deref()), run).await,
         Op::Task { action, id } => task::task(c, action, &id).await,
     }
 }

@@ -99,6 +99,9 @@ pub(crate) struct Session {
     /// The pages a `-32042` (2025-11-25 URL elicitation required) named,
     /// for the command to offer and retry.
     pub(crate) pages: Mutex<Vec<tern_protocol::elicitation::ElicitRequestUrlParams>>,
+    /// The live questions (a 2025 server's own requests) refused because
+    /// tern may not prompt, for `tern questions --run` to show.
+    pub(crate) refused_live: Mutex<Vec<(String, tern_protocol::InputRequest)>>,
 }
 
 impl Session {

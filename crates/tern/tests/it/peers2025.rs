@@ -302,3 +302,41 @@ fn url_elicitation_required_at_a_terminal_opens_the_page_and_retries() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn questions_on_a_2025_server_explain_and_run_the_tool_only_with_run() {
+    let dir = folder("questions");
+    let log = dir.join("methods.log");
+    let log_arg = log.display().to_string();
+    let recorder = recorder();
+    let words = ["questions", "provision_database", "name=orders"];
+    let server = ["--", "python3", recorder.as_str(), "--log", &log_arg];
+    let o = tern(&[&words[..], &server[..]].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("asks its questions only while the tool runs")
+            && stderr(&o).contains("--run"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "", "no answers file without the questions");
+    let methods = std::fs::read_to_string(&log).unwrap();
+    assert!(!methods.contains("tools/call"), "not run: {methods}");
+
+    let o = tern(&[&words[..], &["--run"], &server[..]].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("live-1: a form: Which region should orders live in?"),
+        "{err}"
+    );
+    assert!(err.contains("refused as it was asked"), "{err}");
+    let answers: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(answers["live-1"]["action"], "accept", "{answers}");
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("tools/call")
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
