@@ -262,11 +262,11 @@ fn url_elicitation_required_at_a_terminal_opens_the_page_and_retries() {
     // and asks (URL mode) for its own page.
     let (node, script) = peer("server-everything");
     let dir = folder("url");
-    let opened = dir.join("opened.log");
+    let browsed = dir.join("opened.log");
     let opener = dir.join("opener.sh");
     std::fs::write(
         &opener,
-        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", opened.display()),
+        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", browsed.display()),
     )
     .unwrap();
     std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -295,7 +295,7 @@ fn url_elicitation_required_at_a_terminal_opens_the_page_and_retries() {
         "{screen}"
     );
     assert!(screen.contains("EXIT=0"), "{screen}");
-    let log = std::fs::read_to_string(&opened).unwrap();
+    let log = std::fs::read_to_string(&browsed).unwrap();
     assert_eq!(
         log, "https://modelcontextprotocol.io/\nhttps://example.com/finish\n",
         "{log}"
