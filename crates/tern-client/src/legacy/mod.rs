@@ -64,6 +64,13 @@ use crate::transport::{BoxFuture, Exchange, Incoming, Outgoing, Transport};
 /// for a legacy one: 5 s.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a stdio legacy leg serving the client's roots waits after
+/// `notifications/initialized` for the server to ask for them (as
+/// server-filesystem does, then applies them while it already serves
+/// requests): 500 ms. Answered, a `ping` follows so the server has read
+/// them before the first request.
+pub const ROOTS_GRACE: Duration = Duration::from_millis(500);
+
 /// Which revision a server speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -645,6 +652,7 @@ async fn initialize_stdio(child: Arc<ChildProcess>, first: &Outgoing) -> Result<
     child.write_line(
         json!({"jsonrpc": "2.0", "method": method::NOTIFICATION_INITIALIZED}).to_string(),
     )?;
+    child.settle_roots(ROOTS_GRACE).await;
     Ok(Leg::Stdio {
         version,
         init,

@@ -46,6 +46,8 @@ struct Routes {
     writer: Option<mpsc::WeakUnboundedSender<String>>,
     /// The client's roots, for a 2025 server's `roots/list` outside a call.
     roots: Option<Arc<dyn crate::handler::Roots>>,
+    /// Told each time an answer to a `roots/list` was written.
+    roots_answered: Arc<tokio::sync::Notify>,
 }
 
 /// The error a request gets once the child closed its output.
@@ -399,6 +401,41 @@ impl ChildProcess {
         self.watch.clone()
     }
 
+    /// With the client's roots served: waits at most `grace` for the
+    /// server's `roots/list` to be answered, then for a `ping` sent after
+    /// the answer, so the server has read its roots before the first
+    /// request (server-filesystem asks on `notifications/initialized` and
+    /// serves requests meanwhile). Without roots, or if it does not ask,
+    /// nothing more.
+    pub(crate) async fn settle_roots(&self, grace: Duration) {
+        let answered = {
+            let r = lock(&self.routes);
+            if r.roots.is_none() {
+                return;
+            }
+            Arc::clone(&r.roots_answered)
+        };
+        if tokio::time::timeout(grace, answered.notified())
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let ping = Outgoing {
+            id: RequestId::from("tern-roots-ping"),
+            method: tern_protocol::method::PING.to_owned(),
+            name: None,
+            protocol_version: String::new(),
+            header_params: Vec::new(),
+            progress_token: None,
+            body: r#"{"jsonrpc":"2.0","id":"tern-roots-ping","method":"ping"}"#.to_owned(),
+        };
+        if let Ok(mut exchange) = self.send(ping).await {
+            let _ = tokio::time::timeout(DEATH_GRACE, exchange.next()).await;
+            exchange.disarm();
+        }
+    }
+
     /// Writes one line to the child (a notification of the legacy leg).
     pub(crate) fn write_line(&self, line: String) -> Result<(), ClientError> {
         self.write(line)
@@ -519,7 +556,7 @@ async fn dispatch(routes: &Mutex<Routes>, line: &[u8]) {
 /// back when it comes; anything else gets an error.
 async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc::Request) {
     use crate::legacy::{ServerAsk, answer_text, response_text, server_ask};
-    let (writer, asker, roots) = {
+    let (writer, asker, roots, roots_answered) = {
         let r = lock(routes);
         let asker = r.askers.first().and_then(|id| r.pending.get(id).cloned());
         (
@@ -528,6 +565,7 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
                 .and_then(mpsc::WeakUnboundedSender::upgrade),
             asker,
             r.roots.clone(),
+            Arc::clone(&r.roots_answered),
         )
     };
     let Some(writer) = writer else { return };
@@ -540,6 +578,7 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
             let _ = writer.send(response_text(&id, Err(error)));
         }
         ServerAsk::Live(live, rx) => {
+            let roots_question = matches!(live.request(), tern_protocol::InputRequest::Roots(_));
             match asker {
                 Some(asker) => {
                     let _ = asker.send(Ok(Incoming::Request(live))).await;
@@ -550,6 +589,9 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
             // question answers an error.
             tokio::spawn(async move {
                 let _ = writer.send(answer_text(id, rx).await);
+                if roots_question {
+                    roots_answered.notify_one();
+                }
             });
         }
     }
