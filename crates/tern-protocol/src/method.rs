@@ -26,6 +26,9 @@ pub const TASKS_GET: &str = "tasks/get";
 pub const TASKS_UPDATE: &str = "tasks/update";
 /// `tasks/cancel` (Tasks extension).
 pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// `tasks/result` (2025-11-25 experimental tasks only: the result of a task,
+/// blocking until it ends).
+pub const TASKS_RESULT: &str = "tasks/result";
 /// `initialize` (2025-11-25 only).
 pub const INITIALIZE: &str = "initialize";
 /// `ping` (2025-11-25 only).

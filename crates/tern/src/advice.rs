@@ -93,6 +93,9 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
             if needs.get("elicitation").is_some() {
                 advice.push("answer its questions in a terminal (without --no-input), or preset them with --answer KEY=VALUE / --answers FILE (tern questions shows them)");
             }
+            if needs.get("roots").is_some() {
+                advice.push("share folders with --root PATH");
+            }
             if needs.get("sampling").is_some() {
                 advice.push("give a --sampler COMMAND, or type the reply in a terminal (without --no-input)");
             }
@@ -113,6 +116,9 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
                     rpc.message, rpc.code
                 ),
             };
+        }
+        if rpc.code == code::LEGACY_URL_ELICITATION_REQUIRED {
+            return pages_required(rpc, session);
         }
         // The chain is one line; the server's message in it stays one.
         return Failure {
@@ -145,11 +151,65 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     }
 }
 
-/// A server failure with the server's last words (its last lines of
-/// standard error), unless there are none.
+/// `-32042` (2025-11-25 Client Features, Elicitation: "URL Elicitation
+/// Required Error"): the call cannot go on until the person visits the
+/// pages in `data.elicitations`. Each URL is shown escaped, with its host
+/// and what [`crate::terminal::check_url`] makes of it; the pages are kept
+/// in the session for the command to offer at a terminal and retry.
+fn pages_required(rpc: &tern_protocol::error::ErrorObject, session: &Session) -> Failure {
+    let pages: Vec<tern_protocol::elicitation::ElicitRequestUrlParams> = rpc
+        .data
+        .as_ref()
+        .and_then(|d| d.get("elicitations"))
+        .and_then(|e| serde_json::from_value(e.clone()).ok())
+        .unwrap_or_default();
+    let mut message = format!(
+        "the server needs you to open {} web page(s) before the call can go on: {} [{}]",
+        pages.len(),
+        tern::safe::line(&rpc.message),
+        rpc.code
+    );
+    for page in &pages {
+        let check = crate::terminal::check_url(&page.url, session.local_server);
+        let _ = write!(
+            message,
+            "\n  {}\n  URL:  {}\n  Host: {}",
+            tern::safe::line(&page.message),
+            tern::safe::line(&page.url),
+            if check.host.is_empty() {
+                "(none)"
+            } else {
+                &check.host
+            }
+        );
+        for w in &check.warnings {
+            let _ = write!(message, "\n  ! warning: {w}");
+        }
+        if let Some(why) = &check.refusal {
+            let _ = write!(message, "\n  ! tern would not open this URL: {why}");
+        }
+    }
+    message.push_str(
+        "\nopen it, finish there, then run the same command again (at a terminal tern offers to open it and retries)",
+    );
+    *session
+        .pages
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = pages;
+    Failure {
+        code: EXIT_NEEDS_INPUT,
+        message,
+    }
+}
+
+/// A failure with the server's last words (its last lines of standard
+/// error), when the server process is gone: a healthy server's stderr says
+/// nothing about an ordinary JSON-RPC error, and would only bury it.
 pub(crate) fn with_last_words(mut f: Failure, watch: Option<&ChildWatch>) -> Failure {
-    if f.code == EXIT_SERVER
+    if matches!(f.code, EXIT_SERVER | EXIT_TRANSPORT)
         && let Some(watch) = watch
+        && watch.exit().is_some()
+        && !f.message.contains("standard error")
     {
         let tail = watch.stderr_tail();
         if !tail.is_empty() {

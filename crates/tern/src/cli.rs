@@ -190,6 +190,12 @@ pub(crate) enum Command {
         /// The arguments as one JSON object (key=value pairs extend it).
         #[arg(long, value_name = "JSON")]
         args: Option<String>,
+        /// On a 2025-11-25 server, run the tool to see its questions: they
+        /// come only while it runs, as requests of the server's own. Each
+        /// is refused (nothing is answered for you), so the tool takes its
+        /// fallback, with whatever effects that has.
+        #[arg(long)]
+        run: bool,
         #[command(flatten)]
         server: ServerArgs,
     },

@@ -6,12 +6,19 @@
 //! tern tools     SERVER [--json]
 //! tern prompts   SERVER [--json]
 //! tern resources SERVER [--json]
+<<<<<<< HEAD
 //! tern call TOOL [key=value ...] [--args JSON] SERVER [INPUT] [--park FILE] [--json]
 //! tern prompt NAME [key=value ...]              SERVER [INPUT] [--park FILE] [--json]
 //! tern read URI                                 SERVER [INPUT] [--park FILE] [--json]
 //! tern questions TOOL [key=value ...]           SERVER [--json]
 //! tern listen URI... [--task ID]...              SERVER [--json]
 //! tern resume FILE [--header NAME:VALUE]... [-e KEY=VALUE]... [INPUT] [--json]
+=======
+//! tern call TOOL [key=value ...] [--args JSON] SERVER [INPUT] [--json]
+//! tern prompt NAME [key=value ...]              SERVER [INPUT] [--json]
+//! tern read URI                                 SERVER [INPUT] [--json]
+//! tern questions TOOL [key=value ...] [--run]   SERVER [--json]
+>>>>>>> issue-23c
 //! tern servers [--config FILE]
 //! tern completions SHELL
 //! tern serve demo (--stdio | --http ADDR)
@@ -33,10 +40,12 @@
 //!
 //! When the server asks (MRTR), the person at the terminal answers: forms
 //! rendered from `requestedSchema`, URL consent, sampling replies, and the
-//! `--root` folders (default: the working folder). Prompts go to standard
-//! error; results to standard output. With standard input not a terminal, or
-//! with `--no-input`, tern never prompts and declares elicitation only when
-//! answers are preset, so servers take their fallback.
+//! `--root` folders (roots are declared only with `--root`; a 2025-11-25
+//! server gets them whenever it asks). Prompts go to standard error; results
+//! to standard output. With standard input not a terminal, or with
+//! `--no-input`, tern never prompts and declares elicitation (and sampling)
+//! only when it can answer (preset answers, `--sampler`), so servers take
+//! their fallback.
 //!
 //! Exit codes: 0 success; 1 the tool reported an error (`isError`) or the
 //! person declined or cancelled a question; 2 usage error; 3 the server
@@ -44,9 +53,15 @@
 //! transport error (cannot start or reach the server); 5 the server needs
 //! input this run cannot give (`-32021` missing client capability, e.g. under
 //! `--no-input`, or a question with no preset answer when tern may not
+<<<<<<< HEAD
 //! prompt, or a preset answer asked for again); 6 parked (`--park FILE`:
 //! the server asked, the round is in FILE for `tern resume FILE`); 130
 //! interrupted (Ctrl-C).
+=======
+//! prompt, or a preset answer asked for again, or a 2025 server's `-32042`
+//! pages to open first without a person to open them); 130 interrupted
+//! (Ctrl-C).
+>>>>>>> issue-23c
 //! `tern serve` and `tern keys` exit 0, 1 (runtime failure) or 2.
 //!
 //! This file parses the command line ([`cli`]) and dispatches: each
@@ -148,12 +163,52 @@ fn main() -> ExitCode {
             tool,
             pairs,
             args,
+            run,
             server,
+<<<<<<< HEAD
         } => (Op::Questions { tool, pairs, args }, server, None, None),
         Command::Task { action } => {
             let (op, server, input) = task_op(action);
             (op, server, input, None)
         }
+=======
+        } => (
+            Op::Questions {
+                tool,
+                pairs,
+                args,
+                run,
+            },
+            server,
+            None,
+        ),
+        Command::Task { action } => match action {
+            TaskCommand::Get { id, server } => (
+                Op::Task {
+                    action: TaskAction::Get,
+                    id,
+                },
+                server,
+                None,
+            ),
+            TaskCommand::Wait { id, server, input } => (
+                Op::Task {
+                    action: TaskAction::Wait,
+                    id,
+                },
+                server,
+                Some(input),
+            ),
+            TaskCommand::Cancel { id, server } => (
+                Op::Task {
+                    action: TaskAction::Cancel,
+                    id,
+                },
+                server,
+                None,
+            ),
+        },
+>>>>>>> issue-23c
         Command::Servers { config } => return cmd::servers::command(config.as_deref()),
         Command::Completions { shell } => {
             let mut out = std::io::stdout();

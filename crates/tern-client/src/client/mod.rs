@@ -287,8 +287,13 @@ impl ClientBuilder {
         self
     }
 
-    /// The client, over `transport`.
+    /// The client, over `transport`. A roots handler is also handed to
+    /// the transport ([`Transport::serve_roots`]), so a 2025-11-25 server's
+    /// `roots/list` is answered whenever it comes.
     pub fn build(self, transport: impl Transport) -> Client {
+        if let Some(roots) = &self.roots {
+            transport.serve_roots(Arc::clone(roots));
+        }
         Client {
             inner: Arc::new(Inner {
                 transport: Arc::new(transport),

@@ -50,6 +50,8 @@ pub(crate) struct LegacyHttp {
     /// Requests in flight: their replies, and whether they may be asked
     /// questions (`tools/call`, `prompts/get`, `resources/read`).
     inflight: Mutex<Vec<(RequestId, Replies, bool)>>,
+    /// The client's roots, for a `roots/list` outside a call.
+    roots: Mutex<Option<Arc<dyn crate::handler::Roots>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -77,7 +79,12 @@ impl LegacyHttp {
             oauth: None,
             state: Mutex::default(),
             inflight: Mutex::default(),
+            roots: Mutex::default(),
         })
+    }
+
+    pub(crate) fn serve_roots(&self, roots: Arc<dyn crate::handler::Roots>) {
+        *lock(&self.roots) = Some(roots);
     }
 
     pub(crate) fn set_oauth(&mut self, oauth: OAuth) {
@@ -322,7 +329,10 @@ impl LegacyHttp {
         let (tx, rx) = mpsc::channel(64);
         let asker = matches!(
             out.method.as_str(),
-            method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
+            method::TOOLS_CALL
+                | method::PROMPTS_GET
+                | method::RESOURCES_READ
+                | method::TASKS_RESULT
         );
         lock(&self.inflight).push((out.id.clone(), tx.clone(), asker));
         let sent = self.post_request(&out).await;
@@ -529,6 +539,9 @@ impl LegacyHttp {
                     ServerAsk::Live(live, rx) => {
                         if let Some(tx) = tx.cloned().or_else(|| self.asker()) {
                             let _ = tx.send(Ok(Incoming::Request(live))).await;
+                        } else {
+                            let roots = lock(&self.roots).clone();
+                            super::answer_standing(live, roots);
                         }
                         let text = answer_text(id, rx).await;
                         self.post(text).await;

@@ -25,12 +25,17 @@
 //!   `initialize` result. The server's `elicitation/create`,
 //!   `sampling/createMessage` and `roots/list` come to the call as
 //!   [`Incoming::Request`] and are answered by the same installed handlers;
-//!   `ping` is answered here. Over HTTP the session id is kept, a 404 starts a
+//!   a `roots/list` no call takes (the server may ask at any time) is
+//!   answered by the roots handler ([`Transport::serve_roots`]), and
+//!   `ping` is answered here. A tool the server runs only as a task
+//!   (2025-11-25 experimental tasks, `execution.taskSupport: "required"`)
+//!   is called as one and followed to its result (the `task` module). Over HTTP the session id is kept, a 404 starts a
 //!   new session (once per request), and a response stream that ends before
 //!   its response is resumed with `GET` and `Last-Event-ID` after the
 //!   stream's `retry` (SEP-1699).
 
 pub(crate) mod http;
+mod task;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -44,10 +49,12 @@ use tern_protocol::meta::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY,
 };
 use tern_protocol::mrtr::{InputRequest, InputResponse};
+use tern_protocol::roots::ListRootsResult;
 use tern_protocol::{method, version};
 use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use crate::error::ClientError;
+use crate::handler::{Question, Roots};
 use crate::limits::Limits;
 use crate::transport::http::HttpTransport;
 use crate::transport::stdio::{ChildProcess, ChildWatch, SpawnOptions};
@@ -56,6 +63,13 @@ use crate::transport::{BoxFuture, Exchange, Incoming, Outgoing, Transport};
 /// How long a stdio probe waits for an answer before the server is taken
 /// for a legacy one: 5 s.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a stdio legacy leg serving the client's roots waits after
+/// `notifications/initialized` for the server to ask for them (as
+/// server-filesystem does, then applies them while it already serves
+/// requests): 500 ms. Answered, a `ping` follows so the server has read
+/// them before the first request.
+pub const ROOTS_GRACE: Duration = Duration::from_millis(500);
 
 /// Which revision a server speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +140,31 @@ pub(crate) fn server_ask(request: &Request) -> ServerAsk {
         Ok(None) => ServerAsk::Unknown(ErrorObject::method_not_found(&request.method)),
         Err(e) => ServerAsk::Unknown(ErrorObject::invalid_params(e.to_string())),
     }
+}
+
+/// Answers `live`, a 2025 server's question no call in flight took, if it
+/// is `roots/list` and the client has a roots handler; any other question
+/// is dropped (answered with an error): only roots are the client's own to
+/// give outside a call, elicitation and sampling belong to the call that
+/// asks.
+pub(crate) fn answer_standing(live: Box<LiveRequest>, roots: Option<Arc<dyn Roots>>) {
+    let Some(roots) = roots.filter(|_| matches!(live.request(), InputRequest::Roots(_))) else {
+        return;
+    };
+    tokio::spawn(async move {
+        let question = Question {
+            key: "roots".to_owned(),
+            server: None,
+            method: "roots/list".to_owned(),
+            target: String::new(),
+        };
+        let answer = roots
+            .list_roots(question)
+            .await
+            .map(|roots| InputResponse::Roots(ListRootsResult { roots }))
+            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.0));
+        live.respond(answer);
+    });
 }
 
 /// The JSON-RPC response to server request `id`.
@@ -284,6 +323,11 @@ pub struct DualEra {
     leg: OnceCell<Leg>,
     assume_legacy: bool,
     legacy_hint: bool,
+    /// The client's roots, handed on to a child started again.
+    roots: Mutex<Option<Arc<dyn Roots>>>,
+    /// The tools the 2025 server runs only as tasks (listed once, on the
+    /// first `tools/call` of a server that offers tool tasks).
+    task_tools: OnceCell<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for DualEra {
@@ -334,6 +378,8 @@ impl DualEra {
             leg: OnceCell::new(),
             assume_legacy: false,
             legacy_hint: false,
+            roots: Mutex::default(),
+            task_tools: OnceCell::new(),
         })
     }
 
@@ -347,6 +393,8 @@ impl DualEra {
             leg: OnceCell::new(),
             assume_legacy: false,
             legacy_hint: false,
+            roots: Mutex::default(),
+            task_tools: OnceCell::new(),
         })
     }
 
@@ -494,6 +542,9 @@ impl DualEra {
                                 args,
                                 options.clone(),
                             )?);
+                            if let Some(roots) = lock(&self.roots).clone() {
+                                again.serve_roots(roots);
+                            }
                             *lock(child) = Arc::clone(&again);
                             return initialize_stdio(again, first).await;
                         }
@@ -502,6 +553,31 @@ impl DualEra {
                 initialize_stdio(current, first).await
             }
         }
+    }
+}
+
+impl DualEra {
+    /// `out` is a `tools/call` of a tool the 2025 server runs only as a
+    /// task (`execution.taskSupport: "required"`, on a server that offers
+    /// tool tasks).
+    async fn needs_task(
+        &self,
+        session: &task::Session,
+        init: &Value,
+        version: &str,
+        out: &Outgoing,
+    ) -> Result<bool, ClientError> {
+        if out.method != method::TOOLS_CALL || !task::offers_tool_tasks(init) {
+            return Ok(false);
+        }
+        let Some(name) = out.name.as_deref() else {
+            return Ok(false);
+        };
+        let required = self
+            .task_tools
+            .get_or_try_init(|| task::required_tools(session, version))
+            .await?;
+        Ok(required.contains(name))
     }
 }
 
@@ -576,6 +652,7 @@ async fn initialize_stdio(child: Arc<ChildProcess>, first: &Outgoing) -> Result<
     child.write_line(
         json!({"jsonrpc": "2.0", "method": method::NOTIFICATION_INITIALIZED}).to_string(),
     )?;
+    child.settle_roots(ROOTS_GRACE).await;
     Ok(Leg::Stdio {
         version,
         init,
@@ -618,7 +695,12 @@ impl Transport for DualEra {
                     if out.method == method::DISCOVER {
                         return Ok(answered(Incoming::Result(discover_from(init, version))));
                     }
-                    child.send(legacy_outgoing(out, version)?).await
+                    let out = legacy_outgoing(out, version)?;
+                    let session = task::Session::Stdio(Arc::clone(child));
+                    if self.needs_task(&session, init, version, &out).await? {
+                        return task::call(session, &out, version.clone());
+                    }
+                    child.send(out).await
                 }
                 (Leg::Http, Wire::Http { legacy, .. }) => {
                     if out.method == method::DISCOVER {
@@ -629,13 +711,29 @@ impl Transport for DualEra {
                         ))));
                     }
                     let version = legacy.version();
-                    legacy.send(legacy_outgoing(out, &version)?).await
+                    let out = legacy_outgoing(out, &version)?;
+                    let session = task::Session::Http(Arc::clone(legacy));
+                    if self
+                        .needs_task(&session, &legacy.init_result(), &version, &out)
+                        .await?
+                    {
+                        return task::call(session, &out, version);
+                    }
+                    legacy.send(out).await
                 }
                 (Leg::Http, Wire::Stdio { .. }) => Err(ClientError::transport(
                     "no HTTP session on a stdio transport",
                 )),
             }
         })
+    }
+
+    fn serve_roots(&self, roots: Arc<dyn Roots>) {
+        match &self.wire {
+            Wire::Http { legacy, .. } => legacy.serve_roots(Arc::clone(&roots)),
+            Wire::Stdio { child, .. } => lock(child).serve_roots(Arc::clone(&roots)),
+        }
+        *lock(&self.roots) = Some(roots);
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

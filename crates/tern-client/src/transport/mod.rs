@@ -160,6 +160,16 @@ pub trait Transport: Send + Sync + std::fmt::Debug + 'static {
 
     /// Closes the transport (a child process is asked to exit, then stopped).
     fn close(&self) -> BoxFuture<'_, ()>;
+
+    /// Keeps the client's roots handler to answer a 2025-11-25 server's
+    /// `roots/list` that no call in flight takes: such a server may ask at
+    /// any time (2025-11-25 Client Features, Roots: "Listing Roots"), right
+    /// after `notifications/initialized` say. [`crate::ClientBuilder::build`]
+    /// hands it over when a handler is installed. The default keeps nothing,
+    /// which suits a transport that never carries a 2025 session.
+    fn serve_roots(&self, roots: std::sync::Arc<dyn crate::handler::Roots>) {
+        let _ = roots;
+    }
 }
 
 /// A shared transport: the caller keeps a handle to ask it things (a
@@ -171,5 +181,9 @@ impl<T: Transport> Transport for std::sync::Arc<T> {
 
     fn close(&self) -> BoxFuture<'_, ()> {
         (**self).close()
+    }
+
+    fn serve_roots(&self, roots: std::sync::Arc<dyn crate::handler::Roots>) {
+        (**self).serve_roots(roots);
     }
 }

@@ -38,11 +38,16 @@ struct Routes {
     /// The child closed its output: how (every later request fails with it).
     closed: Option<ChildExit>,
     /// Requests in flight that may be asked questions by a 2025 server
-    /// (`tools/call`, `prompts/get`, `resources/read`), oldest first.
+    /// (`tools/call`, `prompts/get`, `resources/read`, and a 2025 task's
+    /// `tasks/result`), oldest first.
     askers: Vec<RequestId>,
     /// The child's input, for answers to a 2025 server's requests (weak:
     /// closing the transport must still close the child's input).
     writer: Option<mpsc::WeakUnboundedSender<String>>,
+    /// The client's roots, for a 2025 server's `roots/list` outside a call.
+    roots: Option<Arc<dyn crate::handler::Roots>>,
+    /// Told each time an answer to a `roots/list` was written.
+    roots_answered: Arc<tokio::sync::Notify>,
 }
 
 /// The error a request gets once the child closed its output.
@@ -396,6 +401,41 @@ impl ChildProcess {
         self.watch.clone()
     }
 
+    /// With the client's roots served: waits at most `grace` for the
+    /// server's `roots/list` to be answered, then for a `ping` sent after
+    /// the answer, so the server has read its roots before the first
+    /// request (server-filesystem asks on `notifications/initialized` and
+    /// serves requests meanwhile). Without roots, or if it does not ask,
+    /// nothing more.
+    pub(crate) async fn settle_roots(&self, grace: Duration) {
+        let answered = {
+            let r = lock(&self.routes);
+            if r.roots.is_none() {
+                return;
+            }
+            Arc::clone(&r.roots_answered)
+        };
+        if tokio::time::timeout(grace, answered.notified())
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let ping = Outgoing {
+            id: RequestId::from("tern-roots-ping"),
+            method: tern_protocol::method::PING.to_owned(),
+            name: None,
+            protocol_version: String::new(),
+            header_params: Vec::new(),
+            progress_token: None,
+            body: r#"{"jsonrpc":"2.0","id":"tern-roots-ping","method":"ping"}"#.to_owned(),
+        };
+        if let Ok(mut exchange) = self.send(ping).await {
+            let _ = tokio::time::timeout(DEATH_GRACE, exchange.next()).await;
+            exchange.disarm();
+        }
+    }
+
     /// Writes one line to the child (a notification of the legacy leg).
     pub(crate) fn write_line(&self, line: String) -> Result<(), ClientError> {
         self.write(line)
@@ -516,7 +556,7 @@ async fn dispatch(routes: &Mutex<Routes>, line: &[u8]) {
 /// back when it comes; anything else gets an error.
 async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc::Request) {
     use crate::legacy::{ServerAsk, answer_text, response_text, server_ask};
-    let (writer, asker) = {
+    let (writer, asker, roots, roots_answered) = {
         let r = lock(routes);
         let asker = r.askers.first().and_then(|id| r.pending.get(id).cloned());
         (
@@ -524,6 +564,8 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
                 .as_ref()
                 .and_then(mpsc::WeakUnboundedSender::upgrade),
             asker,
+            r.roots.clone(),
+            Arc::clone(&r.roots_answered),
         )
     };
     let Some(writer) = writer else { return };
@@ -536,12 +578,20 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
             let _ = writer.send(response_text(&id, Err(error)));
         }
         ServerAsk::Live(live, rx) => {
-            if let Some(asker) = asker {
-                let _ = asker.send(Ok(Incoming::Request(live))).await;
+            let roots_question = matches!(live.request(), tern_protocol::InputRequest::Roots(_));
+            match asker {
+                Some(asker) => {
+                    let _ = asker.send(Ok(Incoming::Request(live))).await;
+                }
+                None => crate::legacy::answer_standing(live, roots),
             }
-            // Without a call to take it, the dropped question answers an error.
+            // Without a call to take it (or roots to give), the dropped
+            // question answers an error.
             tokio::spawn(async move {
                 let _ = writer.send(answer_text(id, rx).await);
+                if roots_question {
+                    roots_answered.notify_one();
+                }
             });
         }
     }
@@ -579,6 +629,7 @@ impl Transport for ChildProcess {
                     out.method.as_str(),
                     tern_protocol::method::TOOLS_CALL
                         | tern_protocol::method::PROMPTS_GET
+                        | tern_protocol::method::TASKS_RESULT
                         | tern_protocol::method::RESOURCES_READ
                 ) {
                     r.askers.push(out.id.clone());
@@ -619,6 +670,10 @@ impl Transport for ChildProcess {
                 }),
             })
         })
+    }
+
+    fn serve_roots(&self, roots: Arc<dyn crate::handler::Roots>) {
+        lock(&self.routes).roots = Some(roots);
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

@@ -288,3 +288,57 @@ async fn a_legacy_hint_skips_the_probe() {
     assert_eq!(probes.load(Ordering::SeqCst), 0, "no probe was sent");
     c.close().await;
 }
+
+/// The JSON lines `--record` wrote, read until `done` holds (bounded).
+async fn recorded(
+    file: &std::path::Path,
+    done: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    for _ in 0..200 {
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if done(&lines) {
+            return lines;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!(
+        "the server did not record what was expected in {}",
+        file.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_list_outside_a_call_is_answered_by_the_roots_handler() {
+    // server-filesystem's way: `roots/list` right after
+    // `notifications/initialized`, while no call is in flight (here only a
+    // `tools/list`, which may not be asked questions).
+    let record = std::env::temp_dir().join(format!("tern-roots-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&record);
+    let args = [
+        script(),
+        "--ask-roots".into(),
+        "--record".into(),
+        record.display().to_string(),
+    ];
+    let transport = Arc::new(DualEra::stdio("python3", &args).unwrap());
+    let c = Client::builder()
+        .roots(tern_client::StaticRoots(vec![
+            tern_protocol::roots::Root::new("file:///srv/project"),
+        ]))
+        .build(Arc::clone(&transport));
+    assert_eq!(c.list_tools().await.unwrap()[0].name, "provision_database");
+    let lines = recorded(&record, |l| l.iter().any(|e| e.get("roots").is_some())).await;
+    let reply = lines.iter().find_map(|e| e.get("roots")).unwrap();
+    assert_eq!(
+        reply["result"],
+        json!({"roots": [{"uri": "file:///srv/project"}]}),
+        "{reply}"
+    );
+    assert!(lines[0]["capabilities"].get("roots").is_some());
+    c.close().await;
+    let _ = std::fs::remove_file(&record);
+}

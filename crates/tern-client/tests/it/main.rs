@@ -53,6 +53,7 @@ mod harness;
 mod legacy;
 mod nginx;
 mod oauth;
+mod peers2025;
 mod rules;
 mod server;
 mod stub;

@@ -201,12 +201,18 @@ fn error_object(method_name: &str, error: ErrorObject) -> ErrorObject {
         // There is no -32021 in 2025: the session's `initialize` did not
         // declare what the question needs.
         code::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            // A tool that runs only as a task: a 2025 session never has the
+            // Tasks extension (the session drops `extensions`, whatever its
+            // `initialize` declared), so its initialize is not to blame.
+            let why = if needs_tasks(&error) {
+                "it runs only as a task, and this server runs tasks on 2026-07-28 requests only, \
+                 not on a 2025-11-25 session"
+            } else {
+                "this session's initialize did not declare it"
+            };
             let mut out = ErrorObject::new(
                 codes::QUESTION_UNDELIVERABLE,
-                format!(
-                    "{} (this session's initialize did not declare it)",
-                    error.message
-                ),
+                format!("{} ({why})", error.message),
             );
             if let Some(data) = error.data {
                 out = out.with_data(data);
@@ -227,5 +233,48 @@ fn error_object(method_name: &str, error: ErrorObject) -> ErrorObject {
     }
 }
 
+/// A `-32021` that asks for the Tasks extension.
+fn needs_tasks(error: &ErrorObject) -> bool {
+    error.missing_capability_data().is_some_and(|d| {
+        d.required_capabilities
+            .extension(tern_protocol::task::TASKS_EXTENSION)
+    })
+}
+
 /// `-32002`: resource not found (2025).
 const RESOURCE_NOT_FOUND: i64 = -32002;
+
+#[cfg(test)]
+mod tests {
+    use tern_protocol::ClientCapabilities;
+
+    use super::*;
+
+    #[test]
+    fn a_task_tool_on_a_2025_session_does_not_blame_the_initialize() {
+        let tasks = ErrorObject::missing_capability(
+            "Tool research needs the client capability extensions[\"io.modelcontextprotocol/tasks\"]",
+            ClientCapabilities::default().with_extension(tern_protocol::task::TASKS_EXTENSION),
+        );
+        let out = error_object(method::TOOLS_CALL, tasks);
+        assert_eq!(out.code, codes::QUESTION_UNDELIVERABLE);
+        assert!(!out.message.contains("initialize"), "{}", out.message);
+        assert!(
+            out.message.contains("2026-07-28 requests only"),
+            "{}",
+            out.message
+        );
+        assert!(out.data.is_some(), "requiredCapabilities kept");
+        // A question the initialize could have declared still says so.
+        let form = ErrorObject::missing_capability(
+            "needs elicitation",
+            ClientCapabilities::default().with_elicitation_form(),
+        );
+        let out = error_object(method::TOOLS_CALL, form);
+        assert!(
+            out.message.contains("initialize did not declare it"),
+            "{}",
+            out.message
+        );
+    }
+}

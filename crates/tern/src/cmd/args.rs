@@ -34,7 +34,8 @@ pub(crate) struct InputArgs {
     /// Without it you type the reply.
     #[arg(long, value_name = "COMMAND")]
     pub(crate) sampler: Option<String>,
-    /// A folder to share as a root (repeatable; default: the working folder).
+    /// A folder to share as a root (repeatable). Without it no roots are
+    /// declared.
     #[arg(long = "root", value_name = "PATH")]
     pub(crate) root: Vec<PathBuf>,
 }

@@ -116,6 +116,8 @@ pub(crate) enum Op {
         pairs: Vec<String>,
         /// `--args JSON`.
         args: Option<String>,
+        /// `--run`: a 2025 server's tool may be run to see its questions.
+        run: bool,
     },
 }
 
@@ -142,6 +144,7 @@ pub(crate) struct Connected {
     pub(crate) driver: Driver,
     /// `--json`.
     pub(crate) json: bool,
+<<<<<<< HEAD
     /// `--park FILE`: where a round the server asks is written.
     pub(crate) park: Option<park::Parking>,
     /// A server of either era: which one it speaks, once it answered.
@@ -196,6 +199,10 @@ impl Connected {
             },
         }
     }
+=======
+    /// A server of either era (stdio or HTTP): which one it spoke.
+    pub(crate) era: Option<Arc<tern_client::legacy::DualEra>>,
+>>>>>>> issue-23c
 }
 
 /// Runs one client subcommand; `Ok` carries the exit code of a completed
@@ -231,10 +238,21 @@ pub(crate) async fn run(
     let started = connect(&target, server.verbose, &session)?;
     let used = Arc::new(std::sync::Mutex::new(Vec::new()));
     let live = LivePresets::new(presets.clone(), Arc::clone(&used));
+    // Honest capabilities from the start: a handler is installed only when
+    // this run can answer with it, so neither a 2025 `initialize` nor a
+    // 2026 request declares what would be answered -32601 (`tern
+    // questions` declares what a terminal would).
+    let can = Can {
+        elicit: interactive || !presets.is_empty() || matches!(op, Op::Questions { .. }),
+        sample: interactive
+            || sampler.is_some()
+            || !presets.is_empty()
+            || matches!(op, Op::Questions { .. }),
+    };
     let client = build_client(
         started.build,
         &session,
-        interactive,
+        (interactive, can),
         (sampler.clone(), roots),
         live,
     );
@@ -274,8 +292,12 @@ pub(crate) async fn run(
             park: parking.is_some(),
         },
         json: server.json,
+<<<<<<< HEAD
         park: parking,
         dual: started.era.as_ref().map(|(_, dual)| Arc::clone(dual)),
+=======
+        era: started.era.as_ref().map(|(_, t)| Arc::clone(t)),
+>>>>>>> issue-23c
     };
 
     // `tern listen` ends with Ctrl-C: it handles it itself.
@@ -350,11 +372,18 @@ fn interrupted_message(session: &Session) -> String {
     }
 }
 
-/// The client, with the terminal as its handlers.
+/// Which handlers a run installs.
+#[derive(Clone, Copy)]
+struct Can {
+    elicit: bool,
+    sample: bool,
+}
+
+/// The client, with the terminal as its handlers (those `can` allows).
 fn build_client(
     build: Build,
     session: &Arc<Session>,
-    interactive: bool,
+    (interactive, can): (bool, Can),
     (sampler, roots): (Option<String>, Vec<tern_protocol::roots::Root>),
     live: LivePresets,
 ) -> Client {
@@ -362,25 +391,30 @@ fn build_client(
     info.title = Some("tern command".into());
     // tern follows tasks (polls, asks their questions, offers to cancel
     // or leave one running on Ctrl-C), so it declares the extension.
-    let builder = Client::builder()
-        .info(info)
-        .tasks(true)
-        .elicitation(TerminalElicitation {
+    let mut builder = Client::builder().info(info).tasks(true);
+    if can.elicit {
+        builder = builder.elicitation(TerminalElicitation {
             session: Arc::clone(session),
             interactive,
             live: live.clone(),
-        })
-        .sampling(TerminalSampling {
+        });
+    }
+    if can.sample {
+        builder = builder.sampling(TerminalSampling {
             session: Arc::clone(session),
             interactive,
             sampler: sampler.map_or(Sampler::Human, Sampler::Command),
             live,
-        })
-        .roots(StaticRoots(roots))
-        // tern's own loop bounds each leg (--timeout); the library's
-        // whole-call deadline would count the time a person answers.
-        .limits(Limits::default());
-    build(builder)
+        });
+    }
+    // Roots only when --root gave some (a 2025 server may ask at any time;
+    // the client answers it then too).
+    if !roots.is_empty() {
+        builder = builder.roots(StaticRoots(roots));
+    }
+    // tern's own loop bounds each leg (--timeout); the library's
+    // whole-call deadline would count the time a person answers.
+    build(builder.limits(Limits::default()))
 }
 
 /// Ctrl-C: the signal (line prompts, waiting) or the key inside a widget.
@@ -405,9 +439,12 @@ async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
         Op::Call { tool, pairs, args } => call::call(c, tool, &pairs, args.as_deref()).await,
         Op::Prompt { name, pairs } => fetch::prompt(c, name, &pairs).await,
         Op::Read { uri } => fetch::read(c, uri).await,
-        Op::Questions { tool, pairs, args } => {
-            questions::questions(c, &tool, &pairs, args.as_deref()).await
-        }
+        Op::Questions {
+            tool,
+            pairs,
+            args,
+            run,
+        } => questions::questions(c, &tool, (&pairs, args.as_deref()), run).await,
         Op::Task { action, id } => task::task(c, action, &id).await,
         Op::Listen { uris, tasks } => listen::listen(c, uris, tasks).await,
         Op::Resume { pending } => {

@@ -4,7 +4,9 @@
 
 use serde_json::{Value, json};
 use tern_client::Round;
+use tern_client::legacy::Era;
 use tern_protocol::elicitation::ElicitRequestParams;
+use tern_protocol::task::{Task, TaskStatus};
 use tern_protocol::{InputRequest, InputRequests, JsonObject};
 
 use super::args::tool_arguments;
@@ -20,23 +22,31 @@ const AFTER: &str = "\nAn answers file for them follows on standard output (edit
 
 /// `tern questions`: the first round's questions (to standard error, for
 /// people) and an answers file for them (to standard output, for
-/// `--answers FILE`); `--json` prints the questions themselves.
+/// `--answers FILE`); `--json` prints the questions themselves. On a
+/// 2025-11-25 server the questions come only while the tool runs, so it is
+/// run only with `run` (`--run`); a call that became a task (Tasks
+/// extension) is followed until it asks, then cancelled.
 pub(super) async fn questions(
     c: &Connected,
     tool: &str,
-    pairs: &[String],
-    args: Option<&str>,
+    (pairs, args): (&[String], Option<&str>),
+    run: bool,
 ) -> Result<u8, Failure> {
     let args = tool_arguments(pairs, args)?;
     let args = checked_arguments(c, tool, args).await?;
     let d = &c.driver;
-    match d.first(&First::Tool(tool.to_owned(), args)).await? {
+    let first = First::Tool(tool.to_owned(), args);
+    if let Some(Era::Legacy(version)) = c.era.as_ref().and_then(|t| t.era()) {
+        return legacy(c, tool, &first, &version, run).await;
+    }
+    match d.first(&first).await? {
         Round::Complete(done) => {
             eprintln!(
                 "tern: {tool} asked no questions: its first round completed the call (it ran):"
             );
             Ok(print_completed(&done, c.json, Some(tool)))
         }
+<<<<<<< HEAD
         Round::InputRequired(pending) => {
             if c.json {
                 emit_json(&pending.input_requests);
@@ -52,10 +62,112 @@ pub(super) async fn questions(
             }
             Ok(EXIT_OK)
         }
+=======
+        Round::InputRequired(pending) => Ok(show(c, tool, &pending.input_requests)),
+        Round::Task(task) => task_questions(c, tool, task).await,
+>>>>>>> issue-23c
         _ => Err(Failure {
             code: EXIT_SERVER,
             message: "the server's reply is an outcome this tern does not know".into(),
         }),
+    }
+}
+
+/// The questions, described on standard error and as an answers file (or
+/// `--json`) on standard output.
+fn show(c: &Connected, tool: &str, requests: &InputRequests) -> u8 {
+    if c.json {
+        emit_json(requests);
+    } else {
+        eprint!("{}", tern::safe::text(&describe(tool, requests)));
+        emit_json(&template(requests));
+    }
+    EXIT_OK
+}
+
+/// A 2025-11-25 server: no question is known before the tool runs.
+async fn legacy(
+    c: &Connected,
+    tool: &str,
+    first: &First,
+    version: &str,
+    run: bool,
+) -> Result<u8, Failure> {
+    let who = tern::safe::line(&c.driver.who()).into_owned();
+    if !run {
+        eprintln!(
+            "tern: {who} speaks {version}: a server of that revision asks its questions only while the tool runs \
+             (requests of its own, with no key to preset in advance), so tern cannot show {tool}'s questions without running it.\n\
+             `tern questions --run ...` runs {tool} and shows each question it asks, refused (the tool takes its fallback, effects included); \
+             `tern call` at a terminal asks them, and --answer live-1=... answers the first in a pipe."
+        );
+        return Ok(EXIT_OK);
+    }
+    // The run's handlers refuse every question (tern questions never
+    // prompts) and keep them.
+    let outcome = c.driver.run(first).await;
+    let asked: InputRequests = std::mem::take(
+        &mut *c
+            .driver
+            .session
+            .refused_live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+    .into_iter()
+    .collect();
+    if asked.is_empty() {
+        outcome?;
+        eprintln!("tern: {tool} ran and asked no questions");
+        return Ok(EXIT_OK);
+    }
+    eprintln!(
+        "tern: {tool} ran; each question below was refused as it was asked (the tool took its fallback)"
+    );
+    Ok(show(c, tool, &asked))
+}
+
+/// Tries to follow a task until it asks: at most this many polls.
+const TASK_POLLS: u32 = 100;
+
+/// A call that became a task: its questions come in the task record once
+/// it is `input_required`; the task is cancelled after (it was only asked
+/// for its questions).
+async fn task_questions(c: &Connected, tool: &str, task: Task) -> Result<u8, Failure> {
+    let d = &c.driver;
+    let mut handle = d.client.task(task.task_id.clone());
+    let mut pause = task.poll_interval_ms.unwrap_or(200);
+    let mut found = None;
+    for _ in 0..TASK_POLLS {
+        let now = d.wait("tasks/get", handle.get()).await?;
+        match now.task.status {
+            TaskStatus::InputRequired => {
+                found = now.input_requests;
+                break;
+            }
+            TaskStatus::Working => {}
+            _ => break,
+        }
+        let ms = u64::try_from(pause.clamp(20, 5_000)).unwrap_or(200);
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        pause = now.task.poll_interval_ms.unwrap_or(pause);
+    }
+    let _ = handle.cancel().await;
+    match found {
+        Some(requests) if !requests.is_empty() => {
+            eprintln!(
+                "tern: {tool} runs as a task ({}); it asks the questions below, and was cancelled after",
+                tern::safe::line(&task.task_id)
+            );
+            Ok(show(c, tool, &requests))
+        }
+        _ => {
+            eprintln!(
+                "tern: {tool} runs as a task ({}) and asked no questions before it ended or was cancelled",
+                tern::safe::line(&task.task_id)
+            );
+            Ok(EXIT_OK)
+        }
     }
 }
 

@@ -91,6 +91,18 @@ pub(super) fn not_here(key: &str) -> HandlerError {
 }
 
 impl TerminalElicitation {
+    /// Keeps a live question this run will refuse (no prompting), for
+    /// `tern questions --run`.
+    fn note_refused(&self, key: &str, params: ElicitRequestParams) {
+        if !self.interactive && key.starts_with("live-") {
+            self.session
+                .refused_live
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((key.to_owned(), InputRequest::elicit(params)));
+        }
+    }
+
     /// Asks on the terminal with `ask`, or refuses when prompting is not
     /// allowed; a decline or cancel stops further prompting this session.
     async fn prompt(
@@ -123,6 +135,7 @@ impl Elicitation for TerminalElicitation {
         {
             return Box::pin(std::future::ready(preset));
         }
+        self.note_refused(&key, ElicitRequestParams::Form(params.clone()));
         Box::pin(self.prompt(key, move |s, console| {
             let result = form::fill(console, &s.asker(&question, "asks"), &params, s.hint_due());
             s.answered.store(true, Ordering::SeqCst);
@@ -142,6 +155,7 @@ impl Elicitation for TerminalElicitation {
         {
             return Box::pin(std::future::ready(preset));
         }
+        self.note_refused(&key, ElicitRequestParams::Url(params.clone()));
         Box::pin(self.prompt(key, move |s, console| {
             url_consent(
                 console,

@@ -24,6 +24,7 @@ pub(crate) use elicit::{LivePresets, TerminalElicitation};
 pub(crate) use progress::Progress;
 pub(crate) use roots::roots;
 pub(crate) use sampling::{Sampler, TerminalSampling};
+pub(crate) use url::{check_url, open_required_pages};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -95,6 +96,12 @@ pub(crate) struct Session {
     pub(crate) progress: Progress,
     /// The task this run follows, if the call became one (for Ctrl-C).
     pub(crate) task: Mutex<Option<String>>,
+    /// The pages a `-32042` (2025-11-25 URL elicitation required) named,
+    /// for the command to offer and retry.
+    pub(crate) pages: Mutex<Vec<tern_protocol::elicitation::ElicitRequestUrlParams>>,
+    /// The live questions (a 2025 server's own requests) refused because
+    /// tern may not prompt, for `tern questions --run` to show.
+    pub(crate) refused_live: Mutex<Vec<(String, tern_protocol::InputRequest)>>,
 }
 
 impl Session {

@@ -1,4 +1,5 @@
-//! The `--root` folders as `file://` roots (default: the working folder).
+//! The `--root` folders as `file://` roots (none without `--root`: then no
+//! roots are declared).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -23,23 +24,19 @@ pub(crate) fn file_uri(path: &Path) -> String {
     uri
 }
 
-/// The roots for `--root` paths (default: the working folder).
+/// The roots for `--root` paths, canonicalised (a folder that does not
+/// exist is a usage error: a server would be told to look where nothing
+/// is).
 pub(crate) fn roots(paths: &[std::path::PathBuf]) -> Result<Vec<Root>, String> {
-    let cwd = std::env::current_dir().map_err(|e| format!("no working folder: {e}"))?;
-    let paths = if paths.is_empty() {
-        vec![cwd.clone()]
-    } else {
-        paths.to_vec()
-    };
     paths
         .iter()
         .map(|p| {
-            let abs = if p.is_absolute() {
-                p.clone()
-            } else {
-                cwd.join(p)
-            };
-            let abs = abs.canonicalize().unwrap_or(abs);
+            let abs = p
+                .canonicalize()
+                .map_err(|e| format!("--root {}: {e}", p.display()))?;
+            if !abs.is_dir() {
+                return Err(format!("--root {}: not a folder", p.display()));
+            }
             let mut root = Root::new(file_uri(&abs));
             root.name = abs.file_name().map(|n| n.to_string_lossy().into_owned());
             Ok(root)
@@ -61,9 +58,16 @@ mod tests {
     }
 
     #[test]
-    fn the_default_root_is_the_working_folder() {
-        let roots = roots(&[]).unwrap();
-        assert_eq!(roots.len(), 1);
-        assert!(roots[0].uri.starts_with("file:///"));
+    fn no_root_without_root_and_a_missing_folder_is_refused() {
+        assert!(roots(&[]).unwrap().is_empty());
+        let here = roots(&[".".into()]).unwrap();
+        assert_eq!(here.len(), 1);
+        assert!(here[0].uri.starts_with("file:///"), "{}", here[0].uri);
+        assert!(
+            !here[0].uri.ends_with("/."),
+            "canonicalised: {}",
+            here[0].uri
+        );
+        assert!(roots(&["/no/such/folder/anywhere".into()]).is_err());
     }
 }

@@ -169,6 +169,30 @@ pub(super) fn url_consent(
     }
 }
 
+/// The pages of a `-32042` at the terminal, one at a time, each through
+/// [`url_consent`] (so [`check_url`] decides what may be opened); `true`
+/// when the person agreed to every one, and the call is worth retrying.
+pub(crate) async fn open_required_pages(
+    session: &std::sync::Arc<super::Session>,
+    pages: Vec<ElicitRequestUrlParams>,
+) -> bool {
+    for page in pages {
+        let asker = format!(
+            "{} needs you to open a web page before the call can go on",
+            session.local_name
+        );
+        let local = session.local_server;
+        let answer = session
+            .with_terminal(move |_, console| url_consent(console, &asker, &page, local))
+            .await;
+        if !matches!(answer, Ok(r) if r.action == tern_protocol::elicitation::ElicitAction::Accept)
+        {
+            return false;
+        }
+    }
+    true
+}
+
 /// Opens `url` (checked by [`check_url`] and written again by the URL
 /// parser, so it starts with `https:` or `http:` and no opener reads it as
 /// an option) with [`tern::login::browser_command`], as one argument; says

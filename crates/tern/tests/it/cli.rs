@@ -958,3 +958,17 @@ fn the_era_a_server_spoke_is_remembered_so_the_next_run_does_not_probe() {
     assert!(methods().starts_with("server/discover\n"), "{}", methods());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn questions_follow_a_demo_task_until_it_asks_then_cancel_it() {
+    let o = tern(&["questions", "--demo", "import_dataset", "rows=20"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("import_dataset runs as a task"), "{err}");
+    assert!(
+        err.contains("2 rows failed validation. Skip them, or abort the import?"),
+        "{err}"
+    );
+    let answers: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(answers.as_object().unwrap().len(), 1, "{answers}");
+}

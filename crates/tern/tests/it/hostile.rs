@@ -108,10 +108,15 @@ fn pipe_mode_writes_no_raw_escape_c1_or_bidi_character() {
         !out.lines().any(|l| l.starts_with("-- ")),
         "no line of a description stands alone: {out}"
     );
-    // The server's error and its standard error, escaped, one line each.
+    // The server's error, escaped on one line; its standard error is not
+    // appended while it lives (only `-v` shows it, escaped too).
     let o = tern(&["call", "fail"]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("| failing\\x1b]0;PWNED-TITLE"), "{err}");
+    assert!(err.contains("ERROR\\x1b]0;PWNED-TITLE"), "{err}");
+    assert!(!err.contains("| failing"), "{err}");
+    let o = tern(&["call", "fail", "-v"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("server: failing\\x1b]0;PWNED-TITLE"), "{err}");
     let o = tern(&["tools", "-v"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("server: starting\\x1b]0;PWNED-TITLE"), "{err}");

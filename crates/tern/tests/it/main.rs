@@ -29,5 +29,6 @@ mod login;
 #[cfg(feature = "otel")]
 mod otel;
 mod park;
+mod peers2025;
 mod process;
 mod terminal;
