@@ -43,17 +43,12 @@ Exit codes:
      away (its exit status and last lines of standard error are shown)
   5  the server needs input this run cannot give: -32021 missing client
      capability (e.g. elicitation under --no-input), a question with no
-<<<<<<< HEAD
-     preset answer when tern may not prompt, or a preset answer the server
-     asked for again
-  6  parked (--park FILE): the server asked; the round (call, questions,
-     requestState, no secrets) is in FILE and `tern resume FILE --answer
-     KEY=VALUE` continues it from any process
-=======
      preset answer when tern may not prompt, a preset answer the server
      asked for again, or -32042 (2025: web pages to open first; their URLs
      are shown, and at a terminal tern offers to open them and retries)
->>>>>>> issue-23c
+  6  parked (--park FILE): the server asked; the round (call, questions,
+     requestState, no secrets) is in FILE and `tern resume FILE --answer
+     KEY=VALUE` continues it from any process
   130  interrupted (Ctrl-C): a request in flight is cancelled
      (notifications/cancelled over stdio, the stream closed over HTTP); at
      a question nothing is sent"

@@ -6,19 +6,12 @@
 //! tern tools     SERVER [--json]
 //! tern prompts   SERVER [--json]
 //! tern resources SERVER [--json]
-<<<<<<< HEAD
 //! tern call TOOL [key=value ...] [--args JSON] SERVER [INPUT] [--park FILE] [--json]
 //! tern prompt NAME [key=value ...]              SERVER [INPUT] [--park FILE] [--json]
 //! tern read URI                                 SERVER [INPUT] [--park FILE] [--json]
-//! tern questions TOOL [key=value ...]           SERVER [--json]
+//! tern questions TOOL [key=value ...] [--run]   SERVER [--json]
 //! tern listen URI... [--task ID]...              SERVER [--json]
 //! tern resume FILE [--header NAME:VALUE]... [-e KEY=VALUE]... [INPUT] [--json]
-=======
-//! tern call TOOL [key=value ...] [--args JSON] SERVER [INPUT] [--json]
-//! tern prompt NAME [key=value ...]              SERVER [INPUT] [--json]
-//! tern read URI                                 SERVER [INPUT] [--json]
-//! tern questions TOOL [key=value ...] [--run]   SERVER [--json]
->>>>>>> issue-23c
 //! tern servers [--config FILE]
 //! tern completions SHELL
 //! tern serve demo (--stdio | --http ADDR)
@@ -53,15 +46,10 @@
 //! transport error (cannot start or reach the server); 5 the server needs
 //! input this run cannot give (`-32021` missing client capability, e.g. under
 //! `--no-input`, or a question with no preset answer when tern may not
-<<<<<<< HEAD
-//! prompt, or a preset answer asked for again); 6 parked (`--park FILE`:
-//! the server asked, the round is in FILE for `tern resume FILE`); 130
-//! interrupted (Ctrl-C).
-=======
 //! prompt, or a preset answer asked for again, or a 2025 server's `-32042`
-//! pages to open first without a person to open them); 130 interrupted
-//! (Ctrl-C).
->>>>>>> issue-23c
+//! pages to open first without a person to open them); 6 parked (`--park
+//! FILE`: the server asked, the round is in FILE for `tern resume FILE`);
+//! 130 interrupted (Ctrl-C).
 //! `tern serve` and `tern keys` exit 0, 1 (runtime failure) or 2.
 //!
 //! This file parses the command line ([`cli`]) and dispatches: each
@@ -165,13 +153,6 @@ fn main() -> ExitCode {
             args,
             run,
             server,
-<<<<<<< HEAD
-        } => (Op::Questions { tool, pairs, args }, server, None, None),
-        Command::Task { action } => {
-            let (op, server, input) = task_op(action);
-            (op, server, input, None)
-        }
-=======
         } => (
             Op::Questions {
                 tool,
@@ -181,34 +162,12 @@ fn main() -> ExitCode {
             },
             server,
             None,
+            None,
         ),
-        Command::Task { action } => match action {
-            TaskCommand::Get { id, server } => (
-                Op::Task {
-                    action: TaskAction::Get,
-                    id,
-                },
-                server,
-                None,
-            ),
-            TaskCommand::Wait { id, server, input } => (
-                Op::Task {
-                    action: TaskAction::Wait,
-                    id,
-                },
-                server,
-                Some(input),
-            ),
-            TaskCommand::Cancel { id, server } => (
-                Op::Task {
-                    action: TaskAction::Cancel,
-                    id,
-                },
-                server,
-                None,
-            ),
-        },
->>>>>>> issue-23c
+        Command::Task { action } => {
+            let (op, server, input) = task_op(action);
+            (op, server, input, None)
+        }
         Command::Servers { config } => return cmd::servers::command(config.as_deref()),
         Command::Completions { shell } => {
             let mut out = std::io::stdout();

@@ -19,16 +19,12 @@ pub(super) async fn call(
 ) -> Result<u8, Failure> {
     let args = tool_arguments(pairs, args)?;
     let args = checked_arguments(c, &tool, args).await?;
-<<<<<<< HEAD
     c.parkable().await?;
-    let ended = c.driver.run(&First::Tool(tool.clone(), args)).await?;
-    c.finish(ended, Some(&tool))
-=======
     let first = First::Tool(tool.clone(), args);
     let mut retries = 0;
     loop {
         match c.driver.run(&first).await {
-            Ok(done) => return Ok(print_completed(&done, c.json, Some(&tool))),
+            Ok(ended) => return c.finish(ended, Some(&tool)),
             Err(f) => {
                 // A -32042: at a terminal, offer its pages and call again
                 // once they are open (a few times at most).
@@ -50,7 +46,6 @@ pub(super) async fn call(
             }
         }
     }
->>>>>>> issue-23c
 }
 
 /// How many times `tern call` calls again after the person opened the pages

@@ -144,7 +144,6 @@ pub(crate) struct Connected {
     pub(crate) driver: Driver,
     /// `--json`.
     pub(crate) json: bool,
-<<<<<<< HEAD
     /// `--park FILE`: where a round the server asks is written.
     pub(crate) park: Option<park::Parking>,
     /// A server of either era: which one it speaks, once it answered.
@@ -199,12 +198,36 @@ impl Connected {
             },
         }
     }
-=======
-    /// A server of either era (stdio or HTTP): which one it spoke.
-    pub(crate) era: Option<Arc<tern_client::legacy::DualEra>>,
->>>>>>> issue-23c
 }
 
+impl Can {
+    /// Honest capabilities from the start: a handler is installed only when
+    /// this run can answer with it, so neither a 2025 `initialize` nor a
+    /// 2026 request declares what would be answered -32601. `tern
+    /// questions` declares what a terminal would, and a run that parks
+    /// what `tern resume` can answer (presets, a person, a `--sampler`).
+    fn of(
+        op: &Op,
+        interactive: bool,
+        presets: &crate::answers::PresetSpec,
+        sampler: Option<&String>,
+        parks: Option<&park::Parking>,
+    ) -> Self {
+        let wide = interactive
+            || !presets.is_empty()
+            || matches!(op, Op::Questions { .. })
+            || parks.is_some();
+        Self {
+            elicit: wide,
+            sample: wide || sampler.is_some(),
+        }
+    }
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "a run's set-up in the order it happens: arguments, client, driver, the work, its end"
+)]
 /// Runs one client subcommand; `Ok` carries the exit code of a completed
 /// request (0, or 1 for `isError` / a refused question).
 pub(crate) async fn run(
@@ -238,17 +261,13 @@ pub(crate) async fn run(
     let started = connect(&target, server.verbose, &session)?;
     let used = Arc::new(std::sync::Mutex::new(Vec::new()));
     let live = LivePresets::new(presets.clone(), Arc::clone(&used));
-    // Honest capabilities from the start: a handler is installed only when
-    // this run can answer with it, so neither a 2025 `initialize` nor a
-    // 2026 request declares what would be answered -32601 (`tern
-    // questions` declares what a terminal would).
-    let can = Can {
-        elicit: interactive || !presets.is_empty() || matches!(op, Op::Questions { .. }),
-        sample: interactive
-            || sampler.is_some()
-            || !presets.is_empty()
-            || matches!(op, Op::Questions { .. }),
-    };
+    let can = Can::of(
+        &op,
+        interactive,
+        &presets,
+        sampler.as_ref(),
+        parking.as_ref(),
+    );
     let client = build_client(
         started.build,
         &session,
@@ -257,9 +276,6 @@ pub(crate) async fn run(
         live,
     );
 
-    // Honest capabilities: nothing is declared that this run cannot answer
-    // (`tern questions` declares what a terminal would, to see the
-    // questions a person would be asked).
     let activity = Arc::new(Activity::default());
     let progress_session = Arc::clone(&session);
     let progress_activity = Arc::clone(&activity);
@@ -292,12 +308,8 @@ pub(crate) async fn run(
             park: parking.is_some(),
         },
         json: server.json,
-<<<<<<< HEAD
         park: parking,
         dual: started.era.as_ref().map(|(_, dual)| Arc::clone(dual)),
-=======
-        era: started.era.as_ref().map(|(_, t)| Arc::clone(t)),
->>>>>>> issue-23c
     };
 
     // `tern listen` ends with Ctrl-C: it handles it itself.

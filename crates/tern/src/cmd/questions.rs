@@ -36,7 +36,7 @@ pub(super) async fn questions(
     let args = checked_arguments(c, tool, args).await?;
     let d = &c.driver;
     let first = First::Tool(tool.to_owned(), args);
-    if let Some(Era::Legacy(version)) = c.era.as_ref().and_then(|t| t.era()) {
+    if let Some(Era::Legacy(version)) = c.dual.as_ref().and_then(|t| t.era()) {
         return legacy(c, tool, &first, &version, run).await;
     }
     match d.first(&first).await? {
@@ -46,26 +46,8 @@ pub(super) async fn questions(
             );
             Ok(print_completed(&done, c.json, Some(tool)))
         }
-<<<<<<< HEAD
-        Round::InputRequired(pending) => {
-            if c.json {
-                emit_json(&pending.input_requests);
-            } else {
-                eprint!(
-                    "{}",
-                    tern::safe::text(&format!(
-                        "{}{AFTER}",
-                        describe(tool, &pending.input_requests, "in its first round")
-                    ))
-                );
-                emit_json(&template(&pending.input_requests));
-            }
-            Ok(EXIT_OK)
-        }
-=======
         Round::InputRequired(pending) => Ok(show(c, tool, &pending.input_requests)),
         Round::Task(task) => task_questions(c, tool, task).await,
->>>>>>> issue-23c
         _ => Err(Failure {
             code: EXIT_SERVER,
             message: "the server's reply is an outcome this tern does not know".into(),
@@ -79,7 +61,13 @@ fn show(c: &Connected, tool: &str, requests: &InputRequests) -> u8 {
     if c.json {
         emit_json(requests);
     } else {
-        eprint!("{}", tern::safe::text(&describe(tool, requests)));
+        eprint!(
+            "{}",
+            tern::safe::text(&format!(
+                "{}{AFTER}",
+                describe(tool, requests, "in its first round")
+            ))
+        );
         emit_json(&template(requests));
     }
     EXIT_OK
