@@ -383,40 +383,41 @@ struct WriteTimed {
 /// it is refused (the first request of a pipelined batch included).
 ///
 /// A block is the lines up to an empty one, read line by line, only each
-/// line's first bytes kept: a body cannot fake a block, since the endpoint
-/// takes JSON, in which no line starts with a header name (raw line breaks
-/// inside strings are not JSON), and chunk-size lines are hex.
+/// line's first bytes kept. A block with one `Content-Length` and no
+/// `Transfer-Encoding` is followed by that many body bytes, skipped unread,
+/// then the next request; a chunked body is read line by line like a block
+/// (a chunked body cannot fake a block: the endpoint takes JSON, in which no
+/// line starts with a header name, since raw line breaks inside strings are
+/// not JSON, and chunk-size lines are hex).
 #[derive(Default)]
 struct Framing {
     /// The start of the current line, lowercased.
-    line: [u8; 18],
+    line: [u8; 32],
     len: usize,
-    /// The current block has named each of them.
-    length: bool,
+    /// The current block's `Content-Length` lines, the last one's value
+    /// (when it fits and parses), and whether it named `Transfer-Encoding`.
+    lengths: u8,
+    declared: Option<usize>,
     chunked: bool,
+    /// Body bytes still to pass unread.
+    skip: usize,
     /// A block named both: the connection is refused from now on.
     seen: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Framing {
-    fn scan(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+    fn scan(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let k = self.skip.min(bytes.len());
+                self.skip -= k;
+                bytes = &bytes[k..];
+                continue;
+            }
+            let b = bytes[0];
+            bytes = &bytes[1..];
             match b {
-                b'\n' => {
-                    let line = &self.line[..self.len];
-                    let line = line.strip_suffix(b"\r").unwrap_or(line);
-                    if line.is_empty() {
-                        if self.length && self.chunked {
-                            self.seen.store(true, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        self.length = false;
-                        self.chunked = false;
-                    } else {
-                        self.length |= line.starts_with(b"content-length:");
-                        self.chunked |= line.starts_with(b"transfer-encoding:");
-                    }
-                    self.len = 0;
-                }
+                b'\n' => self.end_of_line(),
                 _ if self.len < self.line.len() => {
                     self.line[self.len] = b.to_ascii_lowercase();
                     self.len += 1;
@@ -425,6 +426,32 @@ impl Framing {
                 _ => {}
             }
         }
+    }
+
+    fn end_of_line(&mut self) {
+        let line = &self.line[..self.len];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            if self.lengths > 0 && self.chunked {
+                self.seen.store(true, std::sync::atomic::Ordering::Relaxed);
+            } else if self.lengths == 1 && !self.chunked {
+                self.skip = self.declared.unwrap_or(0);
+            }
+            self.lengths = 0;
+            self.declared = None;
+            self.chunked = false;
+        } else if let Some(value) = line.strip_prefix(b"content-length:") {
+            self.lengths = self.lengths.saturating_add(1);
+            // A value cut by the line buffer, or not a number: not skipped
+            // (the body is then read line by line, as a chunked one is).
+            self.declared = (self.len < self.line.len())
+                .then(|| std::str::from_utf8(value).ok())
+                .flatten()
+                .and_then(|v| v.trim().parse().ok());
+        } else {
+            self.chunked |= line.starts_with(b"transfer-encoding:");
+        }
+        self.len = 0;
     }
 }
 
@@ -729,4 +756,40 @@ async fn refuse(mut stream: TcpStream, retry_after: Duration) {
         let _ = stream.shutdown().await;
     })
     .await;
+}
+
+#[cfg(test)]
+mod framing_tests {
+    use super::Framing;
+    use std::sync::atomic::Ordering;
+
+    fn seen(chunks: &[&[u8]]) -> bool {
+        let mut f = Framing::default();
+        for c in chunks {
+            f.scan(c);
+        }
+        f.seen.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn both_framings_in_one_block_are_seen_across_reads_and_bodies_are_skipped() {
+        let both = b"POST / HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert!(seen(&[both]));
+        // Split anywhere, even inside the header names.
+        assert!(seen(&[&both[..20], &both[20..35], &both[35..]]));
+        // A body that looks like headers is skipped by its length.
+        let fake = b"transfer-encoding: chunked\r\ncontent-length: 1\r\n\r\n";
+        let mut one = b"POST / HTTP/1.1\r\nContent-Length: 49\r\n\r\n".to_vec();
+        one.extend_from_slice(fake);
+        assert_eq!(fake.len(), 49);
+        assert!(!seen(&[&one]));
+        // Then the next request of the connection is read again.
+        let mut two = one.clone();
+        two.extend_from_slice(both);
+        assert!(seen(&[&two]));
+        // One framing alone is fine.
+        assert!(!seen(&[
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{}{}\r\n0\r\n\r\n"
+        ]));
+    }
 }
