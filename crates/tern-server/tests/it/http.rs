@@ -871,6 +871,62 @@ async fn params_past_the_json_limits_are_refused_and_long_arrays_are_not() {
     );
 }
 
+/// Host and Origin are parsed as authorities and compared exactly: names
+/// that only start like a loopback literal, or hide one behind userinfo,
+/// are DNS-rebinding hosts like any other (403). Before, `[::1].evil.example`
+/// read as `::1` and passed.
+#[tokio::test]
+async fn lookalike_loopback_hosts_and_origins_are_refused() {
+    let e = start(|h| h).await;
+    let body = call("greet", json!({}));
+    let text = body.to_string();
+    let headers: String = mcp_headers(&body)
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    let exchange = |host: String, origin: Option<&'static str>| {
+        let (headers, text) = (headers.clone(), text.clone());
+        async move {
+            let origin = origin
+                .map(|o| format!("Origin: {o}\r\n"))
+                .unwrap_or_default();
+            let request = format!(
+                "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Connection: close\r\nContent-Length: {}\r\n{headers}\r\n{text}",
+                text.len()
+            );
+            let mut stream = TcpStream::connect(("127.0.0.1", e.port)).await.unwrap();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut raw = Vec::new();
+            stream.read_to_end(&mut raw).await.unwrap();
+            parse(&raw).status
+        }
+    };
+    for host in [
+        "[::1].evil.example",
+        "[::1]evil.example",
+        "127.0.0.1@evil.example",
+        "localhost.evil.example:80",
+    ] {
+        assert_eq!(exchange(host.to_owned(), None).await, 403, "Host {host}");
+    }
+    for origin in [
+        "http://[::1].evil.example",
+        "http://127.0.0.1@evil.example",
+        "http://localhost/x",
+    ] {
+        assert_eq!(
+            exchange(format!("127.0.0.1:{}", e.port), Some(origin)).await,
+            403,
+            "Origin {origin}"
+        );
+    }
+    // The real loopback names still pass.
+    assert_eq!(
+        exchange(format!("[::1]:{}", e.port), Some("http://localhost:3000")).await,
+        200
+    );
+}
+
 #[tokio::test]
 async fn a_lying_protocol_version_header_is_refused_on_every_method() {
     let e = start(|h| h).await;
