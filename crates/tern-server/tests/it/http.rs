@@ -880,10 +880,13 @@ async fn lookalike_loopback_hosts_and_origins_are_refused() {
     let e = start(|h| h).await;
     let body = call("greet", json!({}));
     let text = body.to_string();
-    let headers: String = mcp_headers(&body)
+    let headers = mcp_headers(&body)
         .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
+        .fold(String::new(), |mut out, (k, v)| {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{k}: {v}\r\n");
+            out
+        });
     let exchange = |host: String, origin: Option<&'static str>| {
         let (headers, text) = (headers.clone(), text.clone());
         async move {
