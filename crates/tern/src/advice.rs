@@ -205,10 +205,20 @@ fn pages_required(rpc: &tern_protocol::error::ErrorObject, session: &Session) ->
 /// A failure with the server's last words (its last lines of standard
 /// error), when the server process is gone: a healthy server's stderr says
 /// nothing about an ordinary JSON-RPC error, and would only bury it.
-pub(crate) fn with_last_words(mut f: Failure, watch: Option<&ChildWatch>) -> Failure {
-    if matches!(f.code, EXIT_SERVER | EXIT_TRANSPORT)
-        && let Some(watch) = watch
-        && watch.exit().is_some()
+pub(crate) fn with_last_words(
+    mut f: Failure,
+    ended: Option<&ChildWatch>,
+    watch: Option<&ChildWatch>,
+) -> Failure {
+    // A broken transport is the process's trouble even when its exit is
+    // not seen yet; a JSON-RPC error counts only from a server that had
+    // ended before tern closed it (`ended`).
+    let watch = match f.code {
+        EXIT_TRANSPORT => watch,
+        EXIT_SERVER => ended,
+        _ => None,
+    };
+    if let Some(watch) = watch
         && !f.message.contains("standard error")
     {
         let tail = watch.stderr_tail();

@@ -8,6 +8,13 @@
 //!
 //! Only what is stated at the top level is checked (nested schemas, `$ref`
 //! and combinators are the server's to check).
+//!
+//! An argument the schema does not name is refused (a misspelled optional
+//! argument would otherwise be dropped by the tool without a word) unless
+//! the schema says extra members are welcome: `additionalProperties` `true`
+//! or a schema, `patternProperties`, or no `properties` at all. JSON
+//! Schema's own default (an absent `additionalProperties`) allows them;
+//! tern reads a tool that lists its arguments as meaning those.
 
 use serde_json::Value;
 use tern_protocol::JsonObject;
@@ -44,9 +51,15 @@ pub(crate) fn check(args: &mut JsonObject, schema: &JsonObject) -> Result<(), Ve
         .cloned()
         .unwrap_or_default();
     let mut problems = Vec::new();
+    let extras = props.is_empty()
+        || schema.contains_key("patternProperties")
+        || matches!(
+            schema.get("additionalProperties"),
+            Some(Value::Bool(true) | Value::Object(_))
+        );
     for (name, value) in args.iter_mut() {
         let Some(p) = props.get(name).and_then(Value::as_object) else {
-            if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+            if !extras {
                 let hint = did_you_mean(name, props.keys().map(String::as_str));
                 problems.push(format!("`{name}` is not an argument of this tool{hint}"));
             }
@@ -165,5 +178,22 @@ mod tests {
         let mut wrong = obj(&json!({"name": "ab", "n": "three"}));
         let problems = check(&mut wrong, &schema).unwrap_err().join("\n");
         assert!(problems.contains("`n` must be integer"), "{problems}");
+    }
+
+    #[test]
+    fn an_unknown_argument_is_refused_unless_the_schema_welcomes_extras() {
+        let listed = json!({"type": "object", "properties": {"settle_ms": {"type": "integer"}}});
+        let mut typo = obj(&json!({"setle_ms": 100}));
+        let problems = check(&mut typo, &obj(&listed)).unwrap_err().join("\n");
+        assert!(problems.contains("did you mean `settle_ms`"), "{problems}");
+        for welcoming in [
+            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": true}),
+            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}),
+            json!({"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}}),
+            json!({"type": "object"}),
+        ] {
+            let mut extra = obj(&json!({"xyz": "1"}));
+            assert!(check(&mut extra, &obj(&welcoming)).is_ok(), "{welcoming}");
+        }
     }
 }

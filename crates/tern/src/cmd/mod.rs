@@ -341,11 +341,14 @@ pub(crate) async fn run(
         connected.driver.warn_unused();
     }
     remember_era(started.era.as_ref());
+    // Whether the server had ended on its own, read before tern closes its
+    // input (a healthy server ends then, and its chatter is no last words).
+    let ended = started.watch.as_ref().filter(|w| w.exit().is_some());
     client.close().await;
     let code = match outcome {
         Ok(code) => code,
         Err(f) if server.verbose => return Err(f),
-        Err(f) => return Err(with_last_words(f, started.watch.as_ref())),
+        Err(f) => return Err(with_last_words(f, ended, started.watch.as_ref())),
     };
     Ok(refused_or(code, &session, &preset_refusals))
 }
