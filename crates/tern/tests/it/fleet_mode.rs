@@ -159,18 +159,29 @@ async fn sighup_rotates_the_key_ring_without_a_restart() {
     );
     let (_, sealed_new) = first_leg(&base).await;
 
-    // A file that does not parse leaves the ring as it is.
+    // A file that does not parse leaves the ring as it is. The replica's
+    // report of it is awaited before the file changes again: two SIGHUPs
+    // close together may be handled as one read of the later file.
     std::fs::write(&keys, "not a key ring").unwrap();
     replica.signal("HUP").await;
+    let mut reported = false;
+    for _ in 0..400 {
+        if replica.log_text().contains("key ring not reloaded") {
+            reported = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        reported,
+        "the bad file was reported: {}",
+        replica.log_text()
+    );
+    until_keys(&replica, &format!("{},{}", key_id(&new), key_id(&old))).await;
     // Then the old key retires.
     std::fs::write(&keys, &new).unwrap();
     replica.signal("HUP").await;
     until_keys(&replica, &key_id(&new)).await;
-    assert!(
-        replica.log_text().contains("key ring not reloaded"),
-        "the bad file was reported: {}",
-        replica.log_text()
-    );
     let refused = final_leg(&base, &args, &sealed_old_2).await;
     let Reply::Error(_, e) = &refused else {
         panic!("a state sealed with a retired key must be refused: {refused:?}");
