@@ -531,6 +531,28 @@ struct Shared<S> {
     connections: Arc<PerPeer>,
 }
 
+impl<S> Shared<S> {
+    /// A slot of `per_peer` for `ip`, at most `max` a peer: `Ok(None)` for a
+    /// trusted proxy, whose connections and requests count against the
+    /// totals only; `Err(())` when the peer holds its share.
+    fn peer_slot(
+        &self,
+        per_peer: &Arc<PerPeer>,
+        ip: IpAddr,
+        max: usize,
+    ) -> Result<Option<PeerSlot>, ()> {
+        let proxy = self
+            .options
+            .trusted_proxies
+            .as_ref()
+            .is_some_and(|t| t.contains(ip));
+        if proxy {
+            return Ok(None);
+        }
+        per_peer.take(ip, max).map(Some).ok_or(())
+    }
+}
+
 /// `400` with `Connection: close` (hyper then closes the connection).
 fn ambiguous_framing() -> Response<Body> {
     let mut response = Response::new(Body::empty());
@@ -563,18 +585,10 @@ where
         tracing::warn!("requests in flight at the cap: 503");
         return Ok(overloaded(options.retry_after));
     };
-    let proxy = options
-        .trusted_proxies
-        .as_ref()
-        .is_some_and(|t| t.contains(peer.ip()));
-    let peer_slot = if proxy {
-        None
-    } else {
-        let Some(slot) = shared.peers.take(peer.ip(), options.max_in_flight_per_peer) else {
-            tracing::warn!("one peer's requests in flight at the cap: 503");
-            return Ok(overloaded(options.retry_after));
-        };
-        Some(slot)
+    let Ok(peer_slot) = shared.peer_slot(&shared.peers, peer.ip(), options.max_in_flight_per_peer)
+    else {
+        tracing::warn!("one peer's requests in flight at the cap: 503");
+        return Ok(overloaded(options.retry_after));
     };
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(axum::extract::ConnectInfo(peer));
@@ -645,22 +659,14 @@ where
         };
         // Before any request is read: one peer's share of the connections
         // (a trusted proxy's count against the total only).
-        let proxy = options
-            .trusted_proxies
-            .as_ref()
-            .is_some_and(|t| t.contains(peer.ip()));
-        let peer_permit = if proxy {
-            None
-        } else {
-            let Some(slot) = shared
-                .connections
-                .take(peer.ip(), options.max_connections_per_peer)
-            else {
-                tracing::warn!("one peer's connections at its share: 503");
-                tasks.spawn(refuse(stream, options.retry_after));
-                continue;
-            };
-            Some(slot)
+        let Ok(peer_permit) = shared.peer_slot(
+            &shared.connections,
+            peer.ip(),
+            options.max_connections_per_peer,
+        ) else {
+            tracing::warn!("one peer's connections at its share: 503");
+            tasks.spawn(refuse(stream, options.retry_after));
+            continue;
         };
         let _ = stream.set_nodelay(true);
         tasks.spawn(connection(
