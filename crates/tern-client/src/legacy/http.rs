@@ -22,7 +22,7 @@ use crate::error::ClientError;
 use crate::limits::{Limit, Limits};
 use crate::transport::sse::Decoder;
 use crate::transport::tls::{self, HttpClient, TlsOptions};
-use crate::transport::{CancelGuard, Exchange, Incoming, Outgoing};
+use crate::transport::{CancelGuard, Exchange, Incoming, Outgoing, SessionListeners};
 
 /// How long to wait before resuming a stream whose server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -52,6 +52,9 @@ pub(crate) struct LegacyHttp {
     inflight: Mutex<Vec<(RequestId, Replies, bool)>>,
     /// The client's roots, for a `roots/list` outside a call.
     roots: Mutex<Option<Arc<dyn crate::handler::Roots>>>,
+    /// Listeners of the session's notifications outside any response
+    /// stream (resource updates, list changes).
+    listeners: SessionListeners,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -80,6 +83,7 @@ impl LegacyHttp {
             state: Mutex::default(),
             inflight: Mutex::default(),
             roots: Mutex::default(),
+            listeners: SessionListeners::default(),
         })
     }
 
@@ -98,6 +102,12 @@ impl LegacyHttp {
 
     pub(crate) fn add_header(&mut self, name: String, value: String) {
         self.headers.push((name, value));
+    }
+
+    /// The listeners of the session's notifications outside any response
+    /// stream.
+    pub(crate) fn listeners(&self) -> &SessionListeners {
+        &self.listeners
     }
 
     pub(crate) fn url(&self) -> String {
@@ -269,6 +279,8 @@ impl LegacyHttp {
     /// Opens a session with `body` (an `initialize`), then says
     /// `notifications/initialized`.
     pub(crate) async fn initialize(&self, body: String) -> Result<(), ClientError> {
+        // Subscriptions end with the session they were made on.
+        self.listeners.end();
         {
             let mut state = lock(&self.state);
             state.id = None;
@@ -360,7 +372,7 @@ impl LegacyHttp {
 
     /// POSTs `out`, with a new session and once more after a 404.
     async fn post_request(
-        &self,
+        self: &Arc<Self>,
         out: &Outgoing,
     ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
         let mut response = self
@@ -372,6 +384,8 @@ impl LegacyHttp {
             tracing::info!("the 2025 session expired; initializing again");
             let body = lock(&self.state).init_body.clone();
             self.initialize(body).await?;
+            // The old session's standalone stream ended with it.
+            self.open_standalone().await;
             response = self
                 .exchange(self.request(Method::POST, Some(out.body.clone()), &[], true)?)
                 .await?;
@@ -526,7 +540,7 @@ impl LegacyHttp {
                     (Ok(n), Some(tx)) => {
                         let _ = tx.send(Ok(Incoming::Notification(n))).await;
                     }
-                    (Ok(n), None) => tracing::debug!(method = n.method(), "session notification"),
+                    (Ok(n), None) => self.listeners.tell(&n),
                     (Err(e), _) => tracing::debug!(error = %e, "undecodable notification ignored"),
                 }
                 false
@@ -621,6 +635,7 @@ impl LegacyHttp {
             let _ = self.exchange(request).await;
         }
         lock(&self.state).id = None;
+        self.listeners.end();
     }
 }
 

@@ -29,12 +29,15 @@
 //!   answered by the roots handler ([`Transport::serve_roots`]), and
 //!   `ping` is answered here. A tool the server runs only as a task
 //!   (2025-11-25 experimental tasks, `execution.taskSupport: "required"`)
-//!   is called as one and followed to its result (the `task` module). Over HTTP the session id is kept, a 404 starts a
+//!   is called as one and followed to its result (the `task` module). A
+//!   `subscriptions/listen` is made of `resources/subscribe` requests and the
+//!   session's notifications (the `listen` module). Over HTTP the session id is kept, a 404 starts a
 //!   new session (once per request), and a response stream that ends before
 //!   its response is resumed with `GET` and `Last-Event-ID` after the
 //!   stream's `retry` (SEP-1699).
 
 pub(crate) mod http;
+mod listen;
 mod task;
 
 use std::sync::{Arc, Mutex};
@@ -697,6 +700,9 @@ impl Transport for DualEra {
                     }
                     let out = legacy_outgoing(out, version)?;
                     let session = task::Session::Stdio(Arc::clone(child));
+                    if out.method == method::SUBSCRIPTIONS_LISTEN {
+                        return listen::listen(session, init, version.clone(), &out).await;
+                    }
                     if self.needs_task(&session, init, version, &out).await? {
                         return task::call(session, &out, version.clone());
                     }
@@ -713,6 +719,9 @@ impl Transport for DualEra {
                     let version = legacy.version();
                     let out = legacy_outgoing(out, &version)?;
                     let session = task::Session::Http(Arc::clone(legacy));
+                    if out.method == method::SUBSCRIPTIONS_LISTEN {
+                        return listen::listen(session, &legacy.init_result(), version, &out).await;
+                    }
                     if self
                         .needs_task(&session, &legacy.init_result(), &version, &out)
                         .await?

@@ -56,6 +56,14 @@ impl Session {
             Self::Http(http) => http.send(out).await,
         }
     }
+
+    /// The listeners of the session's notifications no request takes.
+    pub(super) fn listeners(&self) -> &crate::transport::SessionListeners {
+        match self {
+            Self::Stdio(child) => child.listeners(),
+            Self::Http(http) => http.listeners(),
+        }
+    }
 }
 
 /// The server offers task-augmented `tools/call` (its `initialize` result).
@@ -70,7 +78,7 @@ fn next_id() -> RequestId {
 
 /// One request of the leg's own, awaited; its live questions and
 /// notifications go to `forward` (the call's exchange), if any.
-async fn request(
+pub(super) async fn request(
     session: &Session,
     version: &str,
     method: &str,

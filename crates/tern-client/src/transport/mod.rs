@@ -153,6 +153,52 @@ impl Drop for CancelGuard {
     }
 }
 
+/// Listeners of a 2025 session's notifications that no request takes
+/// (`notifications/resources/updated` after `resources/subscribe`, the
+/// list-changed notifications): the legacy leg's `subscriptions/listen`
+/// ([`crate::legacy`]). A slow listener loses notifications rather than
+/// stall the reader; one whose receiver is gone is forgotten.
+#[derive(Debug, Default)]
+pub(crate) struct SessionListeners(std::sync::Mutex<Vec<mpsc::Sender<ServerNotification>>>);
+
+impl SessionListeners {
+    /// How many notifications a listener may fall behind by.
+    const BACKLOG: usize = 64;
+
+    /// A new listener.
+    pub(crate) fn add(&self) -> mpsc::Receiver<ServerNotification> {
+        let (tx, rx) = mpsc::channel(Self::BACKLOG);
+        self.lock().push(tx);
+        rx
+    }
+
+    /// Hands `n` to every listener.
+    pub(crate) fn tell(&self, n: &ServerNotification) {
+        self.lock().retain(|tx| match tx.try_send(n.clone()) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::debug!(
+                    method = n.method(),
+                    "a session listener fell behind; notification dropped"
+                );
+                true
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        });
+    }
+
+    /// The session ended: every listener's stream ends.
+    pub(crate) fn end(&self) {
+        self.lock().clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::Sender<ServerNotification>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// How a client reaches a server.
 pub trait Transport: Send + Sync + std::fmt::Debug + 'static {
     /// Sends one request; its replies arrive on the exchange.

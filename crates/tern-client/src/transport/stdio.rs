@@ -23,7 +23,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, Transport};
+use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, SessionListeners, Transport};
 use crate::error::ClientError;
 use crate::limits::{Limit, Limits};
 
@@ -210,6 +210,9 @@ impl ChildWatch {
 pub struct ChildProcess {
     writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
     routes: Arc<Mutex<Routes>>,
+    /// Listeners of the notifications no request takes (a 2025 session's
+    /// resource updates).
+    listeners: Arc<SessionListeners>,
     child: Arc<tokio::sync::Mutex<Child>>,
     program: String,
     watch: ChildWatch,
@@ -338,6 +341,8 @@ impl ChildProcess {
         let routes: Arc<Mutex<Routes>> = Arc::default();
         lock(&routes).writer = Some(tx.downgrade());
         let reader_routes = Arc::clone(&routes);
+        let listeners: Arc<SessionListeners> = Arc::default();
+        let reader_listeners = Arc::clone(&listeners);
         let reader_child = Arc::clone(&child);
         let max_line = limits.max_response_bytes;
         tokio::spawn(async move {
@@ -345,7 +350,7 @@ impl ChildProcess {
             let mut line = Vec::new();
             let why = loop {
                 match read_line(&mut reader, &mut line, max_line).await {
-                    Ok(true) => dispatch(&reader_routes, &line).await,
+                    Ok(true) => dispatch(&reader_routes, &reader_listeners, &line).await,
                     Ok(false) => break None,
                     Err(LineError::TooLong) => break Some(Limit::ResponseBytes),
                     Err(LineError::Io(e)) => {
@@ -384,11 +389,13 @@ impl ChildProcess {
             for tx in pending {
                 let _ = tx.send(Err(closed_error(&exit, max_line))).await;
             }
+            reader_listeners.end();
             let _ = exit_tx.send(Some(exit));
         });
         Ok(Self {
             writer: Mutex::new(Some(tx)),
             routes,
+            listeners,
             child,
             program: program.to_owned(),
             watch,
@@ -436,6 +443,11 @@ impl ChildProcess {
         }
     }
 
+    /// The listeners of notifications no request takes.
+    pub(crate) fn listeners(&self) -> &SessionListeners {
+        &self.listeners
+    }
+
     /// Writes one line to the child (a notification of the legacy leg).
     pub(crate) fn write_line(&self, line: String) -> Result<(), ClientError> {
         self.write(line)
@@ -479,7 +491,7 @@ fn read_stderr(
 }
 
 /// Routes one line from the server to the request it belongs to.
-async fn dispatch(routes: &Mutex<Routes>, line: &[u8]) {
+async fn dispatch(routes: &Mutex<Routes>, listeners: &SessionListeners, line: &[u8]) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
@@ -514,6 +526,10 @@ async fn dispatch(routes: &Mutex<Routes>, line: &[u8]) {
                     other => subscription_of(other),
                 }
             };
+            if target.is_none() {
+                listeners.tell(&notification);
+                return;
+            }
             (target, Ok(Incoming::Notification(notification)))
         }
         Ok(Message::Request(r)) => {

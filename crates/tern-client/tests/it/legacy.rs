@@ -14,6 +14,7 @@ use serde_json::json;
 use tern_client::Client;
 use tern_client::legacy::{DualEra, Era};
 use tern_client::transport::Transport;
+use tern_protocol::subscription::SubscriptionFilter;
 use tern_server::transport::http::Http;
 
 use crate::handlers::Elicit;
@@ -99,11 +100,31 @@ async fn legacy_endpoint_counting(
     modern: bool,
     refusal: serde_json::Value,
 ) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let (url, inits, refused, _) =
+        legacy_endpoint_of(crate::server::build(), modern, refusal).await;
+    (url, inits, refused)
+}
+
+/// `server` behind a wrapper that refuses its modern wire (unless
+/// `modern`) with `refusal`, counting `initialize`s and refusals and
+/// recording the method of every JSON-RPC request it passes.
+async fn legacy_endpoint_of(
+    server: tern_server::Server,
+    modern: bool,
+    refusal: serde_json::Value,
+) -> (
+    String,
+    Arc<AtomicUsize>,
+    Arc<AtomicUsize>,
+    Arc<std::sync::Mutex<Vec<String>>>,
+) {
     let refused = Arc::new(AtomicUsize::new(0));
     let refused_count = Arc::clone(&refused);
-    let mcp = Http::new(crate::server::build()).into_service();
+    let mcp = Http::new(server).into_service();
     let inits = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&inits);
+    let methods: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let recorded = Arc::clone(&methods);
     let app = axum::Router::new().route(
         "/mcp",
         axum::routing::any(move |request: Request<Body>| {
@@ -111,6 +132,7 @@ async fn legacy_endpoint_counting(
             let inits = Arc::clone(&counted);
             let refusal = refusal.clone();
             let refused = Arc::clone(&refused_count);
+            let methods = Arc::clone(&recorded);
             async move {
                 let is_modern = request
                     .headers()
@@ -130,6 +152,11 @@ async fn legacy_endpoint_counting(
                 if bytes.windows(12).any(|w| w == b"\"initialize\"") {
                     inits.fetch_add(1, Ordering::SeqCst);
                 }
+                if let Ok(body) = serde_json::from_slice::<serde_json::Value>(&bytes)
+                    && let (Some(m), Some(_)) = (body["method"].as_str(), body.get("id"))
+                {
+                    methods.lock().unwrap().push(m.to_owned());
+                }
                 tower::Service::call(&mut mcp, Request::from_parts(parts, Body::from(bytes))).await
             }
         }),
@@ -137,7 +164,12 @@ async fn legacy_endpoint_counting(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://127.0.0.1:{port}/mcp"), inits, refused)
+    (
+        format!("http://127.0.0.1:{port}/mcp"),
+        inits,
+        refused,
+        methods,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -341,4 +373,150 @@ async fn roots_list_outside_a_call_is_answered_by_the_roots_handler() {
     assert!(lines[0]["capabilities"].get("roots").is_some());
     c.close().await;
     let _ = std::fs::remove_file(&record);
+}
+
+/// What a listen on a 2025 session acknowledges: the URIs subscribed, none
+/// of the task ids, the list changes only where the server declares them.
+fn acknowledged(
+    n: Option<Result<tern_protocol::ServerNotification, tern_client::ClientError>>,
+) -> SubscriptionFilter {
+    match n {
+        Some(Ok(tern_protocol::ServerNotification::SubscriptionsAcknowledged(ack))) => {
+            ack.notifications
+        }
+        other => panic!("the first notification is the acknowledgement, not {other:?}"),
+    }
+}
+
+/// The next resource update's URI, within 10 s.
+async fn next_update(s: &mut tern_client::client::Subscription) -> String {
+    match tokio::time::timeout(std::time::Duration::from_secs(10), s.next()).await {
+        Ok(Some(Ok(tern_protocol::ServerNotification::ResourceUpdated(p)))) => p.uri,
+        other => panic!("expected a resource update, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_on_a_2025_stdio_session_subscribes_hears_updates_and_unsubscribes() {
+    let log = std::env::temp_dir().join(format!("tern-legacy-listen-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let words = vec![
+        script(),
+        "--resources".to_owned(),
+        "--log".to_owned(),
+        log.display().to_string(),
+    ];
+    let c = client(DualEra::stdio("python3", &words).unwrap());
+    let mut s = c
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec!["file:///a".into(), "mem://refused".into()]),
+            task_ids: Some(vec!["t1".into()]),
+            tools_list_changed: Some(true),
+            resources_list_changed: Some(true),
+            ..SubscriptionFilter::default()
+        })
+        .await
+        .unwrap();
+    let ack = acknowledged(s.next().await);
+    assert_eq!(
+        ack.resource_subscriptions,
+        Some(vec!["file:///a".to_owned()]),
+        "the refused URI is left out"
+    );
+    assert_eq!(
+        ack.task_ids,
+        Some(Vec::new()),
+        "a 2025 session has no task stream"
+    );
+    assert_eq!(
+        ack.tools_list_changed, None,
+        "the server does not declare tools.listChanged"
+    );
+    assert_eq!(ack.resources_list_changed, Some(true));
+    assert_eq!(next_update(&mut s).await, "file:///a");
+    assert_eq!(next_update(&mut s).await, "file:///a");
+    drop(s);
+    // Dropped, the listen unsubscribes (the server logs it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let seen = std::fs::read_to_string(&log).unwrap_or_default();
+        if seen.contains("unsubscribe file:///a") {
+            assert!(seen.contains("resources/subscribe"), "{seen}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no unsubscribe: {seen}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    c.close().await;
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_on_a_2025_http_session_hears_the_updates_of_its_subscription() {
+    let refusal = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Bad Request: Server not initialized"}});
+    let server = crate::server::build();
+    let (url, _, _, methods) = legacy_endpoint_of(server.clone(), false, refusal).await;
+    let transport = Arc::new(DualEra::http(&url).unwrap());
+    let c = client(Shared(Arc::clone(&transport)));
+    let mut s = c
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec!["res://ask".into()]),
+            ..SubscriptionFilter::default()
+        })
+        .await
+        .unwrap();
+    let ack = acknowledged(s.next().await);
+    assert_eq!(
+        ack.resource_subscriptions,
+        Some(vec!["res://ask".to_owned()])
+    );
+    assert!(matches!(transport.era(), Some(Era::Legacy(_))));
+    // Another resource's update is not this listen's; its own is. (The
+    // session's standalone stream may open after the subscribe returns, so
+    // the update is raised until it is heard.)
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            server.changes().resource_updated("res://other");
+            server.changes().resource_updated("res://ask");
+            if let Ok(n) =
+                tokio::time::timeout(std::time::Duration::from_millis(200), s.next()).await
+            {
+                return n;
+            }
+        }
+    })
+    .await
+    .expect("the update is heard");
+    match heard {
+        Some(Ok(tern_protocol::ServerNotification::ResourceUpdated(p))) => {
+            assert_eq!(p.uri, "res://ask")
+        }
+        other => panic!("expected the update of res://ask, got {other:?}"),
+    }
+    drop(s);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !methods
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|m| m == "resources/unsubscribe")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no unsubscribe: {:?}",
+            methods.lock().unwrap()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        methods
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m == "resources/subscribe")
+    );
+    c.close().await;
 }

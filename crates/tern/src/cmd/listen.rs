@@ -3,8 +3,13 @@
 //! line per notification (`--json`: one JSON object per line), until
 //! Ctrl-C (exit 0) or the server ends the subscription.
 //!
-//! A 2025-11-25 server is refused with the reason: its updates come by
-//! `resources/subscribe` on a session, which tern does not speak yet.
+//! A 2025-11-25 server is followed on its session: tern-client's legacy
+//! leg subscribes to each URI with `resources/subscribe` and hands on the
+//! session's `notifications/resources/updated` (a server that does not
+//! declare `resources.subscribe` honours none). Such a session has no task
+//! status stream, so `--task` is not honoured there; the acknowledgement
+//! line says what is, and a listen that honours nothing ends at once
+//! (exit 3) rather than wait for what cannot come.
 //!
 //! Every string of the server's (URIs, task ids, status messages, methods)
 //! is shown through [`tern::safe`]: on standard output by [`super::emit`],
@@ -27,17 +32,10 @@ pub(super) async fn listen(
     tasks: Vec<String>,
 ) -> Result<u8, Failure> {
     let d = &c.driver;
-    if let Some(Era::Legacy(version)) = c.era().await? {
-        // A 2025 session would take resources/subscribe and send updates
-        // on the session; this tern speaks only subscriptions/listen.
-        return Err(Failure {
-            code: EXIT_SERVER,
-            message: format!(
-                "{} speaks {version}: following its resources takes resources/subscribe on a session, which this tern does not speak yet (tern listen follows 2026-07-28 servers)",
-                d.who()
-            ),
-        });
-    }
+    let legacy = match c.era().await? {
+        Some(Era::Legacy(version)) => Some(version),
+        _ => None,
+    };
     let mut filter = SubscriptionFilter::default();
     if !uris.is_empty() {
         filter.resource_subscriptions = Some(uris.clone());
@@ -76,15 +74,32 @@ pub(super) async fn listen(
                 .flatten()
                 .chain(ack.notifications.task_ids.iter().flatten())
                 .map(|s| tern::safe::line(s).into_owned())
-                .collect::<Vec<_>>()
-                .join(", ");
+                .collect::<Vec<_>>();
+            if let Some(version) = &legacy
+                && !tasks.is_empty()
+            {
+                eprintln!(
+                    "tern: {} speaks {version}, whose tasks have no status stream to follow: --task is not followed there",
+                    d.who()
+                );
+            }
+            if honoured.is_empty() {
+                return Err(Failure {
+                    code: EXIT_SERVER,
+                    message: format!(
+                        "{} honours none of what was asked ({}): nothing to listen to",
+                        d.who(),
+                        uris.iter()
+                            .chain(&tasks)
+                            .map(|s| tern::safe::line(s).into_owned())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
             eprintln!(
                 "tern: listening to {} on {} (Ctrl-C to stop)",
-                if honoured.is_empty() {
-                    "nothing it honours".to_owned()
-                } else {
-                    honoured
-                },
+                honoured.join(", "),
                 d.who()
             );
             continue;

@@ -193,19 +193,53 @@ fn listen_task_follows_a_tasks_status_to_its_end() {
     let _ = caller.wait();
 }
 
-#[test]
-fn listen_on_a_2025_server_says_why_it_cannot() {
-    let server = format!(
+fn legacy_server() -> String {
+    format!(
         "{}/../tern-client/tests/it/peers/legacy_stdio_server.py",
         env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn listen_on_a_2025_server_subscribes_on_its_session_and_hears_updates() {
+    let server = legacy_server();
+    let mut listener = Listener::start(&[
+        "file:///tmp/x",
+        "mem://refused",
+        "--task",
+        "t1",
+        "--",
+        "python3",
+        &server,
+        "--resources",
+    ]);
+    let note = listener.wait_err("no status stream");
+    assert!(note.contains("2025-06-18"), "{note}");
+    let ack = listener.wait_err("listening to");
+    assert!(ack.contains("file:///tmp/x"), "{ack}");
+    assert!(
+        !ack.contains("mem://refused"),
+        "the refused URI is not claimed: {ack}"
     );
+    assert_eq!(listener.next_out(), "resource updated: file:///tmp/x");
+    assert_eq!(listener.next_out(), "resource updated: file:///tmp/x");
+    assert_eq!(listener.interrupt().code(), Some(0));
+}
+
+#[test]
+fn listen_on_a_2025_server_that_honours_nothing_ends_with_the_reason() {
+    // No `resources.subscribe` declared: nothing can come, so tern does
+    // not wait for it.
     let o = Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(["listen", "file:///tmp/x", "--", "python3", &server])
+        .args(["listen", "file:///tmp/x", "--", "python3", &legacy_server()])
         .env("TERN_ERA_CACHE", "off")
         .stdin(Stdio::null())
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("resources/subscribe"), "{err}");
+    assert!(
+        err.contains("honours none of what was asked (file:///tmp/x)"),
+        "{err}"
+    );
 }

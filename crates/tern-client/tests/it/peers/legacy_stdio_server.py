@@ -14,9 +14,17 @@ elicitation/create request and waits for the reply. Options:
                     naming two pages, one with hostile bytes in its URL.
   --ask-roots       after `notifications/initialized`, ask `roots/list` (as
                     server-filesystem does) when the client declared roots.
+  --resources       declare `resources` with `subscribe` and `listChanged`;
+                    `resources/subscribe` of a `file:` URI is accepted (any
+                    other is refused -32602), and every 0.2 s each URI
+                    subscribed gets `notifications/resources/updated`;
+                    `resources/unsubscribe` stops it (logged with --log as
+                    `unsubscribe URI`).
 """
 import json
 import sys
+import threading
+import time
 
 exit_on_probe = "--exit-on-probe" in sys.argv
 silent_probe = "--silent-probe" in sys.argv
@@ -24,6 +32,9 @@ log = sys.argv[sys.argv.index("--log") + 1] if "--log" in sys.argv else None
 record = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else None
 ask_roots = "--ask-roots" in sys.argv
 url_required = "--url-required" in sys.argv
+resources = "--resources" in sys.argv
+subscribed = set()
+lock = threading.Lock()
 if "--chatty" in sys.argv:
     sys.stderr.write("chatty server: started, all is well\n")
     sys.stderr.flush()
@@ -33,8 +44,22 @@ first = True
 
 
 def send(msg):
-    sys.stdout.write(json.dumps(msg) + "\n")
-    sys.stdout.flush()
+    with lock:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+
+def updates():
+    while True:
+        time.sleep(0.2)
+        with lock:
+            uris = sorted(subscribed)
+        for uri in uris:
+            send({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+
+
+if resources:
+    threading.Thread(target=updates, daemon=True).start()
 
 
 def note(entry):
@@ -73,14 +98,33 @@ while True:
         initialized = True
         declared = msg["params"].get("capabilities", {})
         note({"capabilities": declared})
+        caps = {"tools": {}}
+        if resources:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {
-            "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            "protocolVersion": "2025-06-18", "capabilities": caps,
             "serverInfo": {"name": "legacy-stdio", "version": "1.0"}}})
     elif not initialized:
         if not silent_probe:
             send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": "Invalid request parameters"}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": TOOLS}})
+    elif method == "resources/subscribe" and resources:
+        uri = msg["params"]["uri"]
+        if uri.startswith("file:"):
+            with lock:
+                subscribed.add(uri)
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+        else:
+            send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": "Resource not found"}})
+    elif method == "resources/unsubscribe" and resources:
+        uri = msg["params"]["uri"]
+        with lock:
+            subscribed.discard(uri)
+        if log:
+            with open(log, "a") as f:
+                f.write("unsubscribe " + uri + "\n")
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
     elif method == "tools/call" and url_required:
         send({"jsonrpc": "2.0", "id": msg["id"], "error": {
             "code": -32042, "message": "This request requires more information.",
