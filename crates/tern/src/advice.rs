@@ -84,41 +84,8 @@ fn http_advice(e: &ClientError, url: &str) -> Option<String> {
 /// What a client error means for the exit code, with advice.
 pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
     if let Some(rpc) = e.rpc_error() {
-        if rpc.code == code::MISSING_REQUIRED_CLIENT_CAPABILITY {
-            let needs = rpc
-                .missing_capability_data()
-                .and_then(|d| serde_json::to_value(d.required_capabilities).ok())
-                .unwrap_or_default();
-            let mut advice = Vec::new();
-            if needs.get("elicitation").is_some() {
-                advice.push("answer its questions in a terminal (without --no-input), or preset them with --answer KEY=VALUE / --answers FILE (tern questions shows them)");
-            }
-            if needs.get("roots").is_some() {
-                advice.push("share folders with --root PATH");
-            }
-            if needs.get("sampling").is_some() {
-                advice.push("give a --sampler COMMAND, or type the reply in a terminal (without --no-input)");
-            }
-            let needs = if needs.is_null() {
-                String::new()
-            } else {
-                format!(" (it requires {needs})")
-            };
-            let advice = if advice.is_empty() {
-                String::new()
-            } else {
-                format!("; {}", advice.join("; "))
-            };
-            return Failure {
-                code: EXIT_NEEDS_INPUT,
-                message: format!(
-                    "the server needs input this run does not offer: {} [{}]{needs}{advice}",
-                    rpc.message, rpc.code
-                ),
-            };
-        }
-        if rpc.code == code::LEGACY_URL_ELICITATION_REQUIRED {
-            return pages_required(rpc, session);
+        if let Some(f) = needs_input(rpc, session) {
+            return f;
         }
         // The chain is one line; the server's message in it stays one.
         return Failure {
@@ -149,6 +116,53 @@ pub(crate) fn failure(e: &ClientError, session: &Session) -> Failure {
         code,
         message: tern::safe::line(&format!("{e:#}")).into_owned(),
     }
+}
+
+/// A JSON-RPC error that means the server needs input this run does not
+/// give (`-32021`, `-32042`), as the exit code and advice for it — the same
+/// whether a call, a prompt, a read or a task's outcome carried it.
+pub(crate) fn needs_input(
+    rpc: &tern_protocol::error::ErrorObject,
+    session: &Session,
+) -> Option<Failure> {
+    if rpc.code == code::MISSING_REQUIRED_CLIENT_CAPABILITY {
+        let needs = rpc
+            .missing_capability_data()
+            .and_then(|d| serde_json::to_value(d.required_capabilities).ok())
+            .unwrap_or_default();
+        let mut advice = Vec::new();
+        if needs.get("elicitation").is_some() {
+            advice.push("answer its questions in a terminal (without --no-input), or preset them with --answer KEY=VALUE / --answers FILE (tern questions shows them)");
+        }
+        if needs.get("roots").is_some() {
+            advice.push("share folders with --root PATH");
+        }
+        if needs.get("sampling").is_some() {
+            advice.push("give a --sampler COMMAND, or type the reply in a terminal (without --no-input)");
+        }
+        let needs = if needs.is_null() {
+            String::new()
+        } else {
+            format!(" (it requires {needs})")
+        };
+        let advice = if advice.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", advice.join("; "))
+        };
+        return Some(Failure {
+            code: EXIT_NEEDS_INPUT,
+            message: format!(
+                "the server needs input this run does not offer: {} [{}]{needs}{advice}",
+                tern::safe::line(&rpc.message),
+                rpc.code
+            ),
+        });
+    }
+    if rpc.code == code::LEGACY_URL_ELICITATION_REQUIRED {
+        return Some(pages_required(rpc, session));
+    }
+    None
 }
 
 /// `-32042` (2025-11-25 Client Features, Elicitation: "URL Elicitation

@@ -386,9 +386,23 @@ impl Driver {
                 }
                 TaskStatus::Failed => {
                     *lock(&self.session.task) = None;
-                    let why = task
+                    // A task that failed for want of input (-32021, say: a
+                    // question this run cannot answer) ends as a plain call
+                    // would: exit 5 with the same advice.
+                    let needs = task
                         .error
-                        .map_or_else(|| "no error given".to_owned(), |e| e.to_string());
+                        .as_ref()
+                        .and_then(|e| crate::advice::needs_input(e, &self.session));
+                    if let Some(f) = needs {
+                        return Err(Failure {
+                            code: f.code,
+                            message: format!("task {id} failed: {}", f.message),
+                        });
+                    }
+                    let why = task.error.map_or_else(
+                        || "no error given".to_owned(),
+                        |e| tern::safe::line(&e.to_string()).into_owned(),
+                    );
                     return Err(Failure {
                         code: EXIT_SERVER,
                         message: format!("task {id} failed: {why}"),
@@ -424,7 +438,26 @@ impl Driver {
                     }
                     let pending = PendingRound::of_task(tool, fresh)
                         .map_err(|e| failure(&e, &self.session))?;
-                    let responses = self.answer(&pending, sent).await?;
+                    let responses = match self.answer(&pending, sent).await {
+                        Ok(responses) => responses,
+                        // Nobody here can answer: the task would wait for
+                        // an answer that never comes, so it is cancelled
+                        // (as a plain call ends with its request).
+                        Err(mut f) if f.code == EXIT_NEEDS_INPUT => {
+                            *lock(&self.session.task) = None;
+                            let cancelled = tokio::time::timeout(
+                                Duration::from_secs(5),
+                                self.client.task(id).cancel(),
+                            )
+                            .await;
+                            f.message.push_str(&match cancelled {
+                                Ok(Ok(())) => format!(" (task {} was cancelled)", tern::safe::line(id)),
+                                _ => format!(" (task {} could not be cancelled: it waits for its answers until it expires)", tern::safe::line(id)),
+                            });
+                            return Err(f);
+                        }
+                        Err(f) => return Err(f),
+                    };
                     answered.extend(keys);
                     self.task_request(id, "tasks/update", handle.update(responses))
                         .await?;

@@ -86,6 +86,46 @@ fn a_question_without_a_preset_answer_names_its_key() {
 }
 
 #[test]
+fn a_task_tool_without_a_terminal_exits_5_with_the_hint_a_plain_call_gets() {
+    // import_dataset runs as a task; its question finds no elicitation
+    // declared, so the task fails -32021 — the same exit and advice as
+    // provision_database's plain call above.
+    let o = tern(&["call", "--demo", "import_dataset", "rows=4"]);
+    assert_eq!(code(&o), 5, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("failed: the server needs input"), "{err}");
+    assert!(err.contains("-32021"), "{err}");
+    assert!(err.contains("--answer KEY=VALUE"), "{err}");
+}
+
+#[test]
+fn a_task_question_without_a_preset_names_its_key_and_cancels_the_task() {
+    let demo = super::park::Demo::start(&[]);
+    let o = tern(&[
+        "call",
+        "--url",
+        &demo.url,
+        "import_dataset",
+        "rows=4",
+        "--answer",
+        "unrelated=x",
+    ]);
+    assert_eq!(code(&o), 5, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("--answer on_error=VALUE"), "{err}");
+    let id = err
+        .split("(task ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" was cancelled)\n"))
+        .unwrap_or_else(|| panic!("the task is said to be cancelled: {err}"));
+    // Left waiting, the task would hold its answers' slot until it expires.
+    let got = tern(&["task", "get", id, "--url", &demo.url, "--json"]);
+    assert_eq!(code(&got), 0, "{}", stderr(&got));
+    let task: Value = serde_json::from_str(&stdout(&got)).unwrap();
+    assert_eq!(task["status"], "cancelled", "{task}");
+}
+
+#[test]
 fn json_output_is_the_result() {
     let o = tern(&[
         "call",
