@@ -138,7 +138,9 @@ pub(crate) fn needs_input(
             advice.push("share folders with --root PATH");
         }
         if needs.get("sampling").is_some() {
-            advice.push("give a --sampler COMMAND, or type the reply in a terminal (without --no-input)");
+            advice.push(
+                "give a --sampler COMMAND, or type the reply in a terminal (without --no-input)",
+            );
         }
         let needs = if needs.is_null() {
             String::new()

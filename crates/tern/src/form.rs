@@ -42,7 +42,11 @@ pub(crate) type Check = std::sync::Arc<dyn Fn(&str) -> Result<(), String> + Send
 pub(crate) enum Reply<T> {
     /// The answer.
     Value(T),
-    /// Esc, or the end of input: dismiss the form.
+    /// Esc: the person stepped out of the question, with what they had
+    /// typed so far (empty for a choice). The form asks what next and keeps
+    /// it ([`escaped`]).
+    Escape(String),
+    /// Ctrl-C, or the end of input: dismiss the form.
     Cancel,
 }
 
@@ -67,12 +71,14 @@ pub(crate) trait Widgets {
     ) -> Reply<Vec<usize>>;
     /// Yes or no.
     fn confirm(&mut self, label: &str, help: Option<&str>, default: Option<bool>) -> Reply<bool>;
-    /// A line, edited in place, accepted once `check` passes.
+    /// A line, edited in place, accepted once `check` passes; it starts
+    /// as `initial` (what was typed before an Esc).
     fn text(
         &mut self,
         label: &str,
         help: Option<&str>,
         default: Option<&str>,
+        initial: Option<&str>,
         check: Check,
     ) -> Reply<String>;
 }
@@ -98,12 +104,18 @@ pub(crate) fn review(console: &mut dyn Console, lines: &[String]) -> Summary {
         }
         options.push("Decline (refuse the questions)".to_owned());
         let label = format!("Your answers: {}", lines.join("; "));
-        return match w.select(&label, None, &options, Some(0)) {
-            Reply::Value(0) => Summary::Send,
-            Reply::Value(i) if i <= lines.len() => Summary::Change(i - 1),
-            Reply::Value(_) => Summary::Refuse(ElicitResult::decline()),
-            Reply::Cancel => Summary::Refuse(ElicitResult::cancel()),
-        };
+        loop {
+            return match w.select(&label, None, &options, Some(0)) {
+                Reply::Value(0) => Summary::Send,
+                Reply::Value(i) if i <= lines.len() => Summary::Change(i - 1),
+                Reply::Value(_) => Summary::Refuse(ElicitResult::decline()),
+                Reply::Escape(_) => match escaped(w, "your answers") {
+                    Escaped::Back => continue,
+                    Escaped::Refuse(result) => Summary::Refuse(result),
+                },
+                Reply::Cancel => Summary::Refuse(ElicitResult::cancel()),
+            };
+        }
     }
     let mut text = String::from("Your answers:\n");
     for (i, l) in lines.iter().enumerate() {
@@ -166,6 +178,40 @@ enum Field {
     Skip,
     Decline,
     Cancel,
+    /// Esc, with what was typed so far.
+    Escaped(String),
+}
+
+/// What the person chose after an Esc.
+pub(crate) enum Escaped {
+    /// Back to the question (what was typed is kept).
+    Back,
+    /// Refuse the questions (decline or cancel), with this result.
+    Refuse(ElicitResult),
+}
+
+/// After an Esc at `what`: back to it (the default, Enter), dismiss the
+/// question (Esc again: the server is told `cancel`), or decline it. Esc
+/// used to dismiss at once, losing every answer typed; now it costs one
+/// more key.
+pub(crate) fn escaped(w: &mut dyn Widgets, what: &str) -> Escaped {
+    let options = [
+        format!("Back to {what} (nothing typed is lost)"),
+        "Dismiss the question (the server is told you cancelled)".to_owned(),
+        "Decline (refuse the question)".to_owned(),
+    ];
+    match w.select(
+        "Esc: leave the question?",
+        Some("Enter goes back, Esc again dismisses"),
+        &options,
+        Some(0),
+    ) {
+        Reply::Value(0) => Escaped::Back,
+        Reply::Value(2) => Escaped::Refuse(ElicitResult::decline()),
+        Reply::Value(_) | Reply::Escape(_) | Reply::Cancel => {
+            Escaped::Refuse(ElicitResult::cancel())
+        }
+    }
 }
 
 /// Asks the whole form; `asker` names the server asking (and what for);
@@ -183,7 +229,7 @@ pub(crate) fn fill(
             "(Enter keeps a [default]; type {DECLINE} to refuse or {CANCEL} to dismiss, at any prompt.)\n"
         ),
         (true, true) => {
-            "(Arrow keys choose, Enter answers, Esc dismisses the question, Ctrl-C stops tern.)\n"
+            "(Arrow keys choose, Enter answers, Esc steps out of the question, Ctrl-C stops tern.)\n"
                 .to_owned()
         }
     };
@@ -194,22 +240,43 @@ pub(crate) fn fill(
     let mut content = IndexMap::new();
     for (key, field) in &schema.properties {
         let must = required.iter().any(|r| r == key);
-        match ask_field(console, key, field, must) {
+        let mut typed: Option<String> = None;
+        let outcome = loop {
+            match ask_field(console, key, field, must, typed.as_deref()) {
+                Field::Escaped(partial) => {
+                    let Some(w) = console.widgets() else {
+                        break Field::Cancel;
+                    };
+                    match escaped(w, "the question") {
+                        Escaped::Back => typed = Some(partial).filter(|t| !t.is_empty()),
+                        Escaped::Refuse(result) => return refused(console, result),
+                    }
+                }
+                other => break other,
+            }
+        };
+        match outcome {
             Field::Value(v) => {
                 content.insert(key.clone(), v);
             }
             Field::Skip => {}
-            Field::Decline => {
-                console.say("Declined.\n");
-                return ElicitResult::decline();
-            }
-            Field::Cancel => {
-                console.say("Cancelled.\n");
-                return ElicitResult::cancel();
-            }
+            Field::Decline => return refused(console, ElicitResult::decline()),
+            Field::Cancel | Field::Escaped(_) => return refused(console, ElicitResult::cancel()),
         }
     }
     ElicitResult::accept(content)
+}
+
+/// Says how the form ended, and returns `result`.
+fn refused(console: &mut dyn Console, result: ElicitResult) -> ElicitResult {
+    console.say(
+        if result.action == tern_protocol::elicitation::ElicitAction::Decline {
+            "Declined.\n"
+        } else {
+            "Cancelled.\n"
+        },
+    );
+    result
 }
 
 /// A server's multi-line text under one of tern's headers: made safe
@@ -273,7 +340,13 @@ fn help_of(field: &PrimitiveSchema) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn ask_field(console: &mut dyn Console, key: &str, field: &PrimitiveSchema, must: bool) -> Field {
+fn ask_field(
+    console: &mut dyn Console,
+    key: &str,
+    field: &PrimitiveSchema,
+    must: bool,
+    typed: Option<&str>,
+) -> Field {
     use PrimitiveSchema as P;
     let (title, description) = match field {
         P::String(s) => (&s.title, &s.description),
@@ -287,7 +360,7 @@ fn ask_field(console: &mut dyn Console, key: &str, field: &PrimitiveSchema, must
     };
     let label = header(console, key, title.as_deref(), description.as_deref(), must);
     if let Some(w) = console.widgets() {
-        return rich_field(w, &label, field, must, title.as_deref());
+        return rich_field(w, &label, field, must, title.as_deref(), typed);
     }
     let untitled = |values: &[String]| -> Vec<TitledOption> {
         values
@@ -471,6 +544,7 @@ fn rich_field(
     field: &PrimitiveSchema,
     must: bool,
     title: Option<&str>,
+    typed: Option<&str>,
 ) -> Field {
     use PrimitiveSchema as P;
     // The description, unless the label already is it.
@@ -498,6 +572,7 @@ fn rich_field(
             Reply::Value(i) => options.get(i).map_or(Field::Skip, |o| {
                 Field::Value(ElicitValue::String(o.value.clone()))
             }),
+            Reply::Escape(partial) => Field::Escaped(partial),
             Reply::Cancel => Field::Cancel,
         }
     };
@@ -519,6 +594,7 @@ fn rich_field(
                     .filter_map(|i| options.get(i).map(|o| o.value.clone()))
                     .collect(),
             )),
+            Reply::Escape(partial) => Field::Escaped(partial),
             Reply::Cancel => Field::Cancel,
         }
     };
@@ -551,12 +627,13 @@ fn rich_field(
                 (Some(h), Some(f)) => Some(format!("{h} ({f})")),
                 (h, f) => h.map(str::to_owned).or(f.map(str::to_owned)),
             };
-            match w.text(label, help.as_deref(), s.default.as_deref(), check) {
+            match w.text(label, help.as_deref(), s.default.as_deref(), typed, check) {
                 Reply::Value(v) if v.is_empty() => Field::Skip,
                 Reply::Value(v) if s.format == Some(StringFormat::DateTime) => {
                     date_time(&v).map_or(Field::Skip, |v| Field::Value(ElicitValue::String(v)))
                 }
                 Reply::Value(v) => Field::Value(ElicitValue::String(v)),
+                Reply::Escape(partial) => Field::Escaped(partial),
                 Reply::Cancel => Field::Cancel,
             }
         }
@@ -573,15 +650,33 @@ fn rich_field(
                 parse_number(v, &schema).map(|_| ())
             });
             let default = n.default.map(|d| d.to_string());
-            match w.text(label, help, default.as_deref(), check) {
+            match w.text(label, help, default.as_deref(), typed, check) {
                 Reply::Value(v) if v.is_empty() => Field::Skip,
                 Reply::Value(v) => parse_number(&v, n)
                     .map_or(Field::Skip, |x| Field::Value(ElicitValue::Number(x))),
+                Reply::Escape(partial) => Field::Escaped(partial),
+                Reply::Cancel => Field::Cancel,
+            }
+        }
+        // An optional yes/no without a default may be left empty: a
+        // choice of three, as the line prompt's empty answer.
+        P::Boolean(b) if !must && b.default.is_none() => {
+            let options = [
+                "Yes".to_owned(),
+                "No".to_owned(),
+                "(leave empty)".to_owned(),
+            ];
+            match w.select(&format!("{label} [y/n]"), help, &options, None) {
+                Reply::Value(0) => Field::Value(ElicitValue::Bool(true)),
+                Reply::Value(1) => Field::Value(ElicitValue::Bool(false)),
+                Reply::Value(_) => Field::Skip,
+                Reply::Escape(partial) => Field::Escaped(partial),
                 Reply::Cancel => Field::Cancel,
             }
         }
         P::Boolean(b) => match w.confirm(label, help, b.default) {
             Reply::Value(v) => Field::Value(ElicitValue::Bool(v)),
+            Reply::Escape(partial) => Field::Escaped(partial),
             Reply::Cancel => Field::Cancel,
         },
         P::UntitledSingleSelect(e) => one(w, untitled(&e.options), e.default.as_deref()),

@@ -3,8 +3,9 @@
 //! - on a terminal, `inquire` widgets: arrow-key selection and
 //!   multi-selection, a yes/no confirmation, a line editor with defaults and
 //!   validation messages shown as the person types; colour unless `NO_COLOR`
-//!   is set. Esc dismisses a question; Ctrl-C (a key in raw mode) stops tern
-//!   as the signal would ([`interrupted`]);
+//!   is set. Esc steps out of a question (the form then offers to go back
+//!   to it with what was typed, or to dismiss it); Ctrl-C (a key in raw
+//!   mode) stops tern as the signal would ([`interrupted`]);
 //! - otherwise, or with `TERN_PROMPTS=lines`, numbered lines on standard
 //!   error read from standard input (pipes, scripts, tests).
 //!
@@ -113,7 +114,7 @@ impl Console for Rich {
         match Text::new(prompt.trim_end().trim_end_matches(':')).prompt() {
             Ok(v) => Some(v),
             Err(e) => {
-                let _: Reply<()> = refused(&e);
+                let _: Reply<()> = refused(&e, String::new());
                 None
             }
         }
@@ -124,13 +125,56 @@ impl Console for Rich {
     }
 }
 
-/// Esc and Ctrl-C: both dismiss the question; Ctrl-C also stops tern.
-fn refused<T>(e: &InquireError) -> Reply<T> {
-    if matches!(e, InquireError::OperationInterrupted) {
-        WAS_INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-        INTERRUPTED.notify_one();
+/// Esc steps out of the question, keeping `typed` (the form asks what
+/// next); Ctrl-C dismisses it and stops tern; anything else (the terminal
+/// went away) dismisses it.
+fn refused<T>(e: &InquireError, typed: String) -> Reply<T> {
+    match e {
+        InquireError::OperationCanceled => Reply::Escape(typed),
+        InquireError::OperationInterrupted => {
+            WAS_INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+            INTERRUPTED.notify_one();
+            Reply::Cancel
+        }
+        _ => Reply::Cancel,
     }
-    Reply::Cancel
+}
+
+/// Keeps what is typed in a text widget as it changes (inquire calls an
+/// autocompleter on every edit; this one suggests nothing), so an Esc
+/// does not lose it: inquire's cancel returns no text.
+#[derive(Clone, Default)]
+struct Typed(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl Typed {
+    fn take(&self) -> String {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
+
+impl inquire::Autocomplete for Typed {
+    fn get_suggestions(&mut self, input: &str) -> Result<Vec<String>, inquire::CustomUserError> {
+        input.clone_into(
+            &mut self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        Ok(Vec::new())
+    }
+
+    fn get_completion(
+        &mut self,
+        _input: &str,
+        _highlighted: Option<String>,
+    ) -> Result<inquire::autocompletion::Replacement, inquire::CustomUserError> {
+        Ok(None)
+    }
 }
 
 impl Widgets for Rich {
@@ -151,7 +195,7 @@ impl Widgets for Rich {
         s = s.with_help_message(&help);
         match s.raw_prompt() {
             Ok(o) => Reply::Value(o.index),
-            Err(e) => refused(&e),
+            Err(e) => refused(&e, String::new()),
         }
     }
 
@@ -187,12 +231,17 @@ impl Widgets for Rich {
             );
         match m.raw_prompt() {
             Ok(chosen) => Reply::Value(chosen.into_iter().map(|o| o.index).collect()),
-            Err(e) => refused(&e),
+            Err(e) => refused(&e, String::new()),
         }
     }
 
     fn confirm(&mut self, label: &str, help: Option<&str>, default: Option<bool>) -> Reply<bool> {
-        let label = line(label);
+        // With a default inquire shows `(Y/n)` or `(y/N)`; without one it
+        // shows nothing, so the label says it.
+        let label = match default {
+            Some(_) => line(label).into_owned(),
+            None => format!("{} [y/n]", line(label)),
+        };
         let help = help.map(line);
         let mut c = Confirm::new(&label);
         if let Some(d) = default {
@@ -203,7 +252,7 @@ impl Widgets for Rich {
         }
         match c.prompt() {
             Ok(v) => Reply::Value(v),
-            Err(e) => refused(&e),
+            Err(e) => refused(&e, String::new()),
         }
     }
 
@@ -212,25 +261,32 @@ impl Widgets for Rich {
         label: &str,
         help: Option<&str>,
         default: Option<&str>,
+        initial: Option<&str>,
         check: Check,
     ) -> Reply<String> {
         let label = line(label);
         let (help, default) = (help.map(line), default.map(line));
-        let mut t = Text::new(&label).with_validator(move |v: &str| {
-            Ok(match check(v.trim()) {
-                Ok(()) => Validation::Valid,
-                Err(why) => Validation::Invalid(why.into()),
-            })
-        });
+        let typed = Typed::default();
+        let mut t = Text::new(&label)
+            .with_autocomplete(typed.clone())
+            .with_validator(move |v: &str| {
+                Ok(match check(v.trim()) {
+                    Ok(()) => Validation::Valid,
+                    Err(why) => Validation::Invalid(why.into()),
+                })
+            });
         if let Some(d) = &default {
             t = t.with_default(d);
+        }
+        if let Some(i) = initial {
+            t = t.with_initial_value(i);
         }
         if let Some(h) = &help {
             t = t.with_help_message(h);
         }
         match t.prompt() {
             Ok(v) => Reply::Value(v.trim().to_owned()),
-            Err(e) => refused(&e),
+            Err(e) => refused(&e, typed.take()),
         }
     }
 }

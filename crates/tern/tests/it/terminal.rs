@@ -224,16 +224,78 @@ fn the_summary_changes_one_answer_before_sending() {
 }
 
 #[test]
-fn escape_dismisses_the_question_and_exits_1() {
+fn escape_twice_dismisses_the_question_and_exits_1() {
     let t = Tmux::start(
         "escape",
         &shell("call --demo provision_database name=orders"),
     );
     t.wait_for("> 1) Ireland (eu-west-1)");
+    // One Esc asks; it dismisses nothing yet.
+    t.keys(&["Escape"]);
+    let screen = t.wait_for("Esc: leave the question?");
+    assert!(screen.contains("> Back to the question"), "{screen}");
+    assert!(!screen.contains("EXIT="), "{screen}");
     t.keys(&["Escape"]);
     let screen = t.wait_for("EXIT=");
     assert!(screen.contains("Provisioning cancelled."), "{screen}");
     assert!(screen.contains("EXIT=1"), "{screen}");
+}
+
+#[test]
+fn escape_keeps_the_answers_and_the_text_already_typed() {
+    let t = Tmux::start("keep", &shell("call --demo book_table restaurant=Noma"));
+    // The first question of the round, answered.
+    t.wait_for("> 1) 4 people");
+    t.keys(&["Enter"]);
+    // The second: half typed, then Esc, then back to it.
+    t.wait_for("What time should the table be booked for?");
+    t.wait_for("? When (required)");
+    assert!(
+        t.tmux(&["send-keys", "-t", "t", "-l", "2026-12-24 19"])
+            .status
+            .success()
+    );
+    t.wait_for("2026-12-24 19");
+    t.keys(&["Escape"]);
+    t.wait_for("Esc: leave the question?");
+    t.keys(&["Enter"]);
+    // Asked again, with what was typed: the rest completes it.
+    t.until("the question asked again", || {
+        t.screen().matches("When (required)").count() >= 2
+    });
+    t.type_line(":30");
+    let screen = t.wait_for("> Send these answers");
+    assert!(
+        screen.contains("party: size = 4"),
+        "the first answer is kept: {screen}"
+    );
+    assert!(
+        screen.contains("time: at = 2026-12-24T19:30:00Z"),
+        "{screen}"
+    );
+    assert!(!screen.contains("Cancelled."), "{screen}");
+    t.keys(&["Enter"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(
+        screen.contains("Booked a table for 4 at Noma for 2026-12-24T19:30:00Z."),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+#[test]
+fn a_yes_no_field_says_y_n() {
+    let t = Tmux::start(
+        "yesno",
+        &shell("call --demo transfer_funds to=bob amount=100"),
+    );
+    let screen = t.wait_for("[y/n]");
+    assert!(screen.contains("Confirm (required) [y/n]"), "{screen}");
+    t.type_line("y");
+    t.wait_for("> Send these answers");
+    t.keys(&["Enter"]);
+    let screen = t.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
 }
 
 #[test]
