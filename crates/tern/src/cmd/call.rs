@@ -20,37 +20,9 @@ pub(super) async fn call(
     let args = tool_arguments(pairs, args)?;
     let args = checked_arguments(c, &tool, args).await?;
     c.parkable().await?;
-    let first = First::Tool(tool.clone(), args);
-    let mut retries = 0;
-    loop {
-        match c.driver.run(&first).await {
-            Ok(ended) => return c.finish(ended, Some(&tool)),
-            Err(f) => {
-                // A -32042: at a terminal, offer its pages and call again
-                // once they are open (a few times at most).
-                let pages = std::mem::take(
-                    &mut *c
-                        .driver
-                        .session
-                        .pages
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner),
-                );
-                if pages.is_empty() || !c.driver.interactive || retries == MAX_PAGE_RETRIES {
-                    return Err(f);
-                }
-                if !crate::terminal::open_required_pages(&c.driver.session, pages).await {
-                    return Err(f);
-                }
-                retries += 1;
-            }
-        }
-    }
+    let ended = c.run(&First::Tool(tool.clone(), args)).await?;
+    c.finish(ended, Some(&tool))
 }
-
-/// How many times `tern call` calls again after the person opened the pages
-/// a `-32042` named.
-const MAX_PAGE_RETRIES: u32 = 3;
 
 /// The tool named `name`, with "did you mean" when it does not exist;
 /// `None` when the server cannot list its tools.

@@ -18,7 +18,6 @@ pub(super) async fn prompt(c: &Connected, name: String, pairs: &[String]) -> Res
     check_prompt(c, &name, &args).await?;
     c.parkable().await?;
     let ended = c
-        .driver
         .run(&First::Prompt(name, Some(args).filter(|a| !a.is_empty())))
         .await?;
     c.finish(ended, None)
@@ -29,7 +28,7 @@ pub(super) async fn prompt(c: &Connected, name: String, pairs: &[String]) -> Res
 pub(super) async fn read(c: &Connected, uri: String) -> Result<u8, Failure> {
     let d = &c.driver;
     c.parkable().await?;
-    match d.run(&First::Read(uri.clone())).await {
+    match c.run(&First::Read(uri.clone())).await {
         Ok(ended) => c.finish(ended, None),
         Err(mut f) => {
             if f.code == EXIT_SERVER

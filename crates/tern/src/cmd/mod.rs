@@ -24,7 +24,7 @@ use crate::exit::{
     Failure, usage,
 };
 use crate::output;
-use crate::rounds::{Activity, Driver, Ended};
+use crate::rounds::{Activity, Driver, Ended, First};
 use crate::terminal::LivePresets;
 use crate::terminal::{Phase, Sampler, Session, TerminalElicitation, TerminalSampling};
 
@@ -150,6 +150,10 @@ pub(crate) struct Connected {
     pub(crate) dual: Option<Arc<DualEra>>,
 }
 
+/// How many times a request is sent again after the person opened the
+/// pages a `-32042` named.
+const MAX_PAGE_RETRIES: u32 = 3;
+
 impl Connected {
     /// The era the server speaks: known once it answered, else found with
     /// one `tools/list`; `None` for a server of one era (the demo).
@@ -182,6 +186,35 @@ impl Connected {
                 ),
             }),
             _ => Ok(()),
+        }
+    }
+
+    /// Runs `first` to its end; a `-32042` (a 2025 server's pages to open
+    /// first) is offered at a terminal and `first` sent again once they
+    /// are open, [`MAX_PAGE_RETRIES`] times at most — for a call, a prompt
+    /// and a read alike.
+    pub(crate) async fn run(&self, first: &First) -> Result<Ended, Failure> {
+        let mut retries = 0;
+        loop {
+            let f = match self.driver.run(first).await {
+                Ok(ended) => return Ok(ended),
+                Err(f) => f,
+            };
+            let pages = std::mem::take(
+                &mut *self
+                    .driver
+                    .session
+                    .pages
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            if pages.is_empty() || !self.driver.interactive || retries == MAX_PAGE_RETRIES {
+                return Err(f);
+            }
+            if !crate::terminal::open_required_pages(&self.driver.session, pages).await {
+                return Err(f);
+            }
+            retries += 1;
         }
     }
 

@@ -304,6 +304,60 @@ fn url_elicitation_required_at_a_terminal_opens_the_page_and_retries() {
 }
 
 #[test]
+fn url_elicitation_required_on_a_prompt_or_a_read_shows_the_page_and_exits_5_in_a_pipe() {
+    for words in [["prompt", "greeting"], ["read", "file:///notes"]] {
+        let server = ["--", "python3", &recorder(), "--url-once"];
+        let o = tern(&[&words[..], &server[..]].concat());
+        let err = stderr(&o);
+        assert_eq!(code(&o), 5, "{words:?}: {err}");
+        assert!(err.contains("open 1 web page(s)"), "{words:?}: {err}");
+        assert!(
+            err.contains("URL:  https://auth.example/sign-in"),
+            "{words:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn url_elicitation_required_on_a_prompt_and_a_read_at_a_terminal_opens_and_retries() {
+    let dir = folder("url-fetch");
+    let browsed = dir.join("opened.log");
+    let opener = dir.join("opener.sh");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", browsed.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for (words, answer) in [
+        ("prompt greeting", "Hello after sign-in"),
+        ("read file:///notes", "notes after sign-in"),
+    ] {
+        let line = format!(
+            "TERN_ERA_CACHE=off TERN_PROMPTS=lines TERN_BROWSER='{}' {}",
+            opener.display(),
+            crate::terminal::shell(&format!("{words} -- python3 '{}' --url-once", recorder()))
+        );
+        let t = crate::terminal::Tmux::start("url-fetch", &line);
+        let screen = t.wait_for("Open this URL in your browser? [y/N]: ");
+        assert!(
+            screen.contains("URL:  https://auth.example/sign-in"),
+            "{screen}"
+        );
+        t.type_line("y");
+        let screen = t.wait_for("EXIT=");
+        assert!(screen.contains(answer), "{words}: {screen}");
+        assert!(screen.contains("EXIT=0"), "{words}: {screen}");
+    }
+    let log = std::fs::read_to_string(&browsed).unwrap();
+    assert_eq!(
+        log, "https://auth.example/sign-in\nhttps://auth.example/sign-in\n",
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn questions_on_a_2025_server_explain_and_run_the_tool_only_with_run() {
     let dir = folder("questions");
     let log = dir.join("methods.log");

@@ -14,6 +14,9 @@ elicitation/create request and waits for the reply. Options:
                     naming two pages, one with hostile bytes in its URL.
   --ask-roots       after `notifications/initialized`, ask `roots/list` (as
                     server-filesystem does) when the client declared roots.
+  --url-once        offer a prompt `greeting` and a resource `file:///notes`;
+                    the first prompts/get and the first resources/read are
+                    answered -32042 naming one page, the next ones served.
   --resources       declare `resources` with `subscribe` and `listChanged`;
                     `resources/subscribe` of a `file:` URI is accepted (any
                     other is refused -32602), and every 0.2 s each URI
@@ -33,6 +36,8 @@ record = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else
 ask_roots = "--ask-roots" in sys.argv
 url_required = "--url-required" in sys.argv
 resources = "--resources" in sys.argv
+url_once = "--url-once" in sys.argv
+owed = {"prompts/get", "resources/read"}
 subscribed = set()
 lock = threading.Lock()
 if "--chatty" in sys.argv:
@@ -99,6 +104,9 @@ while True:
         declared = msg["params"].get("capabilities", {})
         note({"capabilities": declared})
         caps = {"tools": {}}
+        if url_once:
+            caps["prompts"] = {}
+            caps["resources"] = {}
         if resources:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {
@@ -125,6 +133,23 @@ while True:
             with open(log, "a") as f:
                 f.write("unsubscribe " + uri + "\n")
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+    elif url_once and method in owed:
+        owed.discard(method)
+        send({"jsonrpc": "2.0", "id": msg["id"], "error": {
+            "code": -32042, "message": "Sign in first.",
+            "data": {"elicitations": [
+                {"mode": "url", "elicitationId": "s1", "message": "Sign in to read this",
+                 "url": "https://auth.example/sign-in"}]}}})
+    elif url_once and method == "prompts/list":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"prompts": [{"name": "greeting"}]}})
+    elif url_once and method == "prompts/get":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"messages": [
+            {"role": "user", "content": {"type": "text", "text": "Hello after sign-in"}}]}})
+    elif url_once and method == "resources/list":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"resources": [{"uri": "file:///notes", "name": "notes"}]}})
+    elif url_once and method == "resources/read":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": [
+            {"uri": "file:///notes", "mimeType": "text/plain", "text": "notes after sign-in"}]}})
     elif method == "tools/call" and url_required:
         send({"jsonrpc": "2.0", "id": msg["id"], "error": {
             "code": -32042, "message": "This request requires more information.",
