@@ -24,7 +24,6 @@ use tern_client::transport::stdio::ChildWatch;
 use tern_client::{CallOptions, Client, ClientError, Completed, ErrorKind, PendingRound, Round};
 use tern_protocol::elicitation::ElicitAction;
 use tern_protocol::task::{Task, TaskStatus};
-use tern_protocol::tool::CallToolResult;
 use tern_protocol::{InputRequest, InputResponse, InputResponses, JsonObject};
 use tokio::time::Instant;
 
@@ -138,6 +137,21 @@ pub(crate) enum Ended {
     Done(Completed),
     /// The server asked and the run parks the round (`--park`).
     Parked(PendingRound),
+    /// The call became a task, which asks what the presets do not answer,
+    /// and the run parks it (`--park`): the task keeps its questions, so
+    /// they are left to it, unanswered, not cancelled.
+    ParkedTask(ParkedTask),
+}
+
+/// A task left asking by a run with `--park`.
+#[derive(Debug)]
+pub(crate) struct ParkedTask {
+    /// The tool whose call became the task.
+    pub(crate) tool: String,
+    /// The task.
+    pub(crate) task_id: String,
+    /// What it asks.
+    pub(crate) input_requests: tern_protocol::InputRequests,
 }
 
 impl std::fmt::Debug for Driver {
@@ -285,10 +299,7 @@ impl Driver {
                 Round::Complete(done) => return Ok(Ended::Done(done)),
                 Round::InputRequired(pending) => pending,
                 Round::Task(task) => {
-                    return self
-                        .follow_task(tool, &task.task_id, &mut sent)
-                        .await
-                        .map(|r| Ended::Done(Completed::Tool(r)));
+                    return self.follow_task(tool, &task.task_id, &mut sent).await;
                 }
                 _ => {
                     return Err(Failure {
@@ -345,13 +356,15 @@ impl Driver {
     /// Follows task `id` (made by a call of `tool`) to its end: its status
     /// on the progress line, its questions asked like any other (presets
     /// first), the answers sent with `tasks/update`. Ctrl-C meanwhile is the
-    /// command's (it offers to cancel the task or leave it running).
+    /// command's (it offers to cancel the task or leave it running). With
+    /// `--park`, questions the presets do not answer end the run as
+    /// [`Ended::ParkedTask`], the task left waiting for them.
     pub(crate) async fn follow_task(
         &self,
         tool: &str,
         id: &str,
         sent: &mut HashMap<String, InputRequest>,
-    ) -> Result<CallToolResult, Failure> {
+    ) -> Result<Ended, Failure> {
         *lock(&self.session.task) = Some(id.to_owned());
         if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             eprintln!(
@@ -379,10 +392,12 @@ impl Driver {
                         code: EXIT_SERVER,
                         message: format!("task {id} completed with a result tern cannot read: {e}"),
                     })?;
-                    return result.ok_or_else(|| Failure {
-                        code: EXIT_SERVER,
-                        message: format!("task {id} completed without its result"),
-                    });
+                    return result
+                        .map(|r| Ended::Done(Completed::Tool(r)))
+                        .ok_or_else(|| Failure {
+                            code: EXIT_SERVER,
+                            message: format!("task {id} completed without its result"),
+                        });
                 }
                 TaskStatus::Failed => {
                     *lock(&self.session.task) = None;
@@ -428,6 +443,20 @@ impl Driver {
                     }
                     let keys: Vec<String> = fresh.keys().cloned().collect();
                     self.session.asked(&keys);
+                    if self.park {
+                        let preset = self.presets.keys();
+                        if !keys
+                            .iter()
+                            .all(|k| preset.contains(k) && !sent.contains_key(k))
+                        {
+                            *lock(&self.session.task) = None;
+                            return Ok(Ended::ParkedTask(ParkedTask {
+                                tool: tool.to_owned(),
+                                task_id: id.to_owned(),
+                                input_requests: fresh,
+                            }));
+                        }
+                    }
                     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                         eprintln!(
                             "tern: task {}: {} asks before it can go on: {}",

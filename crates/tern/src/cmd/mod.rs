@@ -108,6 +108,14 @@ pub(crate) enum Op {
         /// The round, as read from the file.
         pending: Box<tern_client::PendingRound>,
     },
+    /// A parked task continued (`tern resume FILE` of a `pending-task/1`
+    /// file): followed with the run's answers.
+    ResumeTask {
+        /// The tool whose call became the task.
+        tool: String,
+        /// The task.
+        task: String,
+    },
     /// The first round's questions of a `tools/call`.
     Questions {
         /// The tool.
@@ -227,6 +235,13 @@ impl Connected {
                 None => Err(Failure {
                     code: EXIT_SERVER,
                     message: "a round was parked without --park".into(),
+                }),
+            },
+            Ended::ParkedTask(task) => match &self.park {
+                Some(parking) => park::write_task(self, parking, task),
+                None => Err(Failure {
+                    code: EXIT_SERVER,
+                    message: "a task was parked without --park".into(),
                 }),
             },
         }
@@ -495,6 +510,11 @@ async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
         } => questions::questions(c, &tool, (&pairs, args.as_deref()), run).await,
         Op::Task { action, id } => task::task(c, action, &id).await,
         Op::Listen { uris, tasks } => listen::listen(c, uris, tasks).await,
+        Op::ResumeTask { tool, task } => {
+            let mut sent = std::collections::HashMap::new();
+            let ended = c.driver.follow_task(&tool, &task, &mut sent).await?;
+            c.finish(ended, Some(&tool))
+        }
         Op::Resume { pending } => {
             let tool = match &pending.call {
                 tern_client::Call::Tool { name, .. } => Some(name.clone()),

@@ -24,6 +24,21 @@
 //! config file for `--server`. The `requestState` is the server's, sealed
 //! by it: a changed one is refused by the server, not by tern.
 //!
+//! A call that became a task (Tasks extension) asks through the task: its
+//! questions wait in the task record (`input_required`) until answered
+//! with `tasks/update`, so the task itself is what is parked — the file
+//! (`pending-task/1`) names the server, the tool, the task id and its
+//! questions, and `tern resume FILE` follows the task with the run's
+//! answers:
+//!
+//! ```json
+//! {"tern": "pending-task/1", "server": {"url": "http://127.0.0.1:8080/mcp"},
+//!  "tool": "import_dataset", "task": "f908…", "inputRequests": {"on_error": {...}}}
+//! ```
+//!
+//! Over stdio the task lives in the server process that ends with the run,
+//! unless the server keeps its tasks in a durable store; tern says so.
+//!
 //! A 2025-11-25 server asks inside a live session (its questions are
 //! requests of their own, answered while the call is open): there is no
 //! round to park, and tern says so.
@@ -40,6 +55,34 @@ use crate::exit::{EXIT_PARKED, EXIT_USAGE, Failure, usage};
 
 /// The format's name and version, the file's `tern` member.
 pub(crate) const FORMAT: &str = "pending-round/1";
+
+/// The format of a parked task.
+pub(crate) const TASK_FORMAT: &str = "pending-task/1";
+
+/// A parked task as written.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ParkedTaskFile {
+    /// [`TASK_FORMAT`].
+    pub(crate) tern: String,
+    /// The server, as named on the command line (secrets by name only).
+    pub(crate) server: ParkedServer,
+    /// The tool whose call became the task.
+    pub(crate) tool: String,
+    /// The task id.
+    pub(crate) task: String,
+    /// What the task asks.
+    pub(crate) input_requests: tern_protocol::InputRequests,
+}
+
+/// What a parked file holds.
+#[derive(Debug)]
+pub(crate) enum ParkedFile {
+    /// A round ([`FORMAT`]).
+    Round(Parked),
+    /// A task that asks ([`TASK_FORMAT`]).
+    Task(ParkedTaskFile),
+}
 
 /// A parked round as written: the format, the server, the round.
 #[derive(Debug, Serialize, Deserialize)]
@@ -130,27 +173,7 @@ pub(crate) fn write(
         server: parking.server.clone(),
         round: pending,
     };
-    let to_stdout = parking.to.as_os_str() == "-";
-    if to_stdout {
-        emit_json(&parked);
-    } else {
-        let mut text = serde_json::to_string_pretty(&parked).map_err(|e| Failure {
-            code: EXIT_USAGE,
-            message: format!("the round cannot be written: {e}"),
-        })?;
-        text.push('\n');
-        write_private(&parking.to, text.as_bytes()).map_err(|e| {
-            usage(format!(
-                "cannot write the parked round to {}: {e}",
-                parking.to.display()
-            ))
-        })?;
-    }
-    let file = if to_stdout {
-        "FILE".to_owned()
-    } else {
-        parking.to.display().to_string()
-    };
+    let (file, to_stdout) = put(parking, &parked)?;
     eprint!("{}", tern::safe::text(&describe));
     eprintln!(
         "tern: parked {} (round {}) of {}{}; continue it with `tern resume {file} --answer KEY=VALUE` (or --answers FILE)",
@@ -161,6 +184,69 @@ pub(crate) fn write(
             String::new()
         } else {
             format!(" in {file}")
+        },
+    );
+    Ok(EXIT_PARKED)
+}
+
+/// Writes `parked` where `--park` says: the name to resume it by (`FILE`
+/// for standard output), and whether it went to standard output.
+fn put(parking: &Parking, parked: &impl Serialize) -> Result<(String, bool), Failure> {
+    let to_stdout = parking.to.as_os_str() == "-";
+    if to_stdout {
+        emit_json(parked);
+        return Ok(("FILE".to_owned(), true));
+    }
+    let mut text = serde_json::to_string_pretty(parked).map_err(|e| Failure {
+        code: EXIT_USAGE,
+        message: format!("the round cannot be written: {e}"),
+    })?;
+    text.push('\n');
+    write_private(&parking.to, text.as_bytes()).map_err(|e| {
+        usage(format!(
+            "cannot write the parked round to {}: {e}",
+            parking.to.display()
+        ))
+    })?;
+    Ok((parking.to.display().to_string(), false))
+}
+
+/// Parks a task that asks: the file names it and its questions, the task
+/// is left waiting for the answers (they may come from `tern resume` in
+/// any process), and the run exits [`EXIT_PARKED`].
+pub(crate) fn write_task(
+    c: &Connected,
+    parking: &Parking,
+    task: crate::rounds::ParkedTask,
+) -> Result<u8, Failure> {
+    let describe = super::questions::describe(
+        &task.tool,
+        &task.input_requests,
+        &format!("as task {}", task.task_id),
+    );
+    let parked = ParkedTaskFile {
+        tern: TASK_FORMAT.to_owned(),
+        server: parking.server.clone(),
+        tool: task.tool,
+        task: task.task_id,
+        input_requests: task.input_requests,
+    };
+    let (file, to_stdout) = put(parking, &parked)?;
+    eprint!("{}", tern::safe::text(&describe));
+    let stdio = if parking.server.url.is_none() {
+        "; over stdio the task lives in the server process this run started, which ends with it, unless the server keeps tasks in a durable store (e.g. tern serve demo --tasks sqlite:PATH)"
+    } else {
+        ""
+    };
+    eprintln!(
+        "tern: parked task {} of {} ({}), which waits for its answers{}; continue it with `tern resume {file} --answer KEY=VALUE` (or --answers FILE){stdio}",
+        tern::safe::line(&parked.task),
+        tern::safe::line(&parked.tool),
+        c.driver.who(),
+        if to_stdout {
+            String::new()
+        } else {
+            format!(" (in {file})")
         },
     );
     Ok(EXIT_PARKED)
@@ -216,9 +302,9 @@ pub(crate) fn header_variable(name: &str) -> String {
     )
 }
 
-/// The parked round of `path` (`-`: standard input), checked: its format,
-/// and that it is a round (something was asked).
-pub(crate) fn read(path: &Path) -> Result<Parked, Failure> {
+/// The parked round or task of `path` (`-`: standard input), checked: its
+/// format, and that something was asked.
+pub(crate) fn read(path: &Path) -> Result<ParkedFile, Failure> {
     let text = if path.as_os_str() == "-" {
         std::io::read_to_string(std::io::stdin()).map_err(|e| {
             usage(format!(
@@ -233,9 +319,20 @@ pub(crate) fn read(path: &Path) -> Result<Parked, Failure> {
         .map_err(|e| usage(format!("{} is not JSON: {e}", path.display())))?;
     match value.get("tern").and_then(serde_json::Value::as_str) {
         Some(FORMAT) => {}
+        Some(TASK_FORMAT) => {
+            let parked: ParkedTaskFile = serde_json::from_value(value)
+                .map_err(|e| usage(format!("{} is not a parked task: {e}", path.display())))?;
+            if parked.input_requests.is_empty() {
+                return Err(usage(format!(
+                    "{} holds no questions to answer",
+                    path.display()
+                )));
+            }
+            return Ok(ParkedFile::Task(parked));
+        }
         Some(other) => {
             return Err(usage(format!(
-                "{} is a `{}` file; this tern reads `{FORMAT}`",
+                "{} is a `{}` file; this tern reads `{FORMAT}` and `{TASK_FORMAT}`",
                 path.display(),
                 tern::safe::line(other)
             )));
@@ -255,20 +352,27 @@ pub(crate) fn read(path: &Path) -> Result<Parked, Failure> {
             path.display()
         )));
     }
-    Ok(parked)
+    Ok(ParkedFile::Round(parked))
 }
 
-/// `tern resume FILE`: the parked round as an [`super::Op`], and the
-/// command line of its server.
+/// `tern resume FILE`: the parked round or task as an [`super::Op`], and
+/// the command line of its server.
 pub(crate) fn op(file: &Path, extra: ResumeArgs) -> Result<(super::Op, ServerArgs), Failure> {
-    let parked = read(file)?;
-    let server = server_args(&parked.server, extra)?;
-    Ok((
-        super::Op::Resume {
-            pending: Box::new(parked.round),
-        },
-        server,
-    ))
+    Ok(match read(file)? {
+        ParkedFile::Round(parked) => (
+            super::Op::Resume {
+                pending: Box::new(parked.round),
+            },
+            server_args(&parked.server, extra)?,
+        ),
+        ParkedFile::Task(parked) => (
+            super::Op::ResumeTask {
+                tool: parked.tool,
+                task: parked.task,
+            },
+            server_args(&parked.server, extra)?,
+        ),
+    })
 }
 
 /// The command line the parked round's server needs now: the file's server

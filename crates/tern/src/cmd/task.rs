@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tern_client::{Client, Completed};
+use tern_client::Client;
 
-use super::{Connected, TaskAction, emit, emit_json, print_completed};
+use super::{Connected, TaskAction, emit, emit_json};
 use crate::exit::{EXIT_OK, Failure};
 use crate::output;
 use crate::terminal::Session;
@@ -36,8 +36,8 @@ pub(super) async fn task(c: &Connected, action: TaskAction, id: &str) -> Result<
         }
         TaskAction::Wait => {
             let mut sent = std::collections::HashMap::new();
-            let result = d.follow_task(id, id, &mut sent).await?;
-            Ok(print_completed(&Completed::Tool(result), c.json, None))
+            let ended = d.follow_task(id, id, &mut sent).await?;
+            c.finish(ended, None)
         }
         TaskAction::Cancel => {
             let mut handle = handle;

@@ -168,6 +168,51 @@ fn a_round_parked_over_http_is_resumed_by_another_process() {
 }
 
 #[test]
+fn a_call_that_becomes_a_task_parks_the_task_and_resume_answers_it_once() {
+    let demo = Demo::start(&[]);
+    let dir = folder("task");
+    let file = dir.join("task.json");
+    let o = tern(&[
+        "call",
+        "--url",
+        &demo.url,
+        "import_dataset",
+        "rows=4",
+        "--park",
+        &text(&file),
+    ]);
+    assert_eq!(code(&o), 6, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    let parked_task = parked(&file);
+    assert_eq!(parked_task["tern"], "pending-task/1");
+    assert_eq!(parked_task["tool"], "import_dataset");
+    assert!(
+        parked_task["inputRequests"]["on_error"].is_object(),
+        "{parked_task}"
+    );
+    let id = parked_task["task"].as_str().unwrap().to_owned();
+    // Parked, not cancelled: the task waits for its answer.
+    let got = tern(&["task", "get", &id, "--url", &demo.url, "--json"]);
+    assert_eq!(code(&got), 0, "{}", stderr(&got));
+    let task: Value = serde_json::from_str(&stdout(&got)).unwrap();
+    assert_eq!(task["status"], "input_required", "{task}");
+
+    // An answer that does not fit stops before anything is sent.
+    let o = tern(&["resume", &text(&file), "--answer", "on_error=maybe"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let got = tern(&["task", "get", &id, "--url", &demo.url, "--json"]);
+    let task: Value = serde_json::from_str(&stdout(&got)).unwrap();
+    assert_eq!(task["status"], "input_required", "{task}");
+
+    // Resumed from another process; twice, one import.
+    for _ in 0..2 {
+        let o = tern(&["resume", &text(&file), "--answer", "on_error=skip"]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(stdout(&o), "Imported 2 rows (skipped 2).\n");
+    }
+}
+
+#[test]
 fn a_resumed_round_that_asks_again_parks_again() {
     let demo = Demo::start(&[]);
     let dir = folder("again");

@@ -358,6 +358,37 @@ fn url_elicitation_required_on_a_prompt_and_a_read_at_a_terminal_opens_and_retri
 }
 
 #[test]
+fn questions_run_at_a_terminal_shows_the_questions_without_prompting() {
+    // At a terminal too, `tern questions --run` refuses each question as
+    // it comes (it shows questions, it does not answer them): no widget,
+    // the description and the answers file, exit 0.
+    let line = format!(
+        "TERN_ERA_CACHE=off {}",
+        crate::terminal::shell(&format!(
+            "questions provision_database name=orders --run -- python3 '{}'",
+            recorder()
+        ))
+    );
+    let t = crate::terminal::Tmux::start("questions-run", &line);
+    let screen = t.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(
+        screen.contains("each question below was refused as it was asked"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("live-1: a form: Which region should orders live in?"),
+        "{screen}"
+    );
+    assert!(screen.contains("\"live-1\""), "the answers file: {screen}");
+    assert!(!screen.contains("Arrow keys choose"), "no prompt: {screen}");
+    assert!(
+        !screen.contains("-- `python3"),
+        "no question header: {screen}"
+    );
+}
+
+#[test]
 fn questions_on_a_2025_server_explain_and_run_the_tool_only_with_run() {
     let dir = folder("questions");
     let log = dir.join("methods.log");
