@@ -151,7 +151,7 @@ pub(crate) enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// Continue a round parked with `--park FILE`: answer its questions
+    /// Continue a round (or a task) parked with `--park FILE`: answer its questions
     /// (--answer, --answers FILE, or at the terminal) and send them to the
     /// server the file names, from any process.
     ///

@@ -21,7 +21,8 @@ pub(crate) const EXIT_TRANSPORT: u8 = 4;
 /// to open first) without a person to open them.
 pub(crate) const EXIT_NEEDS_INPUT: u8 = 5;
 /// Exit code: the round is parked (`--park FILE`): the server asked, the
-/// round is in FILE, and `tern resume FILE` continues it.
+/// round (or the task that asks) is in FILE, and `tern resume FILE`
+/// continues it.
 pub(crate) const EXIT_PARKED: u8 = 6;
 /// Exit code: interrupted (Ctrl-C): 128 + SIGINT, as shells report it.
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
@@ -47,8 +48,8 @@ Exit codes:
      asked for again, or -32042 (2025: web pages to open first; their URLs
      are shown, and at a terminal tern offers to open them and retries)
   6  parked (--park FILE): the server asked; the round (call, questions,
-     requestState, no secrets) is in FILE and `tern resume FILE --answer
-     KEY=VALUE` continues it from any process
+     requestState, no secrets) or the task that asks is in FILE and `tern
+     resume FILE --answer KEY=VALUE` continues it from any process
   130  interrupted (Ctrl-C): a request in flight is cancelled
      (notifications/cancelled over stdio, the stream closed over HTTP); at
      a question nothing is sent"
