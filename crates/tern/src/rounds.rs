@@ -16,6 +16,7 @@
 //! - a stdio server that dies while a person answers is noticed at once.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -442,50 +443,9 @@ impl Driver {
                         continue;
                     }
                     let keys: Vec<String> = fresh.keys().cloned().collect();
-                    self.session.asked(&keys);
-                    if self.park {
-                        let preset = self.presets.keys();
-                        if !keys
-                            .iter()
-                            .all(|k| preset.contains(k) && !sent.contains_key(k))
-                        {
-                            *lock(&self.session.task) = None;
-                            return Ok(Ended::ParkedTask(ParkedTask {
-                                tool: tool.to_owned(),
-                                task_id: id.to_owned(),
-                                input_requests: fresh,
-                            }));
-                        }
-                    }
-                    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                        eprintln!(
-                            "tern: task {}: {} asks before it can go on: {}",
-                            tern::safe::line(id),
-                            self.who(),
-                            tern::safe::line(&keys.join(", "))
-                        );
-                    }
-                    let pending = PendingRound::of_task(tool, fresh)
-                        .map_err(|e| failure(&e, &self.session))?;
-                    let responses = match self.answer(&pending, sent).await {
+                    let responses = match self.task_asks(tool, id, fresh, sent).await? {
                         Ok(responses) => responses,
-                        // Nobody here can answer: the task would wait for
-                        // an answer that never comes, so it is cancelled
-                        // (as a plain call ends with its request).
-                        Err(mut f) if f.code == EXIT_NEEDS_INPUT => {
-                            *lock(&self.session.task) = None;
-                            let cancelled = tokio::time::timeout(
-                                Duration::from_secs(5),
-                                self.client.task(id).cancel(),
-                            )
-                            .await;
-                            f.message.push_str(&match cancelled {
-                                Ok(Ok(())) => format!(" (task {} was cancelled)", tern::safe::line(id)),
-                                _ => format!(" (task {} could not be cancelled: it waits for its answers until it expires)", tern::safe::line(id)),
-                            });
-                            return Err(f);
-                        }
-                        Err(f) => return Err(f),
+                        Err(parked) => return Ok(Ended::ParkedTask(parked)),
                     };
                     answered.extend(keys);
                     self.task_request(id, "tasks/update", handle.update(responses))
@@ -493,6 +453,63 @@ impl Driver {
                 }
                 TaskStatus::Working => self.pause(&task.task, &status).await,
             }
+        }
+    }
+
+    /// Task `id` asks `fresh`: the answers to send with `tasks/update`, or
+    /// (`--park`, the presets not answering them all) the task to park. A
+    /// question nobody here can answer cancels the task: it would wait for
+    /// an answer that never comes (as a plain call ends with its request).
+    async fn task_asks(
+        &self,
+        tool: &str,
+        id: &str,
+        fresh: tern_protocol::InputRequests,
+        sent: &mut HashMap<String, InputRequest>,
+    ) -> Result<Result<InputResponses, ParkedTask>, Failure> {
+        let keys: Vec<String> = fresh.keys().cloned().collect();
+        self.session.asked(&keys);
+        if self.park {
+            let preset = self.presets.keys();
+            if !keys
+                .iter()
+                .all(|k| preset.contains(k) && !sent.contains_key(k))
+            {
+                *lock(&self.session.task) = None;
+                return Ok(Err(ParkedTask {
+                    tool: tool.to_owned(),
+                    task_id: id.to_owned(),
+                    input_requests: fresh,
+                }));
+            }
+        }
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            eprintln!(
+                "tern: task {}: {} asks before it can go on: {}",
+                tern::safe::line(id),
+                self.who(),
+                tern::safe::line(&keys.join(", "))
+            );
+        }
+        let pending = PendingRound::of_task(tool, fresh).map_err(|e| failure(&e, &self.session))?;
+        match self.answer(&pending, sent).await {
+            Ok(responses) => Ok(Ok(responses)),
+            Err(mut f) if f.code == EXIT_NEEDS_INPUT => {
+                *lock(&self.session.task) = None;
+                let cancelled =
+                    tokio::time::timeout(Duration::from_secs(5), self.client.task(id).cancel())
+                        .await;
+                let id = tern::safe::line(id);
+                let _ = match cancelled {
+                    Ok(Ok(())) => write!(f.message, " (task {id} was cancelled)"),
+                    _ => write!(
+                        f.message,
+                        " (task {id} could not be cancelled: it waits for its answers until it expires)"
+                    ),
+                };
+                Err(f)
+            }
+            Err(f) => Err(f),
         }
     }
 
