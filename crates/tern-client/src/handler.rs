@@ -7,7 +7,7 @@ use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitRequestUrlParams
 use tern_protocol::roots::Root;
 use tern_protocol::sampling::{CreateMessageRequestParams, CreateMessageResult};
 
-use crate::transport::BoxFuture;
+use crate::future::BoxFuture;
 
 /// What a handler knows about the question it answers (C9: show who asks).
 #[derive(Debug, Clone)]

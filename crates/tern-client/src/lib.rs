@@ -28,14 +28,19 @@
 //! Transports: a child process over stdio, and Streamable HTTP (`http://`).
 //! Stability: pre-1.0.
 
+// The floors, lowest first (a module uses only floors below its own;
+// `tests::layers` holds them): error, limits, future, tls, headers →
+// handler, preset → auth → transport → legacy → client.
 pub mod auth;
 pub mod client;
 pub mod error;
+mod future;
 pub mod handler;
 pub(crate) mod headers;
 pub mod legacy;
 pub mod limits;
 pub mod preset;
+pub mod tls;
 pub mod transport;
 
 pub use client::{

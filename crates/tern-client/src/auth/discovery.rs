@@ -8,7 +8,7 @@ use url::Url;
 use super::challenge::Challenge;
 use super::net::{self, secure_url};
 use crate::error::ClientError;
-use crate::transport::tls::HttpClient;
+use crate::tls::HttpClient;
 
 /// What the MCP server says of itself (RFC 9728 §2).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -344,8 +344,7 @@ mod tests {
     #[tokio::test]
     async fn an_unreachable_metadata_location_is_one_more_tried() {
         let issuer = flaky_issuer().await;
-        let http =
-            crate::transport::tls::client(&crate::transport::tls::TlsOptions::new()).unwrap();
+        let http = crate::tls::client(&crate::tls::TlsOptions::new()).unwrap();
         let meta = tokio::time::timeout(
             std::time::Duration::from_secs(30),
             authorization_server(&http, &issuer, &url(&issuer)),

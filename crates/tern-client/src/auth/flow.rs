@@ -16,7 +16,7 @@ use super::net::{self, Body};
 use super::store::{Grant, TokenKey};
 use super::{OAuthConfig, PreRegistered};
 use crate::error::ClientError;
-use crate::transport::tls::HttpClient;
+use crate::tls::HttpClient;
 
 /// The client id (and secret) an authorization server knows us by.
 #[derive(Clone, PartialEq, Eq)]

@@ -54,8 +54,8 @@ pub use store::{EXPIRY_MARGIN, Grant, MemoryTokenStore, TokenKey, TokenStore};
 use self::discovery::ServerMetadata;
 use self::flow::Registration;
 use crate::error::ClientError;
-use crate::transport::BoxFuture;
-use crate::transport::tls::{self, HttpClient, TlsOptions};
+use crate::future::BoxFuture;
+use crate::tls::{self, HttpClient, TlsOptions};
 
 /// Authorizations one request may go through (the first 401, then
 /// step-ups) before its refusal is the answer: 3.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use url::Url;
 
 use crate::error::ClientError;
-use crate::transport::tls::HttpClient;
+use crate::tls::HttpClient;
 
 /// The largest metadata or token response read: 1 MiB.
 pub(crate) const MAX_BODY: usize = 1 << 20;

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::transport::BoxFuture;
+use crate::future::BoxFuture;
 
 /// Whose tokens: the protected resource (the PRM's `resource`, verbatim),
 /// the authorization server's issuer and the client id it knows us by. A

@@ -15,7 +15,7 @@ use tern_protocol::error::{ErrorObject, code};
 
 use super::{CallOptions, Client};
 use crate::handler::Question;
-use crate::legacy::LiveRequest;
+use crate::transport::LiveRequest;
 
 /// The key of the `n`-th live question (from 1) a 2025 server asks during
 /// one request.

@@ -16,12 +16,13 @@ use tern_protocol::jsonrpc::{Message, RequestId};
 use tern_protocol::{ServerNotification, method, version};
 use tokio::sync::mpsc;
 
-use super::{ServerAsk, accept_initialize, answer_text, era_of_answer, response_text, server_ask};
+use super::{accept_initialize, era_of_answer};
 use crate::auth::{Challenge, MAX_AUTH_ATTEMPTS, OAuth, wants_flow};
 use crate::error::ClientError;
 use crate::limits::{Limit, Limits};
+use crate::tls::{self, HttpClient, TlsOptions};
+use crate::transport::asks::{ServerAsk, answer_standing, answer_text, response_text, server_ask};
 use crate::transport::sse::Decoder;
-use crate::transport::tls::{self, HttpClient, TlsOptions};
 use crate::transport::{CancelGuard, Exchange, Incoming, Outgoing, SessionListeners};
 
 /// How long to wait before resuming a stream whose server gave no `retry`.
@@ -555,7 +556,7 @@ impl LegacyHttp {
                             let _ = tx.send(Ok(Incoming::Request(live))).await;
                         } else {
                             let roots = lock(&self.roots).clone();
-                            super::answer_standing(live, roots);
+                            answer_standing(live, roots);
                         }
                         let text = answer_text(id, rx).await;
                         self.post(text).await;

@@ -12,12 +12,12 @@ use tern_protocol::jsonrpc::Message;
 use tokio::sync::mpsc;
 
 use super::sse::{Decoder, SseError};
-use super::tls::{self, HttpClient, TlsOptions};
 use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, Transport};
 use crate::auth::{Challenge, MAX_AUTH_ATTEMPTS, OAuth, wants_flow};
 use crate::error::ClientError;
 use crate::headers::encode_value;
 use crate::limits::{Limit, Limits};
+use crate::tls::{self, HttpClient, TlsOptions};
 
 /// A Streamable HTTP endpoint, `http://` or `https://` (rustls; the
 /// built-in Mozilla roots, plus a CA file with [`HttpTransport::with_tls`]).

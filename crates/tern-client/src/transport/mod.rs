@@ -1,8 +1,7 @@
 //! Transports: a child process over stdio ([`stdio`]) and Streamable HTTP
-//! ([`http`], HTTPS through [`tls`]).
-
-use std::future::Future;
-use std::pin::Pin;
+//! ([`http`], HTTPS through [`crate::tls`]). A 2025-11-25 server's own
+//! requests (its questions, asked while a call runs) are read here too
+//! ([`LiveRequest`], the `asks` module), since both transports carry them.
 
 use serde_json::value::RawValue;
 use tern_protocol::error::ErrorObject;
@@ -11,13 +10,13 @@ use tokio::sync::mpsc;
 
 use crate::error::ClientError;
 
+pub(crate) mod asks;
 pub mod http;
 pub(crate) mod sse;
 pub mod stdio;
-pub mod tls;
 
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::future::BoxFuture;
+pub use asks::LiveRequest;
 
 /// One request on its way out, built once from its typed form
 /// ([`ClientRequest`]): the body, and the headers derived from it.
@@ -88,7 +87,7 @@ pub enum Incoming {
     /// A question a 2025-11-25 server asked with a request of its own while
     /// this request runs (the legacy leg, [`crate::legacy`]); the client
     /// answers it with its installed handlers.
-    Request(Box<crate::legacy::LiveRequest>),
+    Request(Box<LiveRequest>),
 }
 
 /// The stream of one request's replies. Dropping it cancels the request:

@@ -571,7 +571,7 @@ async fn dispatch(routes: &Mutex<Routes>, listeners: &SessionListeners, line: &[
 /// the oldest call in flight that may be asked one, whose answer is written
 /// back when it comes; anything else gets an error.
 async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc::Request) {
-    use crate::legacy::{ServerAsk, answer_text, response_text, server_ask};
+    use super::asks::{ServerAsk, answer_text, response_text, server_ask};
     let (writer, asker, roots, roots_answered) = {
         let r = lock(routes);
         let asker = r.askers.first().and_then(|id| r.pending.get(id).cloned());
@@ -599,7 +599,7 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
                 Some(asker) => {
                     let _ = asker.send(Ok(Incoming::Request(live))).await;
                 }
-                None => crate::legacy::answer_standing(live, roots),
+                None => super::asks::answer_standing(live, roots),
             }
             // Without a call to take it (or roots to give), the dropped
             // question answers an error.

@@ -50,6 +50,7 @@ mod driver;
 mod handlers;
 mod hardening;
 mod harness;
+mod layers;
 mod legacy;
 mod nginx;
 mod oauth;

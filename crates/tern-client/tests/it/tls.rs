@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
+use tern_client::tls::TlsOptions;
 use tern_client::transport::http::HttpTransport;
-use tern_client::transport::tls::TlsOptions;
 use tern_client::{Client, ErrorKind};
 use tern_server::transport::http::Http;
 

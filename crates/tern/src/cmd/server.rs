@@ -334,10 +334,10 @@ pub(super) fn connect(
 }
 
 /// The CA file of `TERN_CA_FILE`, if set.
-fn env_tls() -> Option<tern_client::transport::tls::TlsOptions> {
+fn env_tls() -> Option<tern_client::tls::TlsOptions> {
     std::env::var_os("TERN_CA_FILE")
         .filter(|p| !p.is_empty())
-        .map(|p| tern_client::transport::tls::TlsOptions::new().with_ca_file(PathBuf::from(p)))
+        .map(|p| tern_client::tls::TlsOptions::new().with_ca_file(PathBuf::from(p)))
 }
 
 /// `url` as OAuth keys its grants (normalised by the URL parser).
@@ -363,7 +363,7 @@ pub(crate) fn oauth_for(
         config = config.pre_registered(PreRegistered::new(None, id, client_secret));
     }
     let tls = ca_file
-        .map(|p| tern_client::transport::tls::TlsOptions::new().with_ca_file(p))
+        .map(|p| tern_client::tls::TlsOptions::new().with_ca_file(p))
         .or_else(env_tls);
     let mut oauth = OAuth::new(url, config, browser)
         .map_err(|e| format!("{e:#}"))?
