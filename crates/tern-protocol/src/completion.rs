@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::meta::{RequestMeta, ResultMeta};
-use crate::result::CompleteTag;
+use crate::tag::CompleteTag;
 
 /// What is being completed, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

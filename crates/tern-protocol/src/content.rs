@@ -3,37 +3,9 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub use crate::annotations::{Annotations, Role};
 use crate::json::JsonObject;
-use crate::resource::Resource;
-
-/// The sender or recipient of messages and data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The user.
-    User,
-    /// The assistant (model).
-    Assistant,
-}
-
-/// Hints for the client about how to use or show an object.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Annotations {
-    /// Who the object is for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audience: Option<Vec<Role>>,
-    /// Importance from 0 (optional) to 1 (effectively required).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::json::compact_opt_f64"
-    )]
-    pub priority: Option<f64>,
-    /// When the object last changed, ISO 8601.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_modified: Option<String>,
-}
+use crate::resource::def::Resource;
 
 /// A content block in tool results, prompt messages and sampling
 /// (`ContentBlock`), tagged by `type`.

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::capabilities::ServerCapabilities;
 use crate::meta::ResultMeta;
-use crate::result::{CacheScope, CompleteTag};
+use crate::tag::{CacheScope, CompleteTag};
 
 /// The result of `server/discover` (`DiscoverResult`). The server's identity
 /// travels in `_meta` (`io.modelcontextprotocol/serverInfo`).

@@ -43,6 +43,7 @@
 //! Features: none. Stability: pre-1.0; the wire types follow the spec revision
 //! they name, and growing enums are `#[non_exhaustive]`.
 
+mod annotations;
 pub mod capabilities;
 pub mod completion;
 pub mod content;
@@ -54,6 +55,7 @@ pub mod header;
 pub(crate) mod json;
 pub mod jsonrpc;
 pub mod legacy;
+mod level;
 pub mod logging;
 pub mod meta;
 pub mod method;
@@ -68,6 +70,7 @@ pub mod result;
 pub mod roots;
 pub mod sampling;
 pub mod subscription;
+mod tag;
 pub mod task;
 pub mod tool;
 

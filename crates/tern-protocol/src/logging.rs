@@ -6,27 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::meta::NotificationMeta;
 
-/// Severity of a log message (RFC 5424), least to most severe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoggingLevel {
-    /// `debug`.
-    Debug,
-    /// `info`.
-    Info,
-    /// `notice`.
-    Notice,
-    /// `warning`.
-    Warning,
-    /// `error`.
-    Error,
-    /// `critical`.
-    Critical,
-    /// `alert`.
-    Alert,
-    /// `emergency`.
-    Emergency,
-}
+pub use crate::level::LoggingLevel;
 
 /// Params of `notifications/message`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::capabilities::{ClientCapabilities, Implementation};
 use crate::json::JsonObject;
 use crate::jsonrpc::RequestId;
-use crate::logging::LoggingLevel;
+use crate::level::LoggingLevel;
 
 /// `_meta` key of the request's protocol version.
 pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";

@@ -14,9 +14,9 @@ use crate::elicitation::{ElicitRequestParams, ElicitResult};
 use crate::error::DecodeError;
 use crate::json::{JsonObject, string_tag};
 use crate::meta::ResultMeta;
-use crate::result::InputRequiredTag;
 use crate::roots::{ListRootsRequestParams, ListRootsResult};
 use crate::sampling::{CreateMessageRequestParams, CreateMessageResult};
+use crate::tag::InputRequiredTag;
 
 string_tag!(
     /// `method: "elicitation/create"`.

@@ -9,7 +9,7 @@ use crate::content::{ContentBlock, Role};
 use crate::json::JsonObject;
 use crate::meta::{RequestMeta, ResultMeta};
 use crate::mrtr::InputResponses;
-use crate::result::{CacheScope, CompleteTag};
+use crate::tag::{CacheScope, CompleteTag};
 
 /// A prompt template (`Prompt`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

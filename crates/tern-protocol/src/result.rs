@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::completion::CompleteResult;
 use crate::discover::DiscoverResult;
 use crate::error::DecodeError;
-use crate::json::{JsonObject, string_tag};
+use crate::json::JsonObject;
 use crate::legacy::InitializeResult;
 use crate::meta::ResultMeta;
 use crate::method;
@@ -33,41 +33,7 @@ use crate::subscription::SubscriptionsListenResult;
 use crate::task::{CreateTaskResult, GetTaskResult};
 use crate::tool::{CallToolResult, ListToolsResult};
 
-string_tag!(
-    /// `resultType: "complete"`: a final result.
-    CompleteTag = "complete"
-);
-string_tag!(
-    /// `resultType: "input_required"`: the request needs input first.
-    InputRequiredTag = "input_required"
-);
-string_tag!(
-    /// `resultType: "task"`: a task was created (Tasks extension).
-    TaskTag = "task"
-);
-
-/// The `resultType`s tern recognises (extensions may add more, R3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ResultType {
-    /// `complete`.
-    Complete,
-    /// `input_required`.
-    InputRequired,
-    /// `task` (Tasks extension).
-    Task,
-}
-
-/// Intended scope of a cached result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[non_exhaustive]
-#[serde(rename_all = "lowercase")]
-pub enum CacheScope {
-    /// No user-specific data: any cache may share it.
-    Public,
-    /// Reusable only within the same authorization context.
-    Private,
-}
+pub use crate::tag::{CacheScope, CompleteTag, InputRequiredTag, ResultType, TaskTag};
 
 /// The outcome of a request that may need input or become a task.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::content::{AudioContent, ContentBlock, ImageContent, Role, TextContent};
 use crate::json::JsonObject;
-use crate::tool::Tool;
+use crate::tool::def::Tool;
 
 /// Params of `sampling/createMessage` (`CreateMessageRequestParams`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use crate::capabilities::Implementation;
 use crate::json::JsonObject;
 use crate::jsonrpc::RequestId;
 use crate::meta::{NotificationMeta, RequestMeta};
-use crate::result::CompleteTag;
+use crate::tag::CompleteTag;
 
 /// Which notifications a listener opts in to (`SubscriptionFilter`). The
 /// server sends nothing that was not asked for.

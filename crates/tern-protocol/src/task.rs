@@ -12,7 +12,7 @@ use crate::error::ErrorObject;
 use crate::json::JsonObject;
 use crate::meta::{NotificationMeta, RequestMeta, ResultMeta};
 use crate::mrtr::{InputRequests, InputResponses};
-use crate::result::{CompleteTag, TaskTag};
+use crate::tag::{CompleteTag, TaskTag};
 use crate::tool::CallToolResult;
 
 /// The extension id, under `capabilities.extensions` on both sides.

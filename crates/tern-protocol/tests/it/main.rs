@@ -15,6 +15,7 @@ mod decoder;
 mod examples;
 mod fixtures;
 mod fuzz;
+mod layers;
 mod negative;
 mod properties;
 mod schema;

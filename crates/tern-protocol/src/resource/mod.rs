@@ -3,61 +3,16 @@
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) mod def;
+
+pub use def::Resource;
+
 use crate::capabilities::Icon;
 use crate::content::{Annotations, ResourceContents};
 use crate::json::JsonObject;
 use crate::meta::{NotificationMeta, RequestMeta, ResultMeta};
 use crate::mrtr::InputResponses;
-use crate::result::{CacheScope, CompleteTag};
-
-/// A resource the server can read (`Resource`); also the body of a
-/// `resource_link` content block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Resource {
-    /// The resource's URI.
-    pub uri: String,
-    /// Programmatic name.
-    pub name: String,
-    /// Display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// MIME type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Size in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// Annotations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// Icons.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-}
-
-impl Resource {
-    /// A resource with a URI and a name.
-    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
-            uri: uri.into(),
-            name: name.into(),
-            title: None,
-            description: None,
-            mime_type: None,
-            size: None,
-            annotations: None,
-            icons: None,
-            meta: None,
-        }
-    }
-}
+use crate::tag::{CacheScope, CompleteTag};
 
 /// A family of resources addressed by an RFC 6570 URI template
 /// (`ResourceTemplate`).
