@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::cmd::args::InputArgs;
+use crate::cmd::keys::KeysAction;
 use crate::cmd::park::ResumeArgs;
+use crate::cmd::serve::Served;
 use crate::cmd::server::ServerArgs;
 use crate::exit::{EXIT_CODES_HELP, exit_codes};
 
@@ -269,96 +271,6 @@ pub(crate) enum Command {
 }
 
 #[derive(Subcommand)]
-pub(crate) enum Served {
-    /// The demo server: MRTR scenarios (elicitation forms and URLs, several
-    /// rounds, progress, sampling and roots).
-    Demo {
-        /// Serve over standard input and output (one JSON message per line).
-        #[arg(long, conflicts_with = "http")]
-        stdio: bool,
-        /// Serve Streamable HTTP at `http://ADDR/mcp` (e.g. 127.0.0.1:8080).
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-        /// Lifetime of each round's requestState, in seconds (default 600).
-        #[arg(long, value_name = "SECONDS")]
-        state_ttl: Option<u64>,
-        /// How long a finished task is kept for `tasks/get` and
-        /// `tasks/result`, in seconds (default 3600).
-        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=604_800))]
-        task_retention: Option<u64>,
-        /// A key file (see `tern keys generate`); without one a random key
-        /// serves this process only.
-        #[arg(long, value_name = "FILE")]
-        keys: Option<PathBuf>,
-        /// Where tasks live: `memory` (default) or `sqlite:PATH`, durable,
-        /// so tasks outlive the process (and a new stdio child knows them).
-        /// With `--redis`, tasks live in Redis and this option is refused.
-        #[arg(long, value_name = "STORE")]
-        tasks: Option<String>,
-        /// Fleet mode: run as one replica of several behind a load balancer,
-        /// the replay store, the tasks and a transfer ledger in the Redis at
-        /// URL (`redis://` or `rediss://`). Needs `--http` and `--keys` (the
-        /// key file every replica shares; `SIGHUP` reloads it). Serves
-        /// `/healthz` and `/readyz` besides `/mcp`.
-        #[arg(long, value_name = "URL", requires = "http", requires = "keys")]
-        redis: Option<String>,
-        /// Fleet mode over `rediss://`: trust the CA certificates in FILE
-        /// (PEM) instead of the system's roots, for a Redis behind a
-        /// private CA.
-        #[arg(long, value_name = "FILE", requires = "redis")]
-        redis_ca: Option<PathBuf>,
-        /// Fleet mode: how long a replica's claim on a guarded leg or a task
-        /// holds without renewal, in seconds (default 15). A replica that
-        /// dies leaves them to read "outcome unknown" within this time.
-        #[arg(long, value_name = "SECONDS", requires = "redis", value_parser = clap::value_parser!(u64).range(1..=3600))]
-        lease: Option<u64>,
-        /// Over HTTP, require `Authorization: Bearer TOKEN`: the file has
-        /// one `TOKEN PRINCIPAL` per line, the token naming the principal
-        /// (who owns tasks and requestStates). Without it the demo is open
-        /// on loopback.
-        #[arg(long, value_name = "FILE")]
-        tokens: Option<PathBuf>,
-        /// Over HTTP, require OAuth access tokens (JWTs) of this issuer,
-        /// checked against its JWKS; the demo serves its Protected Resource
-        /// Metadata naming it. The principal is the token's issuer and
-        /// subject.
-        #[arg(long, value_name = "URL", conflicts_with = "tokens", requires = "http")]
-        issuer: Option<String>,
-        /// The audience the tokens must carry, and the resource the metadata
-        /// names (default: the served URL, `http://ADDR/mcp`).
-        #[arg(long, value_name = "AUD", requires = "issuer")]
-        audience: Option<String>,
-        /// A scope every request's token must carry (repeatable).
-        #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
-        scopes: Vec<String>,
-        /// A scope one tool needs besides any `--scope` (repeatable): a
-        /// token without it gets 403 `insufficient_scope` for that tool.
-        #[arg(long = "tool-scope", value_name = "TOOL=SCOPE", requires = "issuer", value_parser = tool_scope)]
-        tool_scopes: Vec<(String, String)>,
-        /// Accept access tokens whose JWT `typ` is `JWT` or absent, for
-        /// issuers that do not mint RFC 9068 `at+jwt` tokens (weaker: an ID
-        /// token of the issuer for this audience would pass too).
-        #[arg(long, requires = "issuer")]
-        accept_plain_jwt: bool,
-        /// Trust the CA certificates of this PEM file when fetching the
-        /// issuer's metadata and keys (besides the built-in roots).
-        #[arg(long, value_name = "FILE", requires = "issuer")]
-        ca_file: Option<PathBuf>,
-        /// Over HTTP, a proxy network in front of the demo (a CIDR or an
-        /// address; repeatable): its connections count only against the
-        /// totals, and each request's client is read from the
-        /// --forwarded-header it sets (the right-most address not in a
-        /// trusted network).
-        #[arg(long = "trusted-proxy", value_name = "CIDR", requires_all = ["http", "forwarded_header"])]
-        trusted_proxies: Vec<String>,
-        /// The one header the trusted proxies set: `x-forwarded-for` (nginx's
-        /// `$proxy_add_x_forwarded_for`) or `forwarded` (RFC 7239).
-        #[arg(long, value_name = "HEADER", requires = "trusted_proxies")]
-        forwarded_header: Option<tern_server::transport::forwarded::ForwardedHeader>,
-    },
-}
-
-#[derive(Subcommand)]
 pub(crate) enum TaskCommand {
     /// Show a task's status (its result or error once it ended).
     Get {
@@ -383,22 +295,4 @@ pub(crate) enum TaskCommand {
         #[command(flatten)]
         server: ServerArgs,
     },
-}
-
-#[derive(Subcommand)]
-pub(crate) enum KeysAction {
-    /// Print a new key ring in the key file format.
-    Generate,
-}
-
-/// `TOOL=SCOPE` of `--tool-scope`.
-fn tool_scope(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() && !scope.contains(' ') => {
-            Ok((tool.to_owned(), scope.to_owned()))
-        }
-        _ => Err(format!(
-            "expected TOOL=SCOPE (one scope, no spaces), got {text:?}"
-        )),
-    }
 }

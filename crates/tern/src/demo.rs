@@ -14,7 +14,7 @@ use tern_protocol::prompt::PromptMessage;
 use tern_protocol::{ContentBlock, Implementation};
 use tern_server::task::{MemoryTaskStore, TaskConfig, TaskStore};
 
-pub use crate::demo_fleet::Ledger;
+use crate::ledger::{LEDGER_URI, Ledger};
 use tern_server::{
     Answer, Args, BuildError, Ctx, Elicit, PromptDef, ResourceDef, Server, ServerBuilder,
     TaskSupport, ToolDef, ToolError, Uri,
@@ -165,7 +165,7 @@ impl LocalLedger {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(format!("{amount} {to}"));
         if let Some(changes) = self.changes.get() {
-            changes.resource_updated(crate::demo_fleet::LEDGER_URI);
+            changes.resource_updated(LEDGER_URI);
         }
     }
 
@@ -593,19 +593,17 @@ pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
         );
     if let Some(ledger) = ledger {
         builder.resource(
-            ResourceDef::new(crate::demo_fleet::LEDGER_URI, "ledger", move || {
-                read_ledger(ledger.clone())
-            })
-            .description(
-                "Every transfer of the fleet, one line each: amount in cents and recipient",
-            )
-            .mime_type("text/plain"),
+            ResourceDef::new(LEDGER_URI, "ledger", move || read_ledger(ledger.clone()))
+                .description(
+                    "Every transfer of the fleet, one line each: amount in cents and recipient",
+                )
+                .mime_type("text/plain"),
         )
     } else {
         // One process: its own transfers, announced to listeners.
         let _ = local.changes.set(builder.changes());
         builder.resource(
-            ResourceDef::new(crate::demo_fleet::LEDGER_URI, "ledger", move || {
+            ResourceDef::new(LEDGER_URI, "ledger", move || {
                 let text = local.text();
                 async move { Ok::<_, ToolError>(text) }
             })

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use tern_server::KeyRing;
 
-use crate::cli::KeysAction;
+use clap::Subcommand;
 
 pub(crate) fn command(action: &KeysAction) -> ExitCode {
     match action {
@@ -17,4 +17,11 @@ pub(crate) fn command(action: &KeysAction) -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// What `tern keys` does.
+#[derive(Subcommand)]
+pub(crate) enum KeysAction {
+    /// Print a new key ring in the key file format.
+    Generate,
 }

@@ -23,6 +23,7 @@ mod fake;
 mod fleet;
 mod fleet_mode;
 mod hostile;
+mod layers;
 mod limits;
 mod listen;
 mod login;
