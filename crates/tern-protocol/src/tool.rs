@@ -54,7 +54,8 @@ fn object_schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<JsonObject, D
 }
 
 impl Tool {
-    /// The schema of a tool that takes no arguments (spec §7).
+    /// The schema of a tool that takes no arguments (spec: Tools › Schema
+    /// Examples, "Tool with no parameters").
     pub fn no_arguments_schema() -> JsonObject {
         let mut schema = JsonObject::new();
         schema.insert("type".into(), "object".into());
@@ -121,7 +122,8 @@ pub struct CallToolRequestParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub input_responses: Option<InputResponses>,
-    /// The previous round's `requestState`, echoed byte for byte (C2).
+    /// The previous round's `requestState`, echoed byte for byte (rule
+    /// `echo-state-exactly`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// The request's `_meta`.
