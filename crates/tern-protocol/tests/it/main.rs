@@ -16,6 +16,8 @@ mod decoder;
 mod examples;
 mod fixtures;
 mod fuzz;
+mod house;
 mod negative;
 mod properties;
+mod rules_page;
 mod schema;
