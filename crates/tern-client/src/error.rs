@@ -38,11 +38,12 @@ pub enum ErrorKind {
     /// The connection failed, or the server's reply was not an MCP message.
     Transport,
     /// The server sent something tern could not decode, or that breaks a
-    /// rule of the spec (an unknown `resultType`, C7).
+    /// rule of the spec (an unknown `resultType`, rule `result-type-unknown`).
     Protocol,
     /// The server asked a question no installed handler can answer.
     Unanswerable,
-    /// A handler failed or refused to answer (C11: the call stops).
+    /// A handler failed or refused to answer (rule `no-per-answer-error`: the
+    /// call stops).
     Handler,
     /// An answer given in advance, or to a manual round, does not fit the
     /// question it was given for.
@@ -185,7 +186,7 @@ impl ClientError {
         self.0.kind == ErrorKind::Answer
     }
 
-    /// The driver stopped at its round or time bound (C12).
+    /// The driver stopped at its round or time bound (rule `bounded-rounds`).
     pub fn is_bounds(&self) -> bool {
         matches!(
             self.0.kind,

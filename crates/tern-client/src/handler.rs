@@ -9,7 +9,8 @@ use tern_protocol::sampling::{CreateMessageRequestParams, CreateMessageResult};
 
 use crate::future::BoxFuture;
 
-/// What a handler knows about the question it answers (C9: show who asks).
+/// What a handler knows about the question it answers (rule
+/// `embedded-request-trust`: show who asks).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Question {
@@ -25,7 +26,7 @@ pub struct Question {
 
 /// A handler could not answer (the user closed the terminal, the model
 /// provider failed, …). The call stops: there is no way to report one failed
-/// answer to the server (C11).
+/// answer to the server (rule `no-per-answer-error`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandlerError(pub String);
 
@@ -48,7 +49,8 @@ pub trait Elicitation: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>>;
 
     /// Answers a URL-mode question: show the server and the full URL, get the
-    /// user's consent before opening it (accept means consent only, C10).
+    /// user's consent before opening it (accept means consent only, rule
+    /// `url-elicitation-consent`).
     fn url(
         &self,
         question: Question,

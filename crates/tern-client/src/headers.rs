@@ -1,5 +1,6 @@
-//! `x-mcp-header` on the client side (spec §6.2): which tools carry valid
-//! annotations, and how argument values become `Mcp-Param-*` headers.
+//! `x-mcp-header` on the client side (spec: Streamable HTTP › Custom Headers
+//! from Tool Parameters): which tools carry valid annotations, and how argument
+//! values become `Mcp-Param-*` headers.
 
 use serde_json::Value;
 use tern_protocol::JsonObject;

@@ -8,7 +8,7 @@
 //! | [`Limits::max_event_bytes`] | 16 MiB | one SSE event |
 //! | [`Limits::max_pages`] | 1,000 | pages read by one `list_*` call |
 //! | [`Limits::max_items`] | 100,000 | items collected by one `list_*` call |
-//! | [`Limits::max_rounds`] | 10 | MRTR rounds of one call (C12) |
+//! | [`Limits::max_rounds`] | 10 | MRTR rounds of one call (rule `bounded-rounds`) |
 //! | [`Limits::deadline`] | 10 min | total time of one call, rounds included |
 
 use std::time::Duration;

@@ -143,10 +143,11 @@ fn fit(key: &str, answer: &Value, request: &InputRequest) -> Result<InputRespons
                     .check(&content)
                     .map_err(schema_refuses)?;
             }
-            // C10: a URL-mode accept is consent only; it carries no content.
+            // Rule `url-elicitation-consent`: a URL-mode accept is consent
+            // only; it carries no content.
             ElicitRequestParams::Url(_) if result.content.is_some() => {
                 return Err(schema_refuses(
-                    "a URL-mode accept carries no content (C10)".into(),
+                    "a URL-mode accept carries no content (rule url-elicitation-consent)".into(),
                 ));
             }
             ElicitRequestParams::Url(_) => {}

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::json::JsonObject;
 
-/// What a client can do, declared on each request (spec §1.2).
+/// What a client can do, declared on each request (spec: Architecture ›
+/// Capability Negotiation).
 ///
 /// Not a closed set: unknown members are kept in `extra`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -59,7 +60,8 @@ pub struct ElicitationCapability {
 }
 
 impl ClientCapabilities {
-    /// Form-mode elicitation is declared (`elicitation: {}` counts, S7).
+    /// Form-mode elicitation is declared (`elicitation: {}` counts, rule
+    /// `ask-declared-only`).
     pub fn elicitation_form(&self) -> bool {
         self.elicitation
             .as_ref()
@@ -134,7 +136,7 @@ impl ClientCapabilities {
     }
 }
 
-/// What a server offers, in `server/discover` (spec §1.2).
+/// What a server offers, in `server/discover` (spec: Discovery).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerCapabilities {
     /// Experimental, non-standard capabilities.

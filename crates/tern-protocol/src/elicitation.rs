@@ -3,7 +3,8 @@
 //!
 //! Elicitation is not deprecated. `elicitation: {}` in the client's
 //! capabilities means form mode only; a server never uses an undeclared mode
-//! (S7) and never asks for secrets in form mode (spec §3.1).
+//! (rule `ask-declared-only`) and never asks for secrets in form mode (spec:
+//! Elicitation › User Interaction Model).
 
 use indexmap::IndexMap;
 use serde::de::Error as _;
@@ -96,7 +97,8 @@ impl ElicitRequestFormParams {
 }
 
 /// URL-mode params (`ElicitRequestURLParams`). `accept` means only that the
-/// user consented to open the URL; the outcome is learnt on the retry (C10).
+/// user consented to open the URL; the outcome is learnt on the retry (rule
+/// `url-elicitation-consent`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ElicitRequestUrlParams {

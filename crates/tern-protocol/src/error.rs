@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::capabilities::ClientCapabilities;
 
-/// JSON-RPC and MCP error codes as named constants (spec §1.5).
+/// JSON-RPC and MCP error codes as named constants (spec: Base Protocol
+/// overview › Error Codes).
 ///
 /// `-32000…-32019` is legacy / implementation-defined and `-32020…-32099` is
 /// reserved for the spec: tern emits no undefined code from that range.
@@ -362,7 +363,8 @@ impl DecodeError {
     }
 
     /// A result did not fit the method it answers, or carried a `resultType`
-    /// not allowed there (R4, S2).
+    /// not allowed there (rules `result-type-unknown`,
+    /// `input-required-methods`).
     pub fn is_result(&self) -> bool {
         self.kind == DecodeErrorKind::Result
     }

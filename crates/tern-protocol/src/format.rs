@@ -1,7 +1,7 @@
-//! The string `format`s of an elicitation field (spec §3 elicitation,
-//! JSON Schema formats `email`, `uri`, `date`, `date-time`): one checker for
-//! the server that validates answers and the client that collects them, so
-//! the two agree on what counts.
+//! The string `format`s of an elicitation field (spec: Elicitation › Requested
+//! Schema, JSON Schema formats `email`, `uri`, `date`, `date-time`): one
+//! checker for the server that validates answers and the client that collects
+//! them, so the two agree on what counts.
 
 use crate::elicitation::StringFormat;
 

@@ -1,4 +1,5 @@
-//! `x-mcp-header` (spec §6.2): tool arguments mirrored into `Mcp-Param-*`
+//! `x-mcp-header` (spec: Streamable HTTP › Custom Headers from Tool
+//! Parameters): tool arguments mirrored into `Mcp-Param-*`
 //! HTTP headers, the rules an annotation must follow, and the value encoding.
 //! Server and client share these rules, so they agree on which tools are
 //! valid.

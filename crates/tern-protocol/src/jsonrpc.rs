@@ -27,7 +27,8 @@ string_tag!(
     JsonRpcVersion = "2.0"
 );
 
-/// A request id: a string or an integer, never `null` (spec §1.1).
+/// A request id: a string or an integer, never `null` (spec: Base Protocol
+/// overview › Messages › Requests).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RequestId {
     /// A string id.

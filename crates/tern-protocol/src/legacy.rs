@@ -1,6 +1,7 @@
-//! The 2025-11-25 subset a dual-era server or client needs (spec §8.2):
-//! `initialize` and its result, `notifications/initialized`, `ping`, and the
-//! server-to-client requests (with ids) that MRTR replaced.
+//! The 2025-11-25 subset a dual-era server or client needs (spec: Versioning
+//! and Compatibility › Backward Compatibility with Initialization-Based
+//! Versions): `initialize` and its result, `notifications/initialized`, `ping`,
+//! and the server-to-client requests (with ids) that MRTR replaced.
 //!
 //! Legacy results carry no `resultType`.
 //!

@@ -35,7 +35,7 @@
 //! let ServerResult::CallTool(Outcome::InputRequired(ir)) = decoded else { unreachable!() };
 //! assert_eq!(ir.request_state.as_deref(), Some("t1.k.abc"));
 //!
-//! // The same text answering tools/list is refused (S2).
+//! // The same text answering tools/list is refused (rule `input-required-methods`).
 //! assert!(ServerResult::decode("tools/list", result, ResultContext::default()).is_err());
 //! # Ok::<(), tern_protocol::DecodeError>(())
 //! ```

@@ -1,6 +1,7 @@
 //! `_meta`: the keys the spec fixes, typed; every other key kept as it came.
 //!
-//! Key syntax (spec §1.1): an optional prefix of dot-separated labels, `/`, then
+//! Key syntax (spec: Base Protocol overview › General fields › `_meta`): an
+//! optional prefix of dot-separated labels, `/`, then
 //! a name. Prefixes whose second label is `modelcontextprotocol` or `mcp` are
 //! reserved for MCP.
 

@@ -57,7 +57,7 @@ pub const NOTIFICATION_TASKS: &str = "notifications/tasks";
 pub const NOTIFICATION_INITIALIZED: &str = "notifications/initialized";
 
 /// Methods that 2026-07-28 removed; a modern server answers them with
-/// `-32601` (spec §0).
+/// `-32601` (spec: Key Changes; Deprecated Features › Removed).
 pub const REMOVED: &[&str] = &[
     INITIALIZE,
     PING,

@@ -1,10 +1,12 @@
-//! Multi Round-Trip Requests (spec §2): a server answers `tools/call`,
-//! `prompts/get` or `resources/read` with a question
-//! ([`InputRequiredResult`]), and the client retries the same request with
-//! [`InputResponses`] and the `requestState` echoed byte for byte.
+//! Multi Round-Trip Requests (the spec page of that name,
+//! <https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mrtr>):
+//! a server answers `tools/call`, `prompts/get` or `resources/read` with a
+//! question ([`InputRequiredResult`]), and the client retries the same request
+//! with [`InputResponses`] and the `requestState` echoed byte for byte.
 //!
 //! Input requests are `{method, params}` only (not JSON-RPC messages), of
-//! exactly three kinds: elicitation, sampling and roots (S4).
+//! exactly three kinds: elicitation, sampling and roots (rule
+//! `input-request-kinds`).
 
 use indexmap::IndexMap;
 use serde::de::Error as _;
@@ -31,7 +33,8 @@ string_tag!(
     ListRootsMethodTag = "roots/list"
 );
 
-/// The three kinds of input request, by the client capability each needs (S7).
+/// The three kinds of input request, by the client capability each needs
+/// (rule `ask-declared-only`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum InputKind {
     /// `elicitation/create`, needs `elicitation` (and the mode used).
@@ -86,12 +89,13 @@ pub struct ListRootsRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<ListRootsRequestParams>,
     /// Members outside the spec, kept as sent and never interpreted (the
-    /// official example carries a stale `id`, digest §9.8).
+    /// official `ListRootsRequest` example carries a stale `id`).
     #[serde(flatten)]
     pub extra: JsonObject,
 }
 
-/// One question of an [`InputRequiredResult`], keyed by `method` (S4).
+/// One question of an [`InputRequiredResult`], keyed by `method` (rule
+/// `input-request-kinds`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum InputRequest {
@@ -171,7 +175,8 @@ pub(crate) fn present_responses<'de, D: Deserializer<'de>>(
     InputResponses::deserialize(d).map(Some)
 }
 
-/// The questions of one round, keyed by server-chosen keys, in order (S3).
+/// The questions of one round, keyed by server-chosen keys, in order (rule
+/// `input-request-keys`).
 pub type InputRequests = IndexMap<String, InputRequest>;
 
 /// One answer of a retry, of the kind of the question it answers.
@@ -248,12 +253,13 @@ impl From<ListRootsResult> for InputResponse {
     }
 }
 
-/// The answers a retry carries, keyed like the questions (C6).
+/// The answers a retry carries, keyed like the questions (rule
+/// `retry-repeats-request`).
 ///
 /// Kept as raw JSON until the server reads the keys it asked: an entry it does
-/// not recognise is ignored (S14) rather than failing the whole request, and
-/// one it does is decoded as the answer to *its* question
-/// ([`InputResponses::decode`]).
+/// not recognise is ignored (rule `answers-unknown-ignored`) rather than
+/// failing the whole request, and one it does is decoded as the answer to *its*
+/// question ([`InputResponses::decode`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct InputResponses(JsonObject);
@@ -348,7 +354,8 @@ pub struct InputResponseRequestParams {
 
 /// A result that asks the client for input before the request can complete
 /// (`InputRequiredResult`). It carries `inputRequests`, `requestState` or
-/// both, never neither (S6), and no caching hints (S17).
+/// both, never neither (rule `input-required-not-empty`), and no caching
+/// hints (rule `input-required-uncached`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", try_from = "InputRequiredWire")]
 pub struct InputRequiredResult {
@@ -357,7 +364,8 @@ pub struct InputRequiredResult {
     /// The questions of this round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_requests: Option<InputRequests>,
-    /// Opaque server state the client echoes byte for byte (C2).
+    /// Opaque server state the client echoes byte for byte (rule
+    /// `echo-state-exactly`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// `_meta`.
@@ -365,7 +373,7 @@ pub struct InputRequiredResult {
     pub meta: Option<ResultMeta>,
 }
 
-/// The wire shape before the S6 check.
+/// The wire shape before the check of rule `input-required-not-empty`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct InputRequiredWire {
@@ -383,7 +391,10 @@ impl TryFrom<InputRequiredWire> for InputRequiredResult {
 
     fn try_from(w: InputRequiredWire) -> Result<Self, Self::Error> {
         if w.input_requests.is_none() && w.request_state.is_none() {
-            return Err("an input_required result needs inputRequests or requestState (S6)");
+            return Err(
+                "an input_required result needs inputRequests or requestState \
+                 (rule input-required-not-empty)",
+            );
         }
         Ok(Self {
             result_type: w.result_type,

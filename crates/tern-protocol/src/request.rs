@@ -172,7 +172,8 @@ impl ClientRequest {
         }
     }
 
-    /// The request may be answered with `input_required` (S1, S2).
+    /// The request may be answered with `input_required` (rule
+    /// `input-required-methods`).
     pub fn may_require_input(&self) -> bool {
         matches!(
             self,

@@ -1,21 +1,24 @@
 //! Results, decoded by the method of the request they answer plus
 //! `resultType` (never by trying shapes in turn).
 //!
-//! - R1: every result carries `resultType`; tern's result types hold a tag
-//!   field ([`CompleteTag`] and friends) so that no serialisation path can
-//!   forget it.
-//! - R4: an unknown `resultType` is an error that names it.
-//! - R5: a missing `resultType` reads as `complete` (pre-2026 servers).
-//! - S2: `input_required` only answers `tools/call`, `prompts/get` and
-//!   `resources/read`.
+//! - Rule `result-type-required`: every result carries `resultType`; tern's
+//!   result types hold a tag field ([`CompleteTag`] and friends) so that no
+//!   serialisation path can forget it.
+//! - Rule `result-type-unknown`: an unknown `resultType` is an error that
+//!   names it.
+//! - Rule `result-type-absent`: a missing `resultType` reads as `complete`
+//!   (pre-2026 servers).
+//! - Rule `input-required-methods`: `input_required` only answers
+//!   `tools/call`, `prompts/get` and `resources/read`.
 //! - Tasks: `task` only answers `tools/call`, and only where the caller says
 //!   the extension is in play ([`ResultContext::tasks`]).
 //!
 //! Caching hints (`ttlMs`, `cacheScope`) are optional on decode although the
 //! schema requires them on discover, list and read results: the spec says a
 //! missing `ttlMs` "is treated as 0, which only happens with old servers", and
-//! the official `ReadResourceResultResponse` example omits both (digest §9.9).
-//! tern's server always sends them.
+//! the official `ReadResourceResultResponse` example omits both
+//! (`spec/examples/ReadResourceResultResponse/`). tern's server always sends
+//! them.
 
 use serde::{Deserialize, Serialize};
 
@@ -65,7 +68,8 @@ pub struct EmptyResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AnyResult {
-    /// The `resultType`, as sent; `complete` when absent (R5).
+    /// The `resultType`, as sent; `complete` when absent (rule
+    /// `result-type-absent`).
     #[serde(default = "complete_string")]
     pub result_type: String,
     /// `_meta`.
@@ -78,7 +82,8 @@ pub struct AnyResult {
 
 /// The schema's abstract `CacheableResult` (discover, the list methods and
 /// `resources/read` extend it), decoded strictly: here `ttlMs` and
-/// `cacheScope` are required. Never an interim `input_required` (S17).
+/// `cacheScope` are required. Never an interim `input_required` (rule
+/// `input-required-uncached`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CacheableResult {
@@ -262,7 +267,8 @@ impl Source<'_> {
     }
 }
 
-/// Which `resultType`s may answer `method` (S2, the Tasks extension).
+/// Which `resultType`s may answer `method` (rules `input-required-methods`,
+/// `result-type-extensions`).
 fn check(
     method: &str,
     result_type: ResultType,
@@ -274,7 +280,7 @@ fn check(
         ResultType::InputRequired => Err(DecodeError::result(
             method,
             "resultType \"input_required\" is only allowed for tools/call, prompts/get \
-             and resources/read (S2)",
+             and resources/read (rule input-required-methods)",
         )),
         ResultType::Task if method == method::TOOLS_CALL && ctx.tasks => Ok(result_type),
         ResultType::Task if method == method::TOOLS_CALL => Err(DecodeError::result(
@@ -310,7 +316,7 @@ impl Serialize for ServerResult {
     }
 }
 
-/// Reads `resultType` (R4, R5).
+/// Reads `resultType` (rules `result-type-unknown`, `result-type-absent`).
 fn classify(method: &str, value: Option<&serde_json::Value>) -> Result<ResultType, DecodeError> {
     match value {
         None => Ok(ResultType::Complete),
@@ -320,7 +326,7 @@ fn classify(method: &str, value: Option<&serde_json::Value>) -> Result<ResultTyp
             TaskTag::VALUE => Ok(ResultType::Task),
             other => Err(DecodeError::result(
                 method,
-                format_args!("unknown resultType \"{other}\" (R4)"),
+                format_args!("unknown resultType \"{other}\" (rule result-type-unknown)"),
             )),
         },
         Some(other) => Err(DecodeError::result(
@@ -346,19 +352,19 @@ mod tests {
     }
 
     #[test]
-    fn missing_result_type_is_complete_r5() {
+    fn missing_result_type_is_complete() {
         let r = decode("tools/call", r#"{"content":[]}"#).unwrap();
         assert!(matches!(r, ServerResult::CallTool(Outcome::Complete(_))));
     }
 
     #[test]
-    fn unknown_result_type_is_named_r4() {
+    fn unknown_result_type_is_named() {
         let err = decode("tools/call", r#"{"resultType":"later","content":[]}"#).unwrap_err();
         assert!(err.contains("unknown resultType \"later\""), "{err}");
     }
 
     #[test]
-    fn input_required_only_for_three_methods_s2() {
+    fn input_required_only_for_three_methods() {
         let ir = r#"{"resultType":"input_required","requestState":"s"}"#;
         for m in ["tools/call", "prompts/get", "resources/read"] {
             assert!(decode(m, ir).is_ok(), "{m}");
@@ -445,8 +451,8 @@ mod tests {
     }
 
     #[test]
-    fn input_required_needs_requests_or_state_s6() {
+    fn input_required_needs_requests_or_state() {
         let err = decode("tools/call", r#"{"resultType":"input_required"}"#).unwrap_err();
-        assert!(err.contains("S6"), "{err}");
+        assert!(err.contains("input-required-not-empty"), "{err}");
     }
 }

@@ -20,7 +20,8 @@ string_tag!(
     TaskTag = "task"
 );
 
-/// The `resultType`s tern recognises (extensions may add more, R3).
+/// The `resultType`s tern recognises (extensions may add more, rule
+/// `result-type-extensions`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ResultType {

@@ -2,7 +2,8 @@
 //! outlives a request. Only the server creates tasks, only for `tools/call`,
 //! and only for a request that declared the extension.
 //!
-//! Every task request carries the core `_meta` as well (digest §9.11): the
+//! Every task request carries the core `_meta` as well (the core requires it
+//! on every request, Base Protocol overview › General fields › `_meta`): the
 //! extension's own shapes show only `taskId`, but `-32021` for a client that
 //! did not declare the extension is checkable only through it.
 
@@ -150,7 +151,8 @@ pub struct CreateTaskResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskResult {
-    /// Always `complete` (the normative text; digest §9.10).
+    /// Always `complete` (the normative text, Tasks extension › Task Polling ›
+    /// Response; some of the extension's examples show `task`).
     #[serde(default)]
     pub result_type: CompleteTag,
     /// The task and what its status calls for.

@@ -10,8 +10,8 @@ pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-/// The digest of a request's arguments that a token is bound to (S10c): SHA-256
-/// of their RFC 8785 (JCS) canonical JSON.
+/// The digest of a request's arguments that a token is bound to (rule
+/// `state-bound-request`): SHA-256 of their RFC 8785 (JCS) canonical JSON.
 ///
 /// Canonical JSON sorts object members (by UTF-16 code units) and writes
 /// numbers in one form, so `{"a":1,"b":2}` and `{"b":2,"a":1.0}` have the same

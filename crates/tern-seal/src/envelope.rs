@@ -1,6 +1,7 @@
 //! The plaintext inside a `t1` token: a versioned, length-checked binary
 //! envelope. Every field has a fixed size or a length prefix, and trailing
-//! bytes are refused, so one byte string parses in exactly one way (S8).
+//! bytes are refused, so one byte string parses in exactly one way (rule
+//! `state-untrusted`).
 //!
 //! Layout (integers big-endian):
 //!

@@ -5,9 +5,10 @@ use core::fmt;
 /// The one error [`Sealer::open`](crate::Sealer::open) returns.
 ///
 /// Its `Display` is always "invalid or expired requestState", whatever went
-/// wrong, so that a client learns nothing about which check failed (S8, S9):
-/// the server answers `-32602 Invalid params` with that text. The real reason,
-/// [`OpenError::reason`], is for the server's log only.
+/// wrong, so that a client learns nothing about which check failed (rules
+/// `state-untrusted`, `state-integrity`): the server answers `-32602 Invalid
+/// params` with that text. The real reason, [`OpenError::reason`], is for the
+/// server's log only.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct OpenError {
     reason: OpenFailure,
@@ -57,21 +58,24 @@ pub enum OpenFailure {
     UnknownVersion,
     /// The token names a key id the ring does not hold (retired, or never ours).
     UnknownKey,
-    /// Authenticated decryption failed: tampered, truncated or forged (S9).
+    /// Authenticated decryption failed: tampered, truncated or forged (rule
+    /// `state-integrity`).
     Decrypt,
-    /// The token's expiry has passed (S10b).
+    /// The token's expiry has passed (rule `state-expiry`).
     Expired,
     /// The token claims to be issued too far in the future.
     NotYetValid,
     /// The token was sealed for another audience.
     Audience,
-    /// The token was sealed for another principal (S10a).
+    /// The token was sealed for another principal (rule
+    /// `state-bound-principal`).
     Principal,
-    /// The token was sealed for another method (S10c).
+    /// The token was sealed for another method (rule `state-bound-request`).
     Method,
-    /// The token was sealed for another target (tool, prompt or resource; S10c).
+    /// The token was sealed for another target (tool, prompt or resource; rule
+    /// `state-bound-request`).
     Target,
-    /// The token was sealed for other arguments (S10c).
+    /// The token was sealed for other arguments (rule `state-bound-request`).
     Arguments,
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Each [`Key`] is one 32-byte master secret named by a short id. Two subkeys
 //! are derived from it with HKDF-SHA256 under distinct `info` labels, so the
-//! AEAD key and the principal-MAC key are independent (S9, S10a).
+//! AEAD key and the principal-MAC key are independent (rules
+//! `state-integrity`, `state-bound-principal`).
 
 use core::fmt;
 
@@ -113,9 +114,10 @@ impl Key {
         &self.aead
     }
 
-    /// HMAC-SHA256 of the principal under this key's principal-MAC subkey
-    /// (S10a): the envelope carries this, never the raw identity. A tag byte
-    /// keeps "anonymous" apart from every identity string, including `""`.
+    /// HMAC-SHA256 of the principal under this key's principal-MAC subkey (rule
+    /// `state-bound-principal`): the envelope carries this, never the raw
+    /// identity. A tag byte keeps "anonymous" apart from every identity string,
+    /// including `""`.
     pub(crate) fn principal_mac(&self, principal: Option<&str>) -> [u8; 32] {
         match principal {
             None => self.anonymous_mac,

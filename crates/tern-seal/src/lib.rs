@@ -1,13 +1,17 @@
 //! `tern-seal`: the `requestState` codec of tern's stateless server.
 //!
-//! A server that answers `input_required` (MCP multi round-trip requests, spec
-//! §2) hands the client an opaque `requestState`, and must treat whatever comes
-//! back as attacker-controlled input (S8). This crate turns the server's state
-//! into such a token and back: authenticated encryption protects its integrity
-//! and confidentiality (S9), and the sealed envelope binds a short expiry, the
-//! audience, the principal, the method, the target and the digest of the
-//! canonical arguments, all checked on the retry (S10). Single use is the
-//! server's job, keyed by the state id (S11).
+//! A server that answers `input_required` (MCP Multi Round-Trip Requests,
+//! <https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mrtr>)
+//! hands the client an opaque `requestState`, and must treat whatever comes
+//! back as attacker-controlled input (rule `state-untrusted`; the rule ids are
+//! defined in the repository's `docs/rules.md`). This crate turns the server's
+//! state into such a token and back: authenticated encryption protects its
+//! integrity and confidentiality (rule `state-integrity`), and the sealed
+//! envelope binds a short expiry, the audience, the principal, the method, the
+//! target and the digest of the canonical arguments, all checked on the retry
+//! (rules `state-expiry`, `state-bound-principal`, `state-bound-request`).
+//! Single use is the server's job, keyed by the state id (rule
+//! `state-single-use`).
 //!
 //! There is no I/O and no async runtime: keys, time and randomness are passed
 //! in.

@@ -16,7 +16,8 @@ use crate::key::{Key, KeyRing, MAX_KEY_ID_LEN, is_valid_key_id};
 use crate::{OpenError, OpenFailure, SealError};
 
 /// How long a token stays valid after it is sealed: 10 minutes. Each round
-/// re-seals, so this bounds one round, not the whole call (S10b).
+/// re-seals, so this bounds one round, not the whole call (rule
+/// `state-expiry`).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10 * 60);
 
 /// The largest token accepted or produced: 64 KiB.
@@ -30,7 +31,8 @@ pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(60);
 const TOKEN_VERSION: &str = "t1";
 
 /// Domain-separation label at the start of the AEAD associated data. The key
-/// id follows it, so a token's id cannot be swapped for another's (S9).
+/// id follows it, so a token's id cannot be swapped for another's (rule
+/// `state-integrity`).
 const AAD_LABEL: &[u8] = b"tern/requestState/t1\x00";
 
 /// Bytes of the nonce [`Sealer::seal`] takes (XChaCha20-Poly1305's extended
@@ -67,7 +69,7 @@ impl Default for SealerOptions {
 #[derive(Clone, Copy)]
 pub struct Claims<'a> {
     /// The authenticated principal, or `None` for an anonymous caller. Only a
-    /// keyed MAC of it is stored (S10a).
+    /// keyed MAC of it is stored (rule `state-bound-principal`).
     pub principal: Option<&'a str>,
     /// The JSON-RPC method of the request (`tools/call`, …).
     pub method: &'a str,
@@ -78,7 +80,7 @@ pub struct Claims<'a> {
     pub arguments: Option<&'a Value>,
     /// A unique id of this state (tern's server mints a fresh one for every
     /// round's token); it keys single-use enforcement, which this crate does
-    /// not do (S11).
+    /// not do (rule `state-single-use`).
     pub state_id: [u8; 16],
     /// The round number.
     pub round: u32,
@@ -199,7 +201,7 @@ impl Sealer {
             return Err(SealError::MethodTooLong);
         }
         // Size first, before any work: the state must fit the cap the opener
-        // enforces (spec §2.7: a size limit).
+        // enforces (rule `state-untrusted`: the opener bounds its work).
         let too_large = |len| SealError::TooLarge {
             len,
             max: self.options.max_token_len,
@@ -269,7 +271,8 @@ impl Sealer {
     /// [`reason`](OpenError::reason): length (before any decoding), format
     /// version, key id, base64, authenticated decryption, envelope, expiry
     /// and issue time, audience, principal, method, target, arguments. Every
-    /// failure displays the same "invalid or expired requestState" (S8, S9).
+    /// failure displays the same "invalid or expired requestState" (rules
+    /// `state-untrusted`, `state-integrity`).
     pub fn open(
         &self,
         token: &str,
@@ -285,7 +288,8 @@ impl Sealer {
         expect: &Expect<'_>,
         now: SystemTime,
     ) -> Result<Opened, OpenFailure> {
-        // S8: attacker-controlled input. Bound the work before decoding it.
+        // Rule `state-untrusted`: attacker-controlled input. Bound the work
+        // before decoding it.
         if token.len() > self.options.max_token_len {
             return Err(OpenFailure::TooLarge);
         }
@@ -315,7 +319,8 @@ impl Sealer {
         let (ciphertext, tag) = rest
             .split_last_chunk_mut::<TAG_LEN>()
             .ok_or(OpenFailure::Malformed)?;
-        // S9: integrity first; nothing inside is looked at unless it is ours.
+        // Rule `state-integrity`: integrity first; nothing inside is looked
+        // at unless it is ours.
         key.aead()
             .decrypt_inout_detached(
                 (&*nonce).into(),
@@ -326,7 +331,8 @@ impl Sealer {
             .map_err(|_| OpenFailure::Decrypt)?;
         let envelope = Envelope::parse(ciphertext)?;
 
-        // S10b: a short expiry. Sealed in whole seconds; `now` is exact.
+        // Rule `state-expiry`: a short expiry. Sealed in whole seconds; `now`
+        // is exact.
         let issued_at = unix_time(envelope.issued_at)?;
         let expires_at = unix_time(envelope.expires_at)?;
         if expires_at < issued_at {
@@ -346,11 +352,12 @@ impl Sealer {
         if !ct_eq(&envelope.audience, &self.audience_digest) {
             return Err(OpenFailure::Audience);
         }
-        // S10a: a state sealed for one principal does not open for another.
+        // Rule `state-bound-principal`: a state sealed for one principal does
+        // not open for another.
         if !ct_eq(&envelope.principal, &key.principal_mac(expect.principal)) {
             return Err(OpenFailure::Principal);
         }
-        // S10c: the identity of the originating request.
+        // Rule `state-bound-request`: the identity of the originating request.
         if !ct_eq(envelope.method, expect.method.as_bytes()) {
             return Err(OpenFailure::Method);
         }

@@ -260,7 +260,8 @@ impl Ctx {
         std::mem::take(&mut *self.leg())
     }
 
-    /// The JSON-RPC id of this leg (each MRTR round has its own, C4).
+    /// The JSON-RPC id of this leg (each MRTR round has its own, rule
+    /// `retry-new-id`).
     pub fn request_id(&self) -> &RequestId {
         &self.inner.request_id
     }
@@ -312,8 +313,8 @@ impl Ctx {
         &self.inner.server
     }
 
-    /// The request declared what `question` needs (S7), so asking it will not
-    /// end the request with `-32021`.
+    /// The request declared what `question` needs (rule `ask-declared-only`),
+    /// so asking it will not end the request with `-32021`.
     pub fn can_ask<Q: Question>(&self, question: &Q) -> bool {
         declared(question.request(), self.client_capabilities())
     }
@@ -409,7 +410,8 @@ impl Ctx {
                         *leg.asked.entry(base).or_insert(0) += 1;
                         return Lookup::Answered(out);
                     }
-                    // The answer does not satisfy the question: ask again (S15).
+                    // The answer does not satisfy the question: ask again
+                    // (rule `answers-missing-ask-again`).
                     Err(reason) => tracing::debug!(%key, %reason, "answer refused; asking again"),
                 }
             }
@@ -563,7 +565,8 @@ impl Ctx {
         else {
             return false;
         };
-        // §4.1: values must increase; NaN and infinities cannot.
+        // Progress › Progress Flow: values must increase; NaN and infinities
+        // cannot.
         if self.is_cancelled() || !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
             return false;
         }

@@ -89,7 +89,8 @@ pub(crate) fn short(text: &str) -> std::borrow::Cow<'_, str> {
     tern_protocol::error::cut(text, 64)
 }
 
-/// The version check (spec §1.3): `-32022` with what is supported.
+/// The version check (spec: Versioning and Compatibility › Protocol Version
+/// Negotiation): `-32022` with what is supported.
 fn check_version(meta: &RequestMeta) -> Result<(), ErrorObject> {
     if meta.protocol_version == version::LATEST {
         Ok(())
@@ -203,7 +204,8 @@ impl Server {
                     return Err(fail(error.into()));
                 }
                 // A requestState that is not a string is a refused state like
-                // any other: the one uniform message (DESIGN §3).
+                // any other: the one uniform message (docs/design.md,
+                // "Sealing requestState").
                 let error = if salvage
                     .as_ref()
                     .and_then(|s| s.request_state.as_ref())

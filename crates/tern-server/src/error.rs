@@ -6,9 +6,10 @@ use tern_protocol::ClientCapabilities;
 use tern_protocol::error::{ErrorObject, code};
 
 /// Why a question could not be asked: the request did not declare the client
-/// capability it needs (S7). Propagated out of a handler with `?`, it ends the
-/// request with `-32021` and `data.requiredCapabilities`; a handler that wants
-/// another path checks [`crate::Ctx::can_ask`] first or matches on it.
+/// capability it needs (rule `ask-declared-only`). Propagated out of a handler
+/// with `?`, it ends the request with `-32021` and `data.requiredCapabilities`;
+/// a handler that wants another path checks [`crate::Ctx::can_ask`] first or
+/// matches on it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AskError {
     required: Box<ClientCapabilities>,
@@ -93,7 +94,8 @@ impl ToolError {
     /// Not an error: the work is not done yet (an out-of-band step such as a
     /// URL-mode sign-in has not finished). The request is answered with a
     /// state-only `input_required`, and the client retries with that state
-    /// (spec §2.4, "load shedding"), running the handler again.
+    /// (rule `input-required-not-empty`; the Schema Reference's "load
+    /// shedding" example), running the handler again.
     pub fn retry_later() -> Self {
         Self {
             kind: ToolErrorKind::RetryLater,

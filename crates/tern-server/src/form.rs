@@ -1,11 +1,11 @@
 //! Elicitation forms derived from Rust types.
 //!
-//! A form is a flat object of primitive fields (spec §3.1): strings (with the
-//! formats `email`, `uri`, `date`, `date-time`), numbers, integers, booleans,
-//! and single- or multi-select enums. [`form_schema`] turns a type's
-//! `schemars` schema into that subset or says which field does not fit, so a
-//! nested type is caught when the form is registered
-//! ([`crate::ToolDef::elicits`]), not when a user is waiting.
+//! A form is a flat object of primitive fields (spec: Elicitation › Requested
+//! Schema): strings (with the formats `email`, `uri`, `date`, `date-time`),
+//! numbers, integers, booleans, and single- or multi-select enums.
+//! [`form_schema`] turns a type's `schemars` schema into that subset or says
+//! which field does not fit, so a nested type is caught when the form is
+//! registered ([`crate::ToolDef::elicits`]), not when a user is waiting.
 
 use std::any::TypeId;
 use std::collections::HashMap;

@@ -1,5 +1,6 @@
 //! Who is calling: the authenticated identity a transport attaches to each
-//! request. MRTR state is bound to it (S10a), as a keyed hash.
+//! request. MRTR state is bound to it (rule `state-bound-principal`), as a
+//! keyed hash.
 
 use std::fmt;
 use std::sync::Arc;

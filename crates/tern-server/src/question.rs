@@ -72,7 +72,7 @@ pub trait Question: sealed::Sealed + Send + Sync {
     fn key(&self, fingerprint: &str) -> String;
 
     /// Decodes an answer; `Err` when it does not satisfy the question, which
-    /// then is asked again (S15).
+    /// then is asked again (rule `answers-missing-ask-again`).
     fn decode(&self, response: InputResponse) -> Result<Self::Output, String>;
 
     /// A question that could not be built (a form type outside the flat
@@ -83,7 +83,8 @@ pub trait Question: sealed::Sealed + Send + Sync {
 }
 
 /// The capabilities `request` needs from the client, and whether `declared`
-/// has them (S7: sub-capabilities and elicitation modes included).
+/// has them (rule `ask-declared-only`: sub-capabilities and elicitation modes
+/// included).
 pub(crate) fn required_capabilities(request: &InputRequest) -> (ClientCapabilities, &'static str) {
     match request {
         InputRequest::Elicitation(e) => match &e.params {
@@ -191,7 +192,8 @@ impl<T> std::fmt::Debug for Elicit<T> {
 
 impl<T: Form> Elicit<T> {
     /// A form question: the schema comes from `T`. Servers must not ask for
-    /// secrets this way (spec §3.1); use [`Elicit::url`].
+    /// secrets this way (spec: Elicitation › User Interaction Model); use
+    /// [`Elicit::url`].
     pub fn form(message: impl Into<String>) -> Self {
         let (schema, error) = match form_schema::<T>() {
             Ok(s) => (Some(s), None),
@@ -210,9 +212,10 @@ impl<T: Form> Elicit<T> {
 }
 
 impl Elicit<()> {
-    /// A URL-mode question: `accept` means only that the user consented to
-    /// open `url`; the outcome is learnt on a later retry (C10). The URL must
-    /// carry no credentials or personal data.
+    /// A URL-mode question: `accept` means only that the user consented to open
+    /// `url`; the outcome is learnt on a later retry (rule
+    /// `url-elicitation-consent`). The URL must carry no credentials or
+    /// personal data.
     pub fn url(message: impl Into<String>, url: impl Into<String>) -> Self {
         let params = ElicitRequestUrlParams::new(message, url);
         Self {
@@ -401,7 +404,8 @@ impl Question for ListRoots {
 
     fn decode(&self, response: InputResponse) -> Result<Vec<Root>, String> {
         match response {
-            // §3.3: every root is a file:// URI; anything else asks again.
+            // Roots › Data Types: every root is a file:// URI; anything else
+            // asks again.
             InputResponse::Roots(r)
                 if r.roots.iter().all(|root| root.uri.starts_with("file://")) =>
             {

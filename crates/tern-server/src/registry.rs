@@ -67,8 +67,9 @@ impl Registry {
             logging: Some(JsonObject::new()),
             ..ServerCapabilities::default()
         };
-        // Digest §5: the Tasks extension, under `extensions` (never a
-        // `tasks` capability), when tasks can be created here.
+        // The Tasks extension, under `extensions` (never a `tasks`
+        // capability; Tasks extension › Capability Negotiation), when tasks
+        // can be created here.
         if self.tasks_advertised || self.tools.values().any(|t| t.def.policy.task.is_some()) {
             self.capabilities.extensions = Some(JsonObject::from_iter([(
                 tern_protocol::task::TASKS_EXTENSION.to_owned(),

@@ -1,5 +1,6 @@
-//! The replay store: what makes a guarded leg's effect happen once (DESIGN
-//! §3, spec S11), in one process or across replicas.
+//! The replay store: what makes a guarded leg's effect happen once
+//! (docs/design.md, "Exactly once"; rule `state-single-use`), in one process
+//! or across replicas.
 //!
 //! Sealing makes a `requestState` unforgeable, not single-use. A tool, prompt
 //! or resource marked `single_use` or `idempotent_retry` is *guarded*: the

@@ -1,5 +1,5 @@
-//! `subscriptions/listen` (spec §4.3): the acknowledgement first, then the
-//! change notifications the client opted in to, each tagged with the
+//! `subscriptions/listen` (spec: Subscriptions): the acknowledgement first,
+//! then the change notifications the client opted in to, each tagged with the
 //! subscription id, until the client goes away or the server closes the
 //! subscription gracefully.
 
@@ -256,7 +256,8 @@ impl Server {
             };
             notifier.send(notification);
         }
-        // Graceful close: the result names the subscription (spec §4.3).
+        // Graceful close: the result names the subscription (spec:
+        // Subscriptions › Cancellation › Graceful Closure).
         drop(task_changes);
         let mut result = SubscriptionsListenResult::new(id.clone());
         result.meta.server_info = Some(self.info().clone());

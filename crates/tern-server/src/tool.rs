@@ -105,13 +105,13 @@ impl ToolDef {
         self
     }
 
-    /// Accepts answers on a call that carries no `requestState` (a client
-    /// that answers before being asked, or a handler that issued no state):
-    /// each counts for the question asked under its key and is checked
-    /// against that question like any answer. Use it only where such an answer
-    /// is trusted no more than an argument would be: by default an answer
-    /// counts only with the sealed state of the round that asked it (S9).
-    /// It cannot be combined with [`Self::single_use`] or
+    /// Accepts answers on a call that carries no `requestState` (a client that
+    /// answers before being asked, or a handler that issued no state): each
+    /// counts for the question asked under its key and is checked against that
+    /// question like any answer. Use it only where such an answer is trusted no
+    /// more than an argument would be: by default an answer counts only with
+    /// the sealed state of the round that asked it (rule `state-integrity`). It
+    /// cannot be combined with [`Self::single_use`] or
     /// [`Self::idempotent_retry`] ([`crate::ServerBuilder::build`] refuses).
     #[must_use]
     pub fn answers_without_state(mut self) -> Self {
@@ -119,10 +119,10 @@ impl ToolDef {
         self
     }
 
-    /// Each `requestState` of this tool is accepted once (S11): a replayed
-    /// state is refused with `-32602`, through the server's replay store.
-    /// The leg that redeems it runs to its end even if its client goes away
-    /// (see [`crate::Ctx::cancelled`]).
+    /// Each `requestState` of this tool is accepted once (rule
+    /// `state-single-use`): a replayed state is refused with `-32602`, through
+    /// the server's replay store. The leg that redeems it runs to its end even
+    /// if its client goes away (see [`crate::Ctx::cancelled`]).
     ///
     /// The first leg of a call (no state yet) cannot be guarded: put side
     /// effects after the first question.
@@ -149,7 +149,7 @@ impl ToolDef {
         self
     }
 
-    /// The tool may run as a task (Tasks extension, digest §5): with
+    /// The tool may run as a task (the Tasks extension): with
     /// [`TaskSupport::Optional`] it becomes one at [`crate::Ctx::into_task`]
     /// when the request declared the extension, and runs inline through MRTR
     /// otherwise; with [`TaskSupport::Required`] a request that did not
@@ -229,8 +229,9 @@ pub(crate) async fn call(
             crate::dispatch::short(&params.name)
         )));
     };
-    // Digest §5: a tool that cannot run without a task, asked by a request
-    // that did not declare the extension: -32021 before anything runs.
+    // A tool that cannot run without a task, asked by a request that did not
+    // declare the extension: -32021 before anything runs (Tasks extension ›
+    // Capability Negotiation).
     if entry
         .def
         .policy
@@ -245,7 +246,7 @@ pub(crate) async fn call(
     }
     let arguments = Arc::new(Value::Object(params.arguments.unwrap_or_default()));
     // A bad argument is a tool error the model can read and fix, not a
-    // protocol error (spec §7).
+    // protocol error (spec: Tools › Error Handling).
     if let Some(error) = entry.validator.iter_errors(&arguments).next() {
         let path = error.instance_path().to_string();
         let at = if path.is_empty() {

@@ -1,5 +1,7 @@
-//! Which servers spoke 2025 on an earlier run (spec §8.3: the era is cached
-//! per server), so that `tern call` does not pay the era probe on every run.
+//! Which servers spoke 2025 on an earlier run (spec: Versioning and
+//! Compatibility › Backward Compatibility with Initialization-Based Versions:
+//! the era is cached per server), so that `tern call` does not pay the era
+//! probe on every run.
 //!
 //! - **Where**: `$TERN_ERA_CACHE`, else `$XDG_CACHE_HOME/tern/eras.json`,
 //!   else `~/.cache/tern/eras.json` (`~/Library/Caches/tern` on macOS,

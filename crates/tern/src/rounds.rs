@@ -4,7 +4,8 @@
 //!
 //! - each leg waits at most `--timeout` for the server, a progress
 //!   notification counting as a sign of life; the time a person spends
-//!   answering is not counted (nothing is in flight then, C1);
+//!   answering is not counted (nothing is in flight then, rule
+//!   `answer-before-retry`);
 //! - preset answers ([`PresetSpec`]) are built and checked against their
 //!   question before anything is sent: one that does not fit stops the run
 //!   at once; a key asked again with the same question after its preset was
@@ -33,7 +34,8 @@ use crate::answers::PresetSpec;
 use crate::exit::{EXIT_NEEDS_INPUT, EXIT_SERVER, EXIT_TRANSPORT, EXIT_USAGE, Failure};
 use crate::terminal::{Phase, Session, Summary};
 
-/// The most rounds one call may take (the client library's default, C12).
+/// The most rounds one call may take (the client library's default, rule
+/// `bounded-rounds`).
 const MAX_ROUNDS: u32 = tern_client::client::DEFAULT_MAX_ROUNDS;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -335,7 +337,7 @@ impl Driver {
             self.session.asked(&keys);
             self.announce(pending.round, &keys);
             let responses = if keys.is_empty() {
-                // A state-only round (load shedding, §2.4): retry after a
+                // A state-only round (load shedding): retry after a
                 // growing pause.
                 tokio::time::sleep(backoff(shed)).await;
                 shed += 1;

@@ -185,7 +185,8 @@ async fn request_state(client: &Client) -> Result<(), ClientError> {
         eprintln!("test_mrtr_echo_state completed at once");
         return Ok(());
     };
-    // While that round waits, an unrelated call carries nothing of it (C5).
+    // While that round waits, an unrelated call carries nothing of it (rule
+    // `round-isolated`).
     client
         .call_tool("test_mrtr_unrelated", Some(json!({})))
         .await?;
@@ -325,8 +326,8 @@ async fn authorized_calls(client: &Client) -> Result<(), ClientError> {
     Ok(())
 }
 
-/// The transport for the wire the harness asks for (conformance.md §6.1):
-/// `MCP_CONFORMANCE_PROTOCOL_VERSION` of a 2025 version means a 2025
+/// The transport for the wire the harness asks for (the suite's client
+/// contract): `MCP_CONFORMANCE_PROTOCOL_VERSION` of a 2025 version means a 2025
 /// session (no probe: the harness said so), anything else the modern wire.
 fn transport(
     url: &str,

@@ -249,7 +249,7 @@ async fn mrtr_capabilities(ctx: Ctx) -> Result<String, ToolError> {
             .map_or_else(|| "someone".into(), |n| n.name);
         return Ok(format!("Hello, {name}!"));
     }
-    // S7: no elicitation was declared, so none is sent.
+    // Rule `ask-declared-only`: no elicitation was declared, so none is sent.
     let reply = ctx
         .ask(Sample::text("Say hello", 50).key("sample_input"))
         .await?;
@@ -389,7 +389,7 @@ fn json_schema_2020_12() -> JsonObject {
     }))
 }
 
-// The Tasks extension's fixtures (conformance.md §5.5).
+// The Tasks extension's fixtures (the suite's `tasks-*` scenarios).
 
 #[derive(Deserialize, JsonSchema)]
 struct Greet {

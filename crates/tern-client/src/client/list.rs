@@ -134,7 +134,8 @@ impl Client {
     }
 
     /// One page of `tools/list`. Tools whose `x-mcp-header` annotations are
-    /// invalid are dropped from the page, with a warning (spec §6.2).
+    /// invalid are dropped from the page, with a warning (spec: Streamable
+    /// HTTP › Custom Headers from Tool Parameters › Schema Extension).
     pub async fn list_tools_page(
         &self,
         cursor: Option<&str>,

@@ -1,8 +1,8 @@
-//! The legacy leg's live questions (spec §8.3): a 2025-11-25 server asks
-//! with requests of its own while a call runs; they are answered by the same
-//! installed handlers as MRTR rounds ([`Client::answer_one`]), and a handler's
-//! refusal goes back as a JSON-RPC error (2025 has a per-request error
-//! channel).
+//! The legacy leg's live questions (docs/design.md, "Two eras, one handler"): a
+//! 2025-11-25 server asks with requests of its own while a call runs; they are
+//! answered by the same installed handlers as MRTR rounds
+//! ([`Client::answer_one`]), and a handler's refusal goes back as a JSON-RPC
+//! error (2025 has a per-request error channel).
 //!
 //! The 2025 wire has no question keys: the live questions of one request
 //! are keyed `live-1`, `live-2`, … in the order the server asks them

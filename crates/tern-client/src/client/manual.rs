@@ -1,7 +1,8 @@
-//! Manual mode (C12: callers may opt out of auto-resolution): one leg at a
-//! time, the questions handed back as a serialisable [`PendingRound`] that
-//! any client, in any process, resumes — for `tools/call`, `prompts/get` and
-//! `resources/read` alike (S1: the three methods that may ask).
+//! Manual mode (rule `bounded-rounds`: callers may opt out of auto-resolution):
+//! one leg at a time, the questions handed back as a serialisable
+//! [`PendingRound`] that any client, in any process, resumes — for
+//! `tools/call`, `prompts/get` and `resources/read` alike (rule
+//! `input-required-methods`: the three methods that may ask).
 
 use std::collections::BTreeMap;
 
@@ -18,8 +19,8 @@ use tern_protocol::{
 use super::{CallOptions, Client};
 use crate::error::ClientError;
 
-/// A call that may be answered with questions (S1), as parked in a
-/// [`PendingRound`]: its method and its params without `_meta`.
+/// A call that may be answered with questions (rule `input-required-methods`),
+/// as parked in a [`PendingRound`]: its method and its params without `_meta`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", content = "params")]
 #[non_exhaustive]
@@ -116,7 +117,8 @@ impl Call {
     }
 
     /// This call as a typed request: the same method and params on every
-    /// leg (C6), with this leg's answers and state (C2, C3).
+    /// leg (rule `retry-repeats-request`), with this leg's answers and state
+    /// (rules `echo-state-exactly`, `no-invented-state`).
     pub(super) fn request(
         &self,
         meta: RequestMeta,
@@ -156,14 +158,14 @@ impl Call {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct PendingRound {
-    /// The call, repeated on the retry (C6).
+    /// The call, repeated on the retry (rule `retry-repeats-request`).
     #[serde(flatten)]
     pub call: Call,
     /// The questions.
     #[serde(default)]
     pub input_requests: InputRequests,
-    /// The server's state, echoed byte for byte on the retry (C2), or absent
-    /// (C3).
+    /// The server's state, echoed byte for byte on the retry (rule
+    /// `echo-state-exactly`), or absent (rule `no-invented-state`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// How many rounds this call has taken so far.
@@ -288,9 +290,10 @@ impl Leg for Completed {
     }
 }
 
-/// `responses`, less the keys `pending` did not ask (C6), each one it did
-/// ask checked to be an answer to that kind of question: one that is not is
-/// an error, never silently dropped. The answers kept go out as given.
+/// `responses`, less the keys `pending` did not ask (rule
+/// `retry-repeats-request`), each one it did ask checked to be an answer to
+/// that kind of question: one that is not is an error, never silently dropped.
+/// The answers kept go out as given.
 fn fitted(
     pending: &PendingRound,
     responses: &InputResponses,
@@ -367,9 +370,10 @@ impl Client {
     }
 
     /// Manual mode: retries `pending`, of whichever method, with `responses`
-    /// — from this client or any other. Only the keys it asked are sent (C6),
-    /// each checked against its question first; the state goes back exactly
-    /// as received (C2) or not at all (C3).
+    /// — from this client or any other. Only the keys it asked are sent (rule
+    /// `retry-repeats-request`), each checked against its question first; the
+    /// state goes back exactly as received (rule `echo-state-exactly`) or not
+    /// at all (rule `no-invented-state`).
     pub async fn resume(
         &self,
         pending: &PendingRound,

@@ -5,7 +5,8 @@
 //!   spec asks for (`-32022`, `-32020`);
 //! - `list`: discover, the paginated lists (bounded in pages and items),
 //!   completion;
-//! - `mrtr`: the MRTR driver (C1–C12) and the answering of questions;
+//! - `mrtr`: the MRTR driver (the client rules of docs/rules.md) and the
+//!   answering of questions;
 //! - `manual`: manual rounds ([`PendingRound`]) for `tools/call`,
 //!   `prompts/get` and `resources/read`;
 //! - `subscription`: `subscriptions/listen`;
@@ -172,7 +173,7 @@ struct Inner {
 }
 
 /// An MCP client of one server. Cheap to clone; calls may run concurrently
-/// and share nothing but the connection (C5).
+/// and share nothing but the connection (rule `round-isolated`).
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,

@@ -1,7 +1,8 @@
-//! The MRTR driver (spec §2.6, C1–C12): rounds until the call completes,
-//! within the round and time bounds, the questions of a round answered
-//! concurrently by the installed handlers (or the presets), and the answers
-//! carried typed from the handlers into the retry.
+//! The MRTR driver (spec: Multi Round-Trip Requests › Client Requirements
+//! (Basic Workflow); the client rules of docs/rules.md): rounds until the call
+//! completes, within the round and time bounds, the questions of a round
+//! answered concurrently by the installed handlers (or the presets), and the
+//! answers carried typed from the handlers into the retry.
 
 use std::time::Duration;
 
@@ -36,7 +37,8 @@ fn deadline_passed(while_: &str) -> ClientError {
 
 /// Where the MRTR rounds of a call ended: its result, or a task
 /// (`tools/call` only, and only when the request declared the extension:
-/// the decoder refuses `resultType: "task"` anywhere else, C7).
+/// the decoder refuses `resultType: "task"` anywhere else, rule
+/// `result-type-extensions`).
 pub(super) enum Driven<T> {
     Done(T),
     Task(Box<CreateTaskResult>),
@@ -57,7 +59,7 @@ impl Client {
     }
 
     /// The MRTR driver: rounds until the call completes, within the round
-    /// and time bounds (C12).
+    /// and time bounds (rule `bounded-rounds`).
     async fn drive<T: Leg>(&self, call: Call, options: &CallOptions) -> Result<T, ClientError> {
         match self.rounds::<T>(&call, options).await? {
             Driven::Done(done) => Ok(done),
@@ -107,8 +109,8 @@ impl Client {
                 on_round(round, &keys);
             }
             if requests.is_empty() {
-                // A state-only round (load shedding, §2.4): retry, after a
-                // growing pause (C1 allows retrying at once).
+                // A state-only round (load shedding): retry, after a growing
+                // pause (rule `answer-before-retry` allows retrying at once).
                 tokio::time::sleep_until(
                     (tokio::time::Instant::now() + backoff(shed)).min(deadline),
                 )
@@ -125,8 +127,9 @@ impl Client {
                 .map_err(|_| deadline_passed("while answering"))??;
                 responses = Some(answers);
             }
-            // C2/C3: the state exactly as received, or none. C5: it lives in
-            // this call's loop only.
+            // Rules `echo-state-exactly`, `no-invented-state`: the state
+            // exactly as received, or none. Rule `round-isolated`: it lives
+            // in this call's loop only.
             state = ir.request_state;
         }
     }
@@ -172,8 +175,9 @@ impl Client {
     }
 
     /// Answers every question of a round concurrently; the first that fails
-    /// cancels the others (C11: there is no per-answer error to send). Each
-    /// answer is encoded once, straight from its typed form.
+    /// cancels the others (rule `no-per-answer-error`: there is no per-answer
+    /// error to send). Each answer is encoded once, straight from its typed
+    /// form.
     pub(super) async fn answer_all(
         &self,
         method: &str,

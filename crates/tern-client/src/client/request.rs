@@ -1,5 +1,6 @@
 //! One request: built once from its typed form, sent, and its response
-//! decoded once, by the method that was called plus `resultType` (C7), with
+//! decoded once, by the method that was called plus `resultType` (rules
+//! `result-type-absent`, `result-type-unknown`), with
 //! the retries the spec asks for.
 
 use serde_json::value::RawValue;
@@ -42,9 +43,10 @@ fn result_meta(result: &ServerResult) -> Option<&ResultMeta> {
 }
 
 impl Client {
-    /// The `_meta` of one request: the version, the capabilities for this
-    /// call (C6: every retry is a full request), `clientInfo`, and a progress
-    /// token unique to this request when the call listens for progress.
+    /// The `_meta` of one request: the version, the capabilities for this call
+    /// (rule `retry-repeats-request`: every retry is a full request),
+    /// `clientInfo`, and a progress token unique to this request when the call
+    /// listens for progress.
     pub(super) fn meta(&self, id: &tern_protocol::RequestId, options: &CallOptions) -> RequestMeta {
         let mut meta = RequestMeta::new(self.protocol_version(), self.capabilities(options))
             .with_client_info(self.inner.info.clone());
@@ -55,7 +57,8 @@ impl Client {
     }
 
     /// The request on its way out: `Mcp-Param-*` headers from a tool's
-    /// `x-mcp-header` annotations and the typed arguments (spec §6.2).
+    /// `x-mcp-header` annotations and the typed arguments (spec: Streamable
+    /// HTTP › Custom Headers from Tool Parameters).
     pub(super) fn outgoing(
         &self,
         id: tern_protocol::RequestId,
@@ -71,8 +74,8 @@ impl Client {
         Outgoing::new(id, request, header_params)
     }
 
-    /// Sends one request (a new id every time, C4), passes its notifications
-    /// to `options`, and decodes its result once.
+    /// Sends one request (a new id every time, rule `retry-new-id`), passes its
+    /// notifications to `options`, and decodes its result once.
     pub(super) async fn send_once(
         &self,
         build: Build<'_>,
@@ -120,7 +123,8 @@ impl Client {
         }
     }
 
-    /// Decodes a result by the method it answers plus `resultType` (C7),
+    /// Decodes a result by the method it answers plus `resultType` (rules
+    /// `result-type-absent`, `result-type-unknown`),
     /// once, and keeps the server's self-description it carries.
     fn decode(
         &self,
@@ -138,11 +142,13 @@ impl Client {
     }
 
     /// [`Self::send_once`] with the two retries the spec asks for: after
-    /// `-32022`, once, if `supported` lists the version tern speaks (§2.3: a
+    /// `-32022`, once, if `supported` lists the version tern speaks
+    /// (Versioning and Compatibility › Protocol Version Negotiation: a
     /// mutually supported version; tern speaks 2026-07-28 only, so this is a
     /// replica of another release answering, as in a rolling upgrade, and
     /// otherwise the error is the answer); after `-32020` on `tools/call`,
-    /// once after refreshing `tools/list` (§6.2).
+    /// once after refreshing `tools/list` (Streamable HTTP › Custom Headers
+    /// from Tool Parameters › Client Behavior).
     pub(super) async fn request(
         &self,
         m: &str,

@@ -1,6 +1,6 @@
-//! `subscriptions/listen` (spec §9): one stream of notifications per
-//! subscription, ended by the server (a result, a `notifications/cancelled`,
-//! or a closed stream) or by dropping it.
+//! `subscriptions/listen` (spec: Subscriptions): one stream of notifications
+//! per subscription, ended by the server (a result, a
+//! `notifications/cancelled`, or a closed stream) or by dropping it.
 
 use tern_protocol::subscription::{SubscriptionFilter, SubscriptionsListenRequestParams};
 use tern_protocol::{ClientRequest, ServerNotification};
@@ -18,8 +18,9 @@ pub struct Subscription {
 
 impl Subscription {
     /// The next notification; `None` when the subscription ended: the server
-    /// closed it gracefully, cancelled it, or went away (spec §9: a client
-    /// accepts any of the three as the end), and every call after that.
+    /// closed it gracefully, cancelled it, or went away (Subscriptions ›
+    /// Cancellation and Cancellation › Behavior Requirements name all three;
+    /// tern accepts any of them as the end), and every call after that.
     pub async fn next(&mut self) -> Option<Result<ServerNotification, ClientError>> {
         if self.ended {
             return None;

@@ -1,7 +1,8 @@
-//! The Tasks extension on the client (spec digest §5, ext-tasks): a
-//! `tools/call` answered with a task is followed by polling `tasks/get`,
-//! its questions answered through `tasks/update` by the same handlers (and
-//! presets) that answer MRTR rounds.
+//! The Tasks extension on the client
+//! (<https://modelcontextprotocol.io/extensions/tasks/overview>): a
+//! `tools/call` answered with a task is followed by polling `tasks/get`, its
+//! questions answered through `tasks/update` by the same handlers (and presets)
+//! that answer MRTR rounds.
 //!
 //! - Polling honours the task's `pollIntervalMs`, clamped to
 //!   [`MIN_POLL`]..[`MAX_POLL`], [`DEFAULT_POLL`] when absent, with ±10 %

@@ -1,5 +1,8 @@
-//! Talking to 2025-11-25 servers (spec §8.3): era detection, then either the
-//! modern wire or a legacy session, behind one [`Transport`]: [`DualEra`].
+//! Talking to 2025-11-25 servers (spec: Versioning and Compatibility › Backward
+//! Compatibility with Initialization-Based Versions, and the Backward
+//! Compatibility sections of stdio and Streamable HTTP): era detection, then
+//! either the modern wire or a legacy session, behind one [`Transport`]:
+//! [`DualEra`].
 //!
 //! - **Detection.** The first request sends a probe, `server/discover` with
 //!   the modern `_meta` built from that request's own (its capabilities and
@@ -118,7 +121,8 @@ fn probe_body(first: &Outgoing) -> String {
         .to_string()
 }
 
-/// The era a probe's answer means (§8.3).
+/// The era a probe's answer means (stdio › Backward Compatibility: a
+/// recognised modern error means modern, anything else legacy).
 pub(crate) fn era_of_answer(answer: &Result<Box<RawValue>, ErrorObject>) -> bool {
     match answer {
         Ok(raw) => serde_json::from_str::<Value>(raw.get())

@@ -1,5 +1,6 @@
-//! Streamable HTTP (spec §6.2): one POST per message, the required headers,
-//! JSON or SSE responses. Closing a response stream cancels its request.
+//! Streamable HTTP (the spec page of that name): one POST per message, the
+//! required headers, JSON or SSE responses. Closing a response stream cancels
+//! its request.
 
 use std::sync::Arc;
 
@@ -133,7 +134,7 @@ fn incoming(bytes: &[u8]) -> Result<Incoming, ClientError> {
                 ClientError::protocol(format!("the server's `{}` cannot be read", n.method))
                     .because(e)
             }),
-        // A 2026-07-28 server never sends requests (S16).
+        // A 2026-07-28 server never sends requests (rule `no-server-requests`).
         Message::Request(r) => Err(ClientError::protocol(format!(
             "the server sent a request ({}) on a response stream",
             r.method
@@ -312,7 +313,8 @@ impl Transport for HttpTransport {
             let (tx, rx) = mpsc::channel(64);
             let task = tokio::spawn(pump(response, self.limits, tx));
             // Dropping the exchange early drops the body: the connection
-            // closes, which the server takes as cancellation (§4.2).
+            // closes, which the server takes as cancellation (Cancellation ›
+            // Transport-Specific Cancellation).
             let guard = CancelGuard {
                 armed: true,
                 on_cancel: Some(Box::new(move || task.abort())),

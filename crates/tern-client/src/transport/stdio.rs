@@ -1,16 +1,16 @@
-//! A server run as a child process, one JSON message per line (spec §6.1).
+//! A server run as a child process, one JSON message per line (spec: stdio).
 //!
 //! The child's standard error goes to `tracing` (and to a callback of
-//! [`SpawnOptions::on_stderr`]); its last lines are kept. When the child
-//! closes its output (it exited, or crashed), every waiting request and every
-//! later one fails at once with its exit status and those last lines
-//! ([`ChildProcess::watch`] tells it to whoever waits elsewhere, a person at
-//! a prompt say). Closing asks the child to
-//! exit by closing its standard input (spec §6.1), waits, then kills it with
-//! the platform's own call (tokio's `Child::kill`). Dropping a request's
-//! exchange before its response sends `notifications/cancelled`. A line from
-//! the server longer than [`Limits::max_response_bytes`] ends the connection:
-//! every waiting request gets the limit's error, none waits for ever.
+//! [`SpawnOptions::on_stderr`]); its last lines are kept. When the child closes
+//! its output (it exited, or crashed), every waiting request and every later
+//! one fails at once with its exit status and those last lines
+//! ([`ChildProcess::watch`] tells it to whoever waits elsewhere, a person at a
+//! prompt say). Closing asks the child to exit by closing its standard input
+//! (spec: stdio › Shutdown), waits, then kills it with the platform's own call
+//! (tokio's `Child::kill`). Dropping a request's exchange before its response
+//! sends `notifications/cancelled`. A line from the server longer than
+//! [`Limits::max_response_bytes`] ends the connection: every waiting request
+//! gets the limit's error, none waits for ever.
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
@@ -534,7 +534,7 @@ async fn dispatch(routes: &Mutex<Routes>, listeners: &SessionListeners, line: &[
         }
         Ok(Message::Request(r)) => {
             // Only a 2025 server sends requests (a 2026-07-28 one never
-            // does, S16): the legacy leg answers them.
+            // does, rule `no-server-requests`): the legacy leg answers them.
             server_request(routes, &r).await;
             return;
         }
@@ -545,7 +545,9 @@ async fn dispatch(routes: &Mutex<Routes>, listeners: &SessionListeners, line: &[
     };
     let Some(id) = target else { return };
     // A server's `notifications/cancelled` ends a listen stream as its result
-    // would (spec §9), so the route is released with it.
+    // would (Cancellation › Behavior Requirements: a server's cancellation
+    // references a `subscriptions/listen` request), so the route is released
+    // with it.
     let final_reply = matches!(
         reply,
         Ok(Incoming::Result(_)
@@ -668,7 +670,8 @@ impl Transport for ChildProcess {
             let writer = lock(&self.writer).clone();
             let id = out.id;
             let cancel = move || {
-                // §4.2: on stdio the client MUST say it cancels.
+                // Cancellation › Transport-Specific Cancellation: on stdio the
+                // client MUST say it cancels.
                 let mut r = lock(&routes);
                 r.pending.remove(&id);
                 r.progress.retain(|_, owner| *owner != id);
@@ -694,8 +697,8 @@ impl Transport for ChildProcess {
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            // Close stdin, wait, then kill (spec §6.1), with the platform's
-            // own call: no `kill` command, no unsafe signal code.
+            // Close stdin, wait, then kill (spec: stdio › Shutdown), with the
+            // platform's own call: no `kill` command, no unsafe signal code.
             lock(&self.writer).take();
             let mut child = self.child.lock().await;
             if tokio::time::timeout(GRACE, child.wait()).await.is_ok() {

@@ -333,7 +333,8 @@ each_way! {
     }
 }
 
-/// Spec §9 (how a listen stream ends): a server's `notifications/cancelled`
+/// How a listen stream ends (Subscriptions › Cancellation; Cancellation ›
+/// Behavior Requirements): a server's `notifications/cancelled`
 /// for the listen request ends the subscription, as a result or a closed
 /// stream does; over stdio the route is released, not left waiting.
 async fn a_server_cancellation_ends_the_subscription(way: Way) {

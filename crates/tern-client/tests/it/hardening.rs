@@ -309,7 +309,8 @@ each_way! {
         assert_eq!(texts, ["bo likes red", "res://ask for ada"], "{way:?}");
         assert_eq!(conn.log.requests("prompts/get").len(), 2, "{way:?}");
         assert_eq!(conn.log.requests("resources/read").len(), 2, "{way:?}");
-        // The retry carried the parked state, byte for byte (C2).
+        // The retry carried the parked state, byte for byte (rule
+        // `echo-state-exactly`).
         let retry = conn.log.requests("prompts/get").pop().unwrap();
         assert_eq!(retry["params"]["requestState"], json!(prompt.request_state), "{way:?}");
     }

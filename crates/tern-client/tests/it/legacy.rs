@@ -1,6 +1,7 @@
-//! The client against 2025-11-25 servers (spec §8.3): era detection and the
-//! fallback over stdio (a real 2025 server process, written from the 2025
-//! spec in Python) and over HTTP (tern's own server with its modern wire
+//! The client against 2025-11-25 servers (spec: Versioning and Compatibility ›
+//! Backward Compatibility with Initialization-Based Versions): era detection
+//! and the fallback over stdio (a real 2025 server process, written from the
+//! 2025 spec in Python) and over HTTP (tern's own server with its modern wire
 //! refused the way a 2025 SDK refuses it), and no fallback against a modern
 //! server, even one answering `-32022`.
 

@@ -1,8 +1,9 @@
 //! Integration tests of `tern-client`: the MRTR driver against tern's own
 //! server — in process, as a child process over stdio, and over HTTP — rule by
-//! rule (C1–C12, digest §2.6), plus load shedding, capabilities, manual rounds
-//! resumed elsewhere, cancellation, progress and subscriptions, and the
-//! findings of issue 10 (`hardening`: bounded reads, a real nginx in front).
+//! rule (the client rules of docs/rules.md), plus load shedding, capabilities,
+//! manual rounds resumed elsewhere, cancellation, progress and subscriptions,
+//! and the findings of issue 10 (`hardening`: bounded reads, a real nginx in
+//! front).
 
 #![allow(unreachable_pub, reason = "items of the test crate's modules")]
 #![allow(

@@ -1,6 +1,6 @@
-//! The client rules C1–C12 (digest §2.6), one test module per rule, each run
-//! in process, over stdio and over HTTP. What the server received is read
-//! from the connection's log, not inferred from the client.
+//! The client rules of docs/rules.md, one test module per rule (named after its
+//! id), each run in process, over stdio and over HTTP. What the server received
+//! is read from the connection's log, not inferred from the client.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -39,10 +39,10 @@ fn answers(value: Value) -> InputResponses {
 }
 
 each_way! {
-    /// C1: the questions are answered by the installed handler before the
-    /// retry is sent; the first leg carries no answers, the retry carries the
-    /// answer under the key asked.
-    async fn c1_questions_are_answered_before_the_retry(way) {
+    /// Rule `answer-before-retry`: the questions are answered by the installed
+    /// handler before the retry is sent; the first leg carries no answers, the
+    /// retry carries the answer under the key asked.
+    async fn answer_before_retry_questions_are_answered_first(way) {
         let conn = start(way, Kind::Fixture).await;
         let log = conn.log.clone();
         let elicit = Elicit::form(move |_q, params| {
@@ -72,10 +72,11 @@ each_way! {
 }
 
 each_way! {
-    /// C2: every round's `requestState` goes back exactly as the server sent
-    /// it (tern's sealed state over three rounds), and so does a state no
-    /// sealing codec would make (the stub's: whitespace, escapes, non-ASCII).
-    async fn c2_request_state_is_echoed_byte_for_byte(way) {
+    /// Rule `echo-state-exactly`: every round's `requestState` goes back
+    /// exactly as the server sent it (tern's sealed state over three rounds),
+    /// and so does a state no sealing codec would make (the stub's: whitespace,
+    /// escapes, non-ASCII).
+    async fn echo_state_exactly_request_state_is_echoed_byte_for_byte(way) {
         let conn = start(way, Kind::Fixture).await;
         let elicit = Elicit::fill(&[("name", "ada"), ("color", "red")]);
         let client = conn.client(Client::builder().elicitation(elicit));
@@ -97,9 +98,10 @@ each_way! {
 }
 
 each_way! {
-    /// C3: a round without `requestState` is retried without one, by the
-    /// driver and in manual mode (the parked round has none either).
-    async fn c3_absent_request_state_is_not_sent(way) {
+    /// Rule `no-invented-state`: a round without `requestState` is retried
+    /// without one, by the driver and in manual mode (the parked round has none
+    /// either).
+    async fn no_invented_state_absent_request_state_is_not_sent(way) {
         let stub = start(way, Kind::Stub).await;
         let client = stub.client(Client::builder().elicitation(Elicit::fill(&[])));
         let result = bounded(client.call_tool("stateless", None)).await.unwrap();
@@ -125,8 +127,9 @@ each_way! {
 }
 
 each_way! {
-    /// C4: every leg of a call, and every call, has its own JSON-RPC id.
-    async fn c4_every_retry_has_a_new_id(way) {
+    /// Rule `retry-new-id`: every leg of a call, and every call, has its own
+    /// JSON-RPC id.
+    async fn retry_new_id_every_retry_has_a_new_id(way) {
         let conn = start(way, Kind::Fixture).await;
         let elicit = Elicit::fill(&[("name", "ada"), ("color", "red")]);
         let client = conn.client(Client::builder().elicitation(elicit));
@@ -140,11 +143,11 @@ each_way! {
 }
 
 each_way! {
-    /// C5: two calls of one client run their rounds at the same time (both
-    /// are asked before either answers) with different answers; each retry
-    /// carries its own call's state and answer, and a plain request made
-    /// meanwhile carries neither.
-    async fn c5_rounds_do_not_leak_across_concurrent_calls(way) {
+    /// Rule `round-isolated`: two calls of one client run their rounds at the
+    /// same time (both are asked before either answers) with different answers;
+    /// each retry carries its own call's state and answer, and a plain request
+    /// made meanwhile carries neither.
+    async fn round_isolated_rounds_do_not_leak_across_concurrent_calls(way) {
         let conn = start(way, Kind::Fixture).await;
         // Two handlers and this test meet twice: once both calls are
         // mid-round, and again once the plain call is done.
@@ -209,10 +212,11 @@ each_way! {
 }
 
 each_way! {
-    /// C6: a retry repeats the method, name and arguments with the full
-    /// `_meta`, and answers only the keys that round asked — not earlier
-    /// rounds' keys, not stray answers given in advance; in manual mode too.
-    async fn c6_retries_answer_only_the_keys_asked(way) {
+    /// Rule `retry-repeats-request`: a retry repeats the method, name and
+    /// arguments with the full `_meta`, and answers only the keys that round
+    /// asked — not earlier rounds' keys, not stray answers given in advance; in
+    /// manual mode too.
+    async fn retry_repeats_request_retries_answer_only_the_keys_asked(way) {
         let conn = start(way, Kind::Fixture).await;
         let elicit = Elicit::fill(&[("color", "red")]);
         let client = conn.client(Client::builder().elicitation(elicit.clone()));
@@ -269,9 +273,10 @@ each_way! {
 }
 
 each_way! {
-    /// C7: a result without `resultType` is complete; an unknown
-    /// `resultType` is an error, not a result.
-    async fn c7_missing_result_type_is_complete_and_unknown_is_an_error(way) {
+    /// Rules `result-type-absent` and `result-type-unknown`: a result without
+    /// `resultType` is complete; an unknown `resultType` is an error, not a
+    /// result.
+    async fn result_type_missing_is_complete_and_unknown_is_an_error(way) {
         let stub = start(way, Kind::Stub).await;
         let client = stub.client(Client::builder());
         let result = bounded(client.call_tool("implicit_complete", None)).await.unwrap();
@@ -284,7 +289,8 @@ each_way! {
 }
 
 each_way! {
-    /// Spec §2.3: after `-32022` a client retries only with a version both
+    /// Versioning and Compatibility › Protocol Version Negotiation: after
+    /// `-32022` a client retries only with a version both
     /// sides speak. tern speaks 2026-07-28 alone, so a server that does not
     /// list it gets one request and the caller the error, with its code; one
     /// that lists it gets one retry.
@@ -307,10 +313,11 @@ each_way! {
 }
 
 each_way! {
-    /// C8: the client has no result cache at all, so results of answered
-    /// requests cannot be cached; shown here by the same call made twice
-    /// reaching the server twice (both legs) with the second call's answer.
-    async fn c8_answered_results_are_not_cached(way) {
+    /// Rule `no-cache-after-input`: the client has no result cache at all, so
+    /// results of answered requests cannot be cached; shown here by the same
+    /// call made twice reaching the server twice (both legs) with the second
+    /// call's answer.
+    async fn no_cache_after_input_answered_results_are_not_cached(way) {
         let conn = start(way, Kind::Fixture).await;
         let client = conn.client(Client::builder().elicitation(Elicit::fill(&[])));
         for name in ["ann", "bob"] {
@@ -327,9 +334,10 @@ each_way! {
 }
 
 each_way! {
-    /// C9: a handler is told which server asks, for which call and key, and
-    /// decline and cancel are answers it can give (the server takes them).
-    async fn c9_handlers_see_which_server_asks(way) {
+    /// Rule `embedded-request-trust`: a handler is told which server asks, for
+    /// which call and key, and decline and cancel are answers it can give (the
+    /// server takes them).
+    async fn embedded_request_trust_handlers_see_which_server_asks(way) {
         let conn = start(way, Kind::Fixture).await;
         let script = Arc::new(Mutex::new(VecDeque::from([
             ElicitResult::decline(),
@@ -356,10 +364,11 @@ each_way! {
 }
 
 each_way! {
-    /// C10: a URL-mode question reaches the handler with the full URL;
-    /// `accept` is consent only (no content), and the outcome comes from the
-    /// retry. The client declares URL mode only because its handler has it.
-    async fn c10_url_accept_is_consent_and_the_outcome_comes_from_the_retry(way) {
+    /// Rule `url-elicitation-consent`: a URL-mode question reaches the handler
+    /// with the full URL; `accept` is consent only (no content), and the
+    /// outcome comes from the retry. The client declares URL mode only because
+    /// its handler has it.
+    async fn url_elicitation_consent_accept_is_consent_and_the_outcome_comes_later(way) {
         let conn = start(way, Kind::Fixture).await;
         let urls = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&urls);
@@ -394,10 +403,10 @@ each_way! {
 }
 
 each_way! {
-    /// C11: two questions of one round are answered concurrently; when one
-    /// handler fails, the call stops at once (no retry is sent) and the
-    /// other handler, which would wait forever, is cancelled.
-    async fn c11_a_failing_handler_stops_the_call_and_cancels_its_siblings(way) {
+    /// Rule `no-per-answer-error`: two questions of one round are answered
+    /// concurrently; when one handler fails, the call stops at once (no retry
+    /// is sent) and the other handler, which would wait forever, is cancelled.
+    async fn no_per_answer_error_a_failing_handler_stops_the_call_and_its_siblings(way) {
         let conn = start(way, Kind::Fixture).await;
         let sibling_asked = Arc::new(Notify::new());
         let (dropped_tx, dropped_rx) = oneshot::channel();
@@ -431,10 +440,10 @@ each_way! {
 }
 
 each_way! {
-    /// C12: the driver stops at its round bound and at its total-time bound
-    /// (while a handler answers, and while the server works), and manual mode
-    /// opts out of answering altogether.
-    async fn c12_rounds_and_total_time_are_bounded(way) {
+    /// Rule `bounded-rounds`: the driver stops at its round bound and at its
+    /// total-time bound (while a handler answers, and while the server works),
+    /// and manual mode opts out of answering altogether.
+    async fn bounded_rounds_rounds_and_total_time_are_bounded(way) {
         let conn = start(way, Kind::Fixture).await;
         // Rounds: the server asks again after every "x".
         let elicit = Elicit::fill(&[("name", "x")]);
@@ -486,9 +495,9 @@ each_way! {
     }
 }
 
-/// C12: without `max_rounds`, the bound is 10 rounds.
+/// Rule `bounded-rounds`: without `max_rounds`, the bound is 10 rounds.
 #[tokio::test]
-async fn c12_the_default_round_bound_is_ten() {
+async fn bounded_rounds_the_default_bound_is_ten() {
     let conn = start(crate::harness::Way::InProcess, Kind::Fixture).await;
     let client = conn.client(Client::builder().elicitation(Elicit::fill(&[("name", "x")])));
     let err = bounded(client.call_tool("until_valid", Some(empty())))

@@ -19,7 +19,8 @@ use tokio::sync::watch;
 /// Fixed keys, so a round sealed by one server process opens in another.
 const KEYS: &str = "k1:HJwshgyxYHGHo34Km8vjEsH8_OYqBA7Ocx6guZcSytQ";
 
-/// The server's name, as handlers see it in `Question::server` (C9).
+/// The server's name, as handlers see it in `Question::server` (rule
+/// `embedded-request-trust`).
 pub const NAME: &str = "client-fixture";
 
 /// How long a server-side wait may take before the tool gives up.
@@ -185,7 +186,7 @@ async fn fallback(ctx: Ctx) -> Result<String, ToolError> {
 }
 
 /// Asks again until the name has three letters: a client answering "x"
-/// never gets a result (the round bound, C12).
+/// never gets a result (the round bound, rule `bounded-rounds`).
 async fn until_valid(ctx: Ctx) -> Result<String, ToolError> {
     loop {
         let Answer::Accept(Name { name }) = ctx

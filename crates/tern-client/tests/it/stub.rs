@@ -138,7 +138,8 @@ pub fn reply(message: &Value) -> Option<Value> {
         }
         (Some("tools/call"), "replica_mismatch") => text("served"),
         // Ends every subscription at once, as a server shutting down may do on
-        // stdio (spec §9: a server `notifications/cancelled` ends the stream).
+        // stdio (Cancellation › Behavior Requirements: a server's
+        // `notifications/cancelled` ends the stream).
         (Some("subscriptions/listen"), _) => {
             return Some(json!({
                 "jsonrpc": "2.0",

@@ -157,7 +157,8 @@ fn request(text: &str, methods: &[&str]) -> Decoded {
         return Err(format!("unknown method \"{}\"", req.method));
     }
     // Strictly, every `inputResponses` entry is one of the three answers (a
-    // server instead ignores the entries it did not ask for, S14).
+    // server instead ignores the entries it did not ask for, rule
+    // `answers-unknown-ignored`).
     let responses = match &typed {
         ClientRequest::CallTool(p) => p.input_responses.as_ref(),
         ClientRequest::GetPrompt(p) => p.input_responses.as_ref(),
@@ -365,7 +366,9 @@ pub(crate) fn decode(name: &str, text: &str, opts: Options) -> Option<Decoded> {
         "Result" | "ClientResult" | "ServerResult" | "PaginatedResult" => plain::<AnyResult>(text)
             .and_then(|v| match v.get("resultType").and_then(Value::as_str) {
                 Some("complete" | "input_required" | "task") => Ok(v),
-                Some(other) => Err(format!("unknown resultType \"{other}\" (R4)")),
+                Some(other) => Err(format!(
+                    "unknown resultType \"{other}\" (rule result-type-unknown)"
+                )),
                 None => Err("missing resultType".into()),
             }),
         "EmptyResult" | "UpdateTaskResult" | "CancelTaskResult" => plain::<EmptyResult>(text),

@@ -51,7 +51,8 @@ fn object_schema<'de, D: serde::Deserializer<'de>>(d: D) -> Result<JsonObject, D
 }
 
 impl Tool {
-    /// The schema of a tool that takes no arguments (spec §7).
+    /// The schema of a tool that takes no arguments (spec: Tools › Schema
+    /// Examples, "Tool with no parameters").
     pub fn no_arguments_schema() -> JsonObject {
         let mut schema = JsonObject::new();
         schema.insert("type".into(), "object".into());

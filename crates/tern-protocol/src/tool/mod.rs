@@ -28,7 +28,8 @@ pub struct CallToolRequestParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub input_responses: Option<InputResponses>,
-    /// The previous round's `requestState`, echoed byte for byte (C2).
+    /// The previous round's `requestState`, echoed byte for byte (rule
+    /// `echo-state-exactly`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// The request's `_meta`.

@@ -2,8 +2,9 @@
 //! message decoder and the form-answer validator. Inputs are the committed
 //! seeds (`tests/fuzz-seeds/*.json`, valid messages of every kind) mutated
 //! byte-wise, and envelopes built from random JSON trees. The property is
-//! always the same: a clear `Ok` or `Err`, never a panic (S8: everything
-//! from the peer is attacker-controlled). Case counts are fixed so the set
+//! always the same: a clear `Ok` or `Err`, never a panic (everything from
+//! the peer is attacker-controlled, as rule `state-untrusted` says of
+//! `requestState`). Case counts are fixed so the set
 //! runs in seconds; a failure proptest finds is kept in
 //! `proptest-regressions/` beside this file and replayed first.
 
@@ -254,7 +255,8 @@ proptest! {
         envelope.insert("params".into(), params);
         let bytes = Value::Object(envelope).to_string().into_bytes();
         let request = decode(&bytes);
-        // A null id never makes a request (§1.1).
+        // A null id never makes a request (spec: Base Protocol overview ›
+        // Messages › Requests).
         if request {
             prop_assert!(has_id && !id.is_null());
         }

@@ -1,5 +1,6 @@
 //! Integration tests of `tern-protocol` against the official schema and
-//! examples (from `../shared/spec`, or `TERN_SPEC_DIR`).
+//! examples (the copy vendored in the repository's `spec/`, or
+//! `TERN_SPEC_DIR`).
 
 #![allow(unreachable_pub, reason = "items of the test crate's modules")]
 #![allow(
@@ -15,7 +16,9 @@ mod decoder;
 mod examples;
 mod fixtures;
 mod fuzz;
+mod house;
 mod layers;
 mod negative;
 mod properties;
+mod rules_page;
 mod schema;

@@ -6,10 +6,11 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Value, json};
 
-/// The folder holding the spec digest, schemas and examples.
+/// The folder holding the official schemas and examples: the copy vendored
+/// in the repository's `spec/`, or `TERN_SPEC_DIR`.
 pub fn spec_dir() -> PathBuf {
     std::env::var_os("TERN_SPEC_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec"),
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../spec"),
         PathBuf::from,
     )
 }

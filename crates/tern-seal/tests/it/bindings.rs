@@ -1,4 +1,5 @@
-//! S10: every binding sealed into a token is checked on the retry, each with
+//! Rules `state-expiry`, `state-bound-principal` and `state-bound-request`:
+//! every binding sealed into a token is checked on the retry, each with
 //! its own (log-only) reason, and the client always sees the same message.
 
 use proptest::prelude::*;
@@ -45,8 +46,8 @@ fn principal_is_bound() {
 
 #[test]
 fn principal_is_stored_as_a_fixed_size_mac() {
-    // S10a without leaking the identity: only a MAC is sealed, so the token
-    // has the same length whatever the identity's length.
+    // Rule `state-bound-principal` without leaking the identity: only a MAC is
+    // sealed, so the token has the same length whatever the identity's length.
     let arguments = arguments();
     let sealer = sealer();
     let short = sealer

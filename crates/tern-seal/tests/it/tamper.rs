@@ -1,4 +1,5 @@
-//! S8/S9: a token is attacker-controlled. Any single-bit flip, truncation or
+//! Rules `state-untrusted` and `state-integrity`: a token is
+//! attacker-controlled. Any single-bit flip, truncation or
 //! extension is refused, without a panic, and always with the same message.
 
 use proptest::prelude::*;

@@ -29,10 +29,10 @@
 //!   and answered with the same 403, challenge and JSON-RPC body; the
 //!   session lives on.
 //! - **The principal** is `"{iss} {sub}"` (the issuer has no space, being a
-//!   URL): the sealed state's principal binding (S10a) and task ownership
-//!   use it, so two users of one issuer, or one subject of two issuers,
-//!   never share a `requestState` or a task. The client id does not join it:
-//!   a user keeps their tasks across the clients they use.
+//!   URL): the sealed state's principal binding (rule `state-bound-principal`)
+//!   and task ownership use it, so two users of one issuer, or one subject of
+//!   two issuers, never share a `requestState` or a task. The client id does
+//!   not join it: a user keeps their tasks across the clients they use.
 //! - **Handlers and the token**: by default a handler sees the principal
 //!   only. [`ResourceServer::token_in_context`] gives it the verified
 //!   [`AccessToken`] (issuer, subject, client id, scopes, claims) through
@@ -41,15 +41,14 @@
 //! - **No token passthrough**: tern sends the access token nowhere (only to
 //!   a configured introspection endpoint), and a handler given the raw
 //!   token must not either.
-//! - **Caching of list results** (`ttlMs` + `cacheScope`, digest §6.2: "Cache
-//!   list results": `public` may be shared across users, `private` is per
-//!   authorization context): tern's
-//!   list results (`tools/list`, `prompts/list`, `resources/list`,
-//!   `resources/templates/list`) are the server's registrations, the same
-//!   for every caller: no list handler sees the principal or the token, so
-//!   none depends on the caller and none needs `cacheScope: "private"`
-//!   ([`crate::ServerBuilder::list_cache`], default public). A
-//!   `resources/read` handler does see the caller: its results are
+//! - **Caching of list results** (`ttlMs` + `cacheScope`, spec: Caching › Cache
+//!   Scope Field: `public` may be shared across users, `private` is per
+//!   authorization context): tern's list results (`tools/list`, `prompts/list`,
+//!   `resources/list`, `resources/templates/list`) are the server's
+//!   registrations, the same for every caller: no list handler sees the
+//!   principal or the token, so none depends on the caller and none needs
+//!   `cacheScope: "private"` ([`crate::ServerBuilder::list_cache`], default
+//!   public). A `resources/read` handler does see the caller: its results are
 //!   private by default ([`crate::ServerBuilder::read_cache`]).
 
 mod fetch;

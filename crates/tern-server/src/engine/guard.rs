@@ -1,4 +1,5 @@
-//! Exactly once for guarded legs (DESIGN §3, §5; the cancellation rule).
+//! Exactly once for guarded legs (docs/design.md, "Exactly once", and the
+//! cancellation rule of "Transports").
 //!
 //! A leg of a `single_use` or `idempotent_retry` target that presents a
 //! `requestState` is *claimed* once its state opened and its answers
@@ -20,10 +21,10 @@
 //! Duplicates of the retry: with `idempotent_retry`, a finished run's outcome;
 //! a run still in flight is waited for (woken by the store, re-checked on a
 //! slow timer) up to [`crate::CallLimits::duplicate_wait`], then the duplicate
-//! gets a state-only `input_required` carrying the same token (S6) to come
-//! back with; an unknown outcome is [`crate::error::codes::OUTCOME_UNKNOWN`]
-//! — never a second run. With `single_use` alone every duplicate gets the
-//! uniform `-32602`.
+//! gets a state-only `input_required` carrying the same token (rule
+//! `input-required-not-empty`) to come back with; an unknown outcome is
+//! [`crate::error::codes::OUTCOME_UNKNOWN`] — never a second run. With
+//! `single_use` alone every duplicate gets the uniform `-32602`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,7 +117,8 @@ pub(crate) async fn run<T: Send + 'static>(
     match begun {
         Begin::First => {}
         _ if !policy.idempotent_retry => {
-            // S11: single use is enforced server-side, in the shared store.
+            // Rule `state-single-use`: enforced server-side, in the shared
+            // store.
             return Err(invalid_state("redeemed", "state already redeemed"));
         }
         Begin::Done(outcome) => {
@@ -217,7 +219,8 @@ async fn supervise(
 
 /// A duplicate of an idempotent retry whose first run is in flight: wait for
 /// its outcome, woken by the store and re-checking on a slow timer; past the
-/// bound, come back later with the same state (S6).
+/// bound, come back later with the same state (rule
+/// `input-required-not-empty`).
 async fn duplicate(
     engine: &Engine,
     presented: &Presented,

@@ -1,4 +1,5 @@
-//! The engine of tools, prompts and resources (DESIGN §2, §2.1, §3): one leg
+//! The engine of tools, prompts and resources (docs/design.md, "The stateless
+//! engine", "One leg runner, three ways of asking", "Exactly once"): one leg
 //! runner for every method, the ways a question reaches the client, the
 //! sealed payload, and exactly-once for guarded legs.
 //!

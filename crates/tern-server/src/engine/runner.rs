@@ -1,4 +1,5 @@
-//! The one leg runner (DESIGN §2.1) shared by `tools/call`, `prompts/get` and
+//! The one leg runner (docs/design.md, "One leg runner, three ways of
+//! asking") shared by `tools/call`, `prompts/get` and
 //! `resources/read` — and by task bodies and legacy sessions through the
 //! *await* strategy. It is the one place that opens the state, checks every
 //! binding and the call's limits, merges and validates the answers, applies
@@ -8,10 +9,13 @@
 //!
 //! 1. **Resume** (`Engine::resume`): no `requestState` starts a call (a fresh
 //!    call id, round 1); a state is opened and checked against the retry's
-//!    principal, method, target and arguments (S8–S10), its payload version,
-//!    and the call's lifetime. The retry's `inputResponses` are merged for
-//!    the questions the state asked (S14), each decoded as its question's
-//!    kind (S13) and size-checked. Every refusal is the one uniform `-32602`.
+//!    principal, method, target and arguments (rules `state-integrity`,
+//!    `state-expiry`, `state-bound-principal`, `state-bound-request`), its
+//!    payload version, and the call's lifetime. The retry's `inputResponses`
+//!    are merged for the questions the state asked (rule
+//!    `answers-unknown-ignored`), each decoded as its question's kind (rule
+//!    `answers-validated`) and size-checked. Every refusal is the one uniform
+//!    `-32602`.
 //! 2. **Guard**: a leg of a `single_use` / `idempotent_retry` target that
 //!    presented a state is claimed in the replay store and runs in a
 //!    server-owned task (see `guard`); duplicates get the stored outcome.
@@ -44,8 +48,8 @@ use crate::json::{Json, to_json};
 use crate::principal::Principal;
 use crate::replay::BoxFuture;
 
-/// The message of every refused `requestState` (DESIGN §3: one uniform
-/// `-32602`, the real reason to the log only).
+/// The message of every refused `requestState` (docs/design.md, "Sealing
+/// requestState": one uniform `-32602`, the real reason to the log only).
 pub(crate) const INVALID_STATE: &str = "Invalid or expired requestState";
 
 /// The fingerprint of an answer given without a `requestState` (see
@@ -63,7 +67,7 @@ pub(crate) fn invalid_state(class: &str, detail: impl std::fmt::Display) -> Erro
     ErrorObject::invalid_params(INVALID_STATE)
 }
 
-/// What identifies the originating request (S10c).
+/// What identifies the originating request (rule `state-bound-request`).
 #[derive(Debug, Clone)]
 pub(crate) struct Origin {
     pub(crate) method: &'static str,
@@ -72,8 +76,8 @@ pub(crate) struct Origin {
     pub(crate) principal: Principal,
 }
 
-/// What a target asks of the runner (DESIGN §3), the same for tools, prompts
-/// and resources.
+/// What a target asks of the runner (docs/design.md, "Exactly once"), the
+/// same for tools, prompts and resources.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct LegPolicy {
     pub(crate) single_use: bool,
@@ -249,7 +253,8 @@ impl Engine {
             let call_id = payload.call_id;
             let started_at = payload.started_at;
             // Tasks: only an MRTR leg of a task-capable target whose request
-            // declared the extension may become a task (digest §5).
+            // declared the extension may become a task (Tasks extension ›
+            // Capability Negotiation).
             let task_mode = request.policy.task.filter(|_| {
                 matches!(strategy, Strategy::Suspend)
                     && !request.policy.guarded()
@@ -369,7 +374,7 @@ impl Engine {
     }
 
     /// `input_required` as sent: with the server's identity, no caching
-    /// hints (S17).
+    /// hints (rule `input-required-uncached`).
     pub(crate) fn stamp_input_required(&self, mut ir: InputRequiredResult) -> Json {
         ir.meta = Some(tern_protocol::meta::ResultMeta::with_server_info(
             self.info.clone(),
@@ -377,9 +382,11 @@ impl Engine {
         to_json(&ir)
     }
 
-    /// Opens the retry's state, checks every binding (S8–S10) and the call's
-    /// lifetime, and merges the answers to the questions it asked (S14: other
-    /// keys are ignored; S13: an answer of the wrong shape is refused).
+    /// Opens the retry's state, checks every binding (the `requestState`
+    /// rules of docs/rules.md) and the call's lifetime, and merges the
+    /// answers to the questions it asked (rule `answers-unknown-ignored`:
+    /// other keys are ignored; rule `answers-validated`: an answer of the
+    /// wrong shape is refused).
     pub(crate) fn resume(&self, request: &LegRequest) -> Result<Resumed, ErrorObject> {
         let now = self.clock.now();
         let responses = request.responses.as_ref();
@@ -403,7 +410,8 @@ impl Engine {
                     );
                 }
             }
-            // Otherwise nothing was asked, so no answer can count (S14).
+            // Otherwise nothing was asked, so no answer can count (rule
+            // `answers-unknown-ignored`).
             return Ok(Resumed {
                 payload,
                 round: 0,

@@ -1,5 +1,5 @@
-//! How a question reaches the client (DESIGN §2.1). The handler never knows
-//! which strategy runs it.
+//! How a question reaches the client (docs/design.md, "One leg runner, three
+//! ways of asking"). The handler never knows which strategy runs it.
 //!
 //! - *Suspend* (MRTR, 2026-07-28 requests): the leg polls the handler until
 //!   it completes or leaves questions pending; pending questions end the leg
@@ -38,7 +38,8 @@ pub trait AnswerSource: Send + Sync + 'static {
     /// with it (the session is gone, the task was cancelled).
     ///
     /// An answer under a key that is not outstanding, or of another kind
-    /// than its question, is ignored (S14) and the question stays asked.
+    /// than its question, is ignored (rule `answers-unknown-ignored`) and the
+    /// question stays asked.
     fn answers(
         &self,
         questions: InputRequests,
@@ -100,7 +101,8 @@ pub(crate) async fn suspend<T: 'static>(
             .expect("polled again after it was handed over");
         match running.as_mut().poll(cx) {
             // `ToolError::retry_later`: a round with no new question, only the
-            // state to come back with (S6 allows `requestState` alone).
+            // state to come back with (rule `input-required-not-empty` allows
+            // `requestState` alone).
             Poll::Ready(Err(e)) if e.is_retry_later() => Poll::Ready(Driven::Suspended),
             Poll::Ready(out) => Poll::Ready(Driven::Done(out)),
             Poll::Pending => {

@@ -1,7 +1,8 @@
 //! Results and errors on the legacy wire follow the 2025 schema of the
-//! session's negotiated version (spec §8.2): the fields later revisions
-//! added are taken out, and the errors 2025 does not know become ones it
-//! does.
+//! session's negotiated version (spec: Versioning and Compatibility, "as
+//! specified by the negotiated legacy protocol version"): the fields later
+//! revisions added are taken out, and the errors 2025 does not know become ones
+//! it does.
 //!
 //! | negotiated | also taken out |
 //! |---|---|

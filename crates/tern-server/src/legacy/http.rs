@@ -1,7 +1,8 @@
 //! Legacy sessions over Streamable HTTP (2025-11-25 transport), next to the
 //! modern stateless endpoint on the same URL.
 //!
-//! Routing, before any modern header check (spec §8.2):
+//! Routing, before any modern header check (Versioning and Compatibility ›
+//! Backward Compatibility with Initialization-Based Versions):
 //!
 //! | request | goes to |
 //! |---|---|

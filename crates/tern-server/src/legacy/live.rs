@@ -1,6 +1,7 @@
-//! The *await, live* strategy (DESIGN §2.1): an [`AnswerSource`] that sends
-//! each outstanding question as a real server-to-client request on the
-//! session and resolves with the client's replies.
+//! The *await, live* strategy (docs/design.md, "One leg runner, three ways of
+//! asking"): an [`AnswerSource`] that sends each outstanding question as a real
+//! server-to-client request on the session and resolves with the client's
+//! replies.
 //!
 //! - A question goes out once, with a fresh id, after
 //!   `notifications/initialized`; publishing it again (the rest of a partly

@@ -1,4 +1,6 @@
-//! Two eras, one handler (DESIGN §7, spec §8.2): a tern server also serves
+//! Two eras, one handler (docs/design.md, "Two eras, one handler"; spec:
+//! Versioning and Compatibility › Backward Compatibility with
+//! Initialization-Based Versions): a tern server also serves
 //! 2025-11-25 clients (and 2025-06-18, 2025-03-26), with the same handlers.
 //!
 //! A client that opens with `initialize` gets a *legacy session*: the stdio
@@ -121,8 +123,9 @@ impl LegacyOptions {
     }
 }
 
-/// The params of `request` carry the modern `_meta` version key (spec §8.2:
-/// such a request is served statelessly, whatever its method).
+/// The params of `request` carry the modern `_meta` version key (Versioning
+/// and Compatibility: such a request is served statelessly, whatever its
+/// method).
 pub(crate) fn has_modern_meta(params: Option<&serde_json::value::RawValue>) -> bool {
     #[derive(serde::Deserialize)]
     struct Probe {

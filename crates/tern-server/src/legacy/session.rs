@@ -94,7 +94,8 @@ impl Sink {
 pub(crate) struct Session {
     version: &'static str,
     /// The client's capabilities as `initialize` declared them (less the
-    /// modern `extensions`, which 2025 does not know: §8.2, no tasks).
+    /// modern `extensions`, which 2025 does not know: no 2026 tasks on a
+    /// session).
     capabilities: Value,
     client_info: Value,
     log_level: Mutex<Option<LoggingLevel>>,

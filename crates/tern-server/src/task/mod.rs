@@ -1,5 +1,6 @@
-//! Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663, spec
-//! digest §5): a `tools/call` whose work outlives its request becomes a
+//! Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663,
+//! <https://modelcontextprotocol.io/extensions/tasks/overview>; docs/design.md,
+//! "Tasks"): a `tools/call` whose work outlives its request becomes a
 //! durable handle (`taskId`) that the client polls with `tasks/get`,
 //! answers with `tasks/update` and stops with `tasks/cancel`.
 //!
@@ -430,12 +431,12 @@ pub(crate) fn end(
     record.answers.clear();
     record.lease = None;
     record.last_updated_at = now;
-    // Keep the record `retention` past its end, shorter than the ttl given
-    // at creation too: ttlMs "may change" (digest §5, Task). Kept at least
+    // Keep the record `retention` past its end, shorter than the ttl given at
+    // creation too: ttlMs "may change" (Tasks extension › Tasks). Kept at least
     // the original ttl, a retention below it was never applied and every
-    // finished task stayed the full hour (the soak's HTTP memory grew for
-    // its whole run with `--task-retention 120`). An unlimited ttl (`None`)
-    // stays unlimited.
+    // finished task stayed the full hour (the soak's HTTP memory grew for its
+    // whole run with `--task-retention 120`). An unlimited ttl (`None`) stays
+    // unlimited.
     let retention = retention.unwrap_or(Duration::from_secs(3600));
     let keep = now.saturating_sub(record.created_at) + ms(retention);
     let ttl = record.ttl_ms.map(|_| keep);
@@ -443,7 +444,8 @@ pub(crate) fn end(
     record.expires_at = ttl.map(|t| record.created_at + t);
 }
 
-/// Whether `capabilities` declared the extension (per request, digest §5).
+/// Whether `capabilities` declared the extension (per request, Tasks
+/// extension › Capability Negotiation).
 pub(crate) fn declared(capabilities: &ClientCapabilities) -> bool {
     capabilities.extension(TASKS_EXTENSION)
 }

@@ -1,4 +1,5 @@
-//! `tasks/get`, `tasks/update` and `tasks/cancel` (spec digest §5).
+//! `tasks/get`, `tasks/update` and `tasks/cancel` (Tasks extension › Task
+//! Polling, Task Update Requests, Task Cancellation).
 //!
 //! In order: the request must declare the extension (`-32021`, a MUST for
 //! all three); the task must exist, be unexpired and belong to the caller

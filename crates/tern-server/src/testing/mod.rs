@@ -266,7 +266,8 @@ impl TestClient {
     }
 
     /// The MRTR retry of `tools/call`: the same name and arguments, the
-    /// answers, and the state echoed as received (C2, C3).
+    /// answers, and the state echoed as received (rules `echo-state-exactly`,
+    /// `no-invented-state`).
     pub async fn retry_tool(
         &self,
         name: &str,

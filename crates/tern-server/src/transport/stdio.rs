@@ -1,4 +1,4 @@
-//! The stdio transport (spec §6.1): one JSON-RPC message per line on standard
+//! The stdio transport (spec: stdio): one JSON-RPC message per line on standard
 //! input and output; logs go to standard error through `tracing`.
 //!
 //! Requests are served concurrently up to a bound; `notifications/cancelled`
@@ -9,7 +9,9 @@
 //! line over the size limit is refused without being read whole into memory;
 //! end of input drains the requests in flight, then returns.
 //!
-//! Two eras (spec §8.2): an `initialize` without modern `_meta` makes the
+//! Two eras (docs/design.md, "Two eras, one handler"; spec: Versioning and
+//! Compatibility › Backward Compatibility with Initialization-Based
+//! Versions): an `initialize` without modern `_meta` makes the
 //! process a 2025-11-25 session ([`crate::legacy`]); its requests are served
 //! by the same handlers, their questions sent as server-to-client requests on
 //! standard output. Requests with modern `_meta` stay stateless.
@@ -151,7 +153,8 @@ fn on_notification(in_flight: &InFlight, n: &Notification) {
                 tracing::debug!(id = %params.request_id, reason = ?params.reason, "request cancelled");
                 token.cancel();
             } else {
-                // Unknown or finished requests: ignored (spec §4.2).
+                // Unknown or finished requests: ignored (spec: Cancellation ›
+                // Behavior Requirements).
                 tracing::debug!(id = %params.request_id, "cancellation of an unknown or finished request ignored");
             }
         }
@@ -377,7 +380,8 @@ impl Connection {
         }
     }
 
-    /// The legacy session `request` belongs to (spec §8.2 routing): none
+    /// The legacy session `request` belongs to (a dual-era server selects by
+    /// how the client opens, Versioning and Compatibility): none
     /// for a request with modern `_meta`; `initialize` opens it.
     async fn route(&mut self, request: &Request) -> Result<Option<Arc<legacy::Session>>, ()> {
         if legacy::has_modern_meta(request.params.as_deref()) {

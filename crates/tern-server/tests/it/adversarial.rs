@@ -1,5 +1,7 @@
 //! A hostile client: every way of presenting a `requestState` that is not the
-//! one its retry earned is refused with the same `-32602` (S8–S11).
+//! one its retry earned is refused with the same `-32602` (the `requestState`
+//! rules of docs/rules.md, `state-untrusted` to `state-single-use`), each test
+//! named after its rule.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -29,7 +31,7 @@ fn assert_refused(e: &tern_server::testing::Exchange, what: &str) {
 }
 
 #[tokio::test]
-async fn s9_every_byte_of_a_real_token_is_protected() {
+async fn state_integrity_every_byte_of_a_real_token_is_protected() {
     let (c, _, _) = client();
     let state = c
         .call_tool("greet", json!({}))
@@ -64,7 +66,7 @@ async fn s9_every_byte_of_a_real_token_is_protected() {
 }
 
 #[tokio::test]
-async fn s9_truncated_extended_and_foreign_tokens_are_refused() {
+async fn state_integrity_truncated_extended_and_foreign_tokens_are_refused() {
     let (c, _, _) = client();
     let state = c
         .call_tool("greet", json!({}))
@@ -111,7 +113,7 @@ async fn s9_truncated_extended_and_foreign_tokens_are_refused() {
 }
 
 #[tokio::test]
-async fn s10b_expired_state_is_refused() {
+async fn state_expiry_expired_state_is_refused() {
     let (c, _, clock) = client();
     let state = c
         .call_tool("greet", json!({}))
@@ -148,7 +150,7 @@ async fn s10b_expired_state_is_refused() {
 }
 
 #[tokio::test]
-async fn s10c_state_of_another_tool_or_other_arguments_is_refused() {
+async fn state_bound_request_state_of_another_tool_or_other_arguments_is_refused() {
     let (c, _, _) = client();
     let greet_state = c
         .call_tool("greet", json!({}))
@@ -192,7 +194,7 @@ async fn s10c_state_of_another_tool_or_other_arguments_is_refused() {
 }
 
 #[tokio::test]
-async fn s10c_the_argument_digest_ignores_key_order_only() {
+async fn state_bound_request_the_argument_digest_ignores_key_order_only() {
     let (c, _, _) = client();
     let r = c
         .send(
@@ -209,7 +211,7 @@ async fn s10c_the_argument_digest_ignores_key_order_only() {
 }
 
 #[tokio::test]
-async fn s10a_state_minted_for_one_principal_is_refused_for_another() {
+async fn state_bound_principal_state_minted_for_one_principal_is_refused_for_another() {
     let (c, _, _) = client();
     let alice = Principal::new("alice");
     let first = c
@@ -235,7 +237,7 @@ async fn s10a_state_minted_for_one_principal_is_refused_for_another() {
 }
 
 #[tokio::test]
-async fn s11_a_single_use_state_is_redeemed_once_and_an_idempotent_retry_repeats_its_result() {
+async fn state_single_use_a_state_is_redeemed_once_and_an_idempotent_retry_repeats_its_result() {
     let (c, counters, _) = client();
     let r1 = c.call_tool("pay", json!({})).await;
     let state = r1.request_state().unwrap().to_owned();
@@ -333,8 +335,9 @@ async fn an_answer_to_a_changed_question_does_not_count() {
         )
         .await;
     // Answer step2 and, in the same retry, *change* step1 to another name:
-    // step1 is not pending, so the new answer is ignored (S14) and step2's
-    // question (which names Ann) stays the one answered.
+    // step1 is not pending, so the new answer is ignored (rule
+    // `answers-unknown-ignored`) and step2's question (which names Ann) stays
+    // the one answered.
     let r3 = c
         .retry_tool(
             "three_rounds",
@@ -371,7 +374,7 @@ async fn a_nested_form_is_an_internal_error_and_fails_registration() {
 /// failure is its outcome, and the same retry never runs the handler again
 /// (with `single_use` alone, a duplicate is the uniform refusal).
 #[tokio::test]
-async fn s11_a_guarded_leg_that_fails_keeps_its_failure() {
+async fn state_single_use_a_guarded_leg_that_fails_keeps_its_failure() {
     let (c, counters, _) = client();
     let r1 = c.call_tool("flaky", json!({})).await;
     let go = json!({"go": {"action": "accept", "content": {"ok": true}}});
@@ -387,7 +390,7 @@ async fn s11_a_guarded_leg_that_fails_keeps_its_failure() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn s11_concurrent_duplicate_retries_get_one_outcome() {
+async fn state_single_use_concurrent_duplicate_retries_get_one_outcome() {
     let (c, counters, _) = client();
     let r1 = c.call_tool("slow_pay", json!({})).await;
     let go = json!({"go": {"action": "accept", "content": {"ok": true}}});
@@ -405,7 +408,7 @@ async fn s11_concurrent_duplicate_retries_get_one_outcome() {
 }
 
 #[tokio::test]
-async fn s10c_large_integer_arguments_are_bound_exactly() {
+async fn state_bound_request_large_integer_arguments_are_bound_exactly() {
     let (c, _, _) = client();
     let r1 = c
         .call_tool("delete", json!({"id": 4_611_686_018_427_387_904_u64}))

@@ -1,4 +1,5 @@
-//! The *await* strategy (DESIGN §2.1): the same handlers MRTR runs, driven by
+//! The *await* strategy (docs/design.md, "One leg runner, three ways of
+//! asking"): the same handlers MRTR runs, driven by
 //! an answer source while they keep running — as a task or a 2025-11-25
 //! session will drive them.
 

@@ -1,6 +1,6 @@
-//! The logical call (DESIGN §2.1): a call id stable over its rounds, its
-//! limits, the versioned payload, the uniform refusals, and what logs and
-//! `Debug` never show.
+//! The logical call (docs/design.md, "One leg runner, three ways of asking"): a
+//! call id stable over its rounds, its limits, the versioned payload, the
+//! uniform refusals, and what logs and `Debug` never show.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,6 +1,6 @@
-//! Exactly once for guarded legs (DESIGN §3; the engine's cancellation
-//! rule): an abandoned guarded leg finishes and keeps its outcome; duplicates
-//! never run it again; a run that died reads "outcome unknown".
+//! Exactly once for guarded legs (docs/design.md, "Exactly once"; the engine's
+//! cancellation rule): an abandoned guarded leg finishes and keeps its outcome;
+//! duplicates never run it again; a run that died reads "outcome unknown".
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -143,7 +143,8 @@ async fn a_duplicate_that_waits_too_long_is_told_to_come_back_with_the_same_stat
     let (first, _cancel) = abandonable(&c, "transfer", yes(), &state);
     counters.transfer_started.notified().await;
     let waited = retry(&c, "transfer", yes(), &state).await;
-    // S6: state only, the very token it presented.
+    // Rule `input-required-not-empty`: state only, the very token it
+    // presented.
     assert_eq!(waited.result_type(), Some("input_required"));
     assert!(waited.input_keys().is_empty(), "{waited:?}");
     assert_eq!(waited.request_state(), Some(state.as_str()));

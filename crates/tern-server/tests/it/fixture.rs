@@ -361,7 +361,7 @@ async fn nested(ctx: Ctx) -> Result<String, ToolError> {
 }
 
 async fn progress(ctx: Ctx) -> String {
-    // Not finite: never sent (§4.1).
+    // Not finite: never sent (spec: Progress › Progress Flow, values increase).
     ctx.progress(f64::NAN, Some(4.0), None);
     ctx.progress(f64::INFINITY, None, None);
     for i in 0..=4u8 {

@@ -1,5 +1,6 @@
-//! Integration tests of `tern-server`: the rules S1–S19 that apply, named
-//! after their rule; adversarial `requestState`; and the stdio transport.
+//! Integration tests of `tern-server`: the server rules of docs/rules.md that
+//! apply, named after their rule; adversarial `requestState`; and the stdio
+//! transport.
 
 #![allow(unreachable_pub, reason = "items of the test crate's modules")]
 #![allow(

@@ -1,5 +1,5 @@
-//! The server rules of the spec digest (§2.5), one test or more per rule,
-//! named after it.
+//! The server rules of Multi Round-Trip Requests (docs/rules.md), one test or
+//! more per rule, named after its id.
 
 use serde_json::{Value, json};
 use tern_protocol::ClientCapabilities;
@@ -13,7 +13,7 @@ fn accept(content: Value) -> Value {
 }
 
 #[tokio::test]
-async fn s1_tools_call_prompts_get_and_resources_read_may_answer_input_required() {
+async fn input_required_methods_tools_call_prompts_get_and_resources_read_may_ask() {
     let (c, _, _) = client();
     let tool = c.call_tool("greet", json!({})).await;
     assert_eq!(tool.result_type(), Some("input_required"));
@@ -32,7 +32,7 @@ async fn s1_tools_call_prompts_get_and_resources_read_may_answer_input_required(
 }
 
 #[tokio::test]
-async fn s2_other_methods_never_answer_input_required() {
+async fn input_required_methods_no_other_method_answers_input_required() {
     let (c, _, _) = client();
     for (m, p) in [
         ("server/discover", json!({})),
@@ -51,7 +51,7 @@ async fn s2_other_methods_never_answer_input_required() {
 }
 
 #[tokio::test]
-async fn s3_keys_are_the_servers_and_a_clash_is_an_internal_error() {
+async fn input_request_keys_are_the_servers_and_a_clash_is_an_internal_error() {
     let (c, _, _) = client();
     assert_eq!(
         c.call_tool("greet", json!({})).await.input_keys(),
@@ -82,7 +82,7 @@ async fn s3_keys_are_the_servers_and_a_clash_is_an_internal_error() {
 }
 
 #[tokio::test]
-async fn s4_input_requests_are_elicitation_sampling_or_roots() {
+async fn input_request_kinds_are_elicitation_sampling_or_roots() {
     let (c, _, _) = client();
     for (tool, method) in [
         ("greet", "elicitation/create"),
@@ -108,7 +108,7 @@ async fn s4_input_requests_are_elicitation_sampling_or_roots() {
 }
 
 #[tokio::test]
-async fn s5_request_state_is_an_opaque_string_that_changes_every_round() {
+async fn state_opaque_request_state_is_a_string_that_changes_every_round() {
     let (c, _, _) = client();
     let r1 = c.call_tool("three_rounds", json!({})).await;
     let s1 = r1.request_state().unwrap().to_owned();
@@ -146,7 +146,7 @@ async fn s5_request_state_is_an_opaque_string_that_changes_every_round() {
 }
 
 #[tokio::test]
-async fn s6_every_input_required_carries_requests_and_state() {
+async fn input_required_not_empty_every_input_required_carries_requests_and_state() {
     let (c, _, _) = client();
     let e = c.call_tool("batch", json!({})).await;
     let r = e.outcome.as_ref().unwrap();
@@ -154,7 +154,7 @@ async fn s6_every_input_required_carries_requests_and_state() {
 }
 
 #[tokio::test]
-async fn s7_undeclared_kinds_are_never_sent_and_end_with_32021() {
+async fn ask_declared_only_undeclared_kinds_are_never_sent_and_end_with_32021() {
     let (c, _, _) = client();
     let forms_only = c.with_capabilities(ClientCapabilities::default().with_elicitation_form());
     for (tool, needs) in [
@@ -196,7 +196,7 @@ async fn s7_undeclared_kinds_are_never_sent_and_end_with_32021() {
 }
 
 #[tokio::test]
-async fn s7_a_handler_can_take_another_path_when_it_cannot_ask() {
+async fn ask_declared_only_a_handler_can_take_another_path_when_it_cannot_ask() {
     let (c, _, _) = client();
     let none = c.with_capabilities(ClientCapabilities::default());
     assert_eq!(
@@ -211,7 +211,7 @@ async fn s7_a_handler_can_take_another_path_when_it_cannot_ask() {
 }
 
 #[tokio::test]
-async fn s7_capabilities_come_from_this_request_only() {
+async fn ask_declared_only_capabilities_come_from_this_request_only() {
     let (c, _, _) = client();
     let r1 = c.call_tool("sample", json!({})).await;
     assert_eq!(r1.result_type(), Some("input_required"));
@@ -228,7 +228,7 @@ async fn s7_capabilities_come_from_this_request_only() {
 }
 
 #[tokio::test]
-async fn s10_s12_an_abandoned_round_leaves_nothing_behind() {
+async fn no_assumed_retry_an_abandoned_round_leaves_nothing_behind() {
     let (c, counters, _) = client();
     let first = c.call_tool("greet", json!({})).await;
     assert!(first.request_state().is_some());
@@ -244,7 +244,7 @@ async fn s10_s12_an_abandoned_round_leaves_nothing_behind() {
 }
 
 #[tokio::test]
-async fn s13_a_malformed_response_is_invalid_params() {
+async fn answers_validated_a_malformed_response_is_invalid_params() {
     let (c, _, _) = client();
     let r1 = c.call_tool("greet", json!({})).await;
     for bad in [
@@ -276,7 +276,7 @@ async fn s13_a_malformed_response_is_invalid_params() {
 }
 
 #[tokio::test]
-async fn s14_answers_for_keys_never_asked_are_ignored() {
+async fn answers_unknown_ignored_answers_for_keys_never_asked_are_ignored() {
     let (c, _, _) = client();
     let r1 = c.call_tool("greet", json!({})).await;
     let responses = json!({
@@ -301,7 +301,7 @@ async fn s14_answers_for_keys_never_asked_are_ignored() {
 }
 
 #[tokio::test]
-async fn s15_a_missing_or_unsatisfying_answer_asks_again() {
+async fn answers_missing_ask_again_a_missing_or_unsatisfying_answer_asks_again() {
     let (c, _, _) = client();
     let r1 = c.call_tool("greet", json!({})).await;
     let wrong_key = c
@@ -335,7 +335,7 @@ async fn s15_a_missing_or_unsatisfying_answer_asks_again() {
 }
 
 #[tokio::test]
-async fn s17_interim_results_carry_no_caching_hints() {
+async fn input_required_uncached_interim_results_carry_no_caching_hints() {
     let (c, _, _) = client();
     let r = c.call_tool("greet", json!({})).await.outcome.unwrap();
     assert!(r.get("ttlMs").is_none() && r.get("cacheScope").is_none());
@@ -545,7 +545,7 @@ async fn progress_and_logs_only_when_asked_for() {
 }
 
 #[tokio::test]
-async fn s2_4_a_handler_can_ask_for_a_state_only_retry() {
+async fn input_required_not_empty_a_handler_can_ask_for_a_state_only_retry() {
     let (c, counters, _) = client();
     let r1 = c.call_tool("later", json!({})).await;
     let result = r1.outcome.as_ref().unwrap();

@@ -1,5 +1,5 @@
-//! Validation against the official 2026-07-28 schema (`../shared/spec`, or
-//! `TERN_SPEC_DIR`).
+//! Validation against the official 2026-07-28 schema (the copy vendored in
+//! the repository's `spec/`, or `TERN_SPEC_DIR`).
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -10,7 +10,7 @@ fn core() -> &'static Value {
     static SCHEMA: OnceLock<Value> = OnceLock::new();
     SCHEMA.get_or_init(|| {
         let dir = std::env::var_os("TERN_SPEC_DIR").map_or_else(
-            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec"),
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../spec"),
             PathBuf::from,
         );
         let text = std::fs::read_to_string(dir.join("schema-2026-07-28.json"))

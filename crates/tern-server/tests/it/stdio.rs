@@ -112,7 +112,7 @@ async fn an_oversized_line_is_refused_without_being_kept() {
 }
 
 #[tokio::test]
-async fn s16_the_server_writes_no_requests_and_mrtr_works_over_stdio() {
+async fn no_server_requests_the_server_writes_none_and_mrtr_works_over_stdio() {
     let (mut p, _) = start(StdioOptions::default());
     p.send(&json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "greet", "arguments": {}, "_meta": meta()}}).to_string()).await;
     let r1 = p.recv().await;

@@ -1,4 +1,6 @@
-//! The Tasks extension (spec digest §5), each rule a test named after it.
+//! The Tasks extension
+//! (<https://modelcontextprotocol.io/extensions/tasks/overview>), each rule a
+//! test named after it.
 
 #![allow(
     clippy::many_single_char_names,
@@ -807,7 +809,8 @@ async fn a_finished_task_leaves_after_its_retention_even_when_shorter_than_its_t
         let id = create(&alice, "required").await;
         let done = until(&alice, &id, terminal).await;
         assert_eq!(done["status"], "completed", "{done}");
-        // ttlMs may change (digest §5): it now says when the record goes.
+        // ttlMs may change (Tasks extension › Tasks): it now says when the
+        // record goes.
         assert!(done["ttlMs"].as_u64().unwrap() < 3_600_000, "{done}");
         ids.push(id);
     }

@@ -252,7 +252,7 @@ pub(super) fn connect(
         message: format!("{e:#}"),
     };
     // The demo speaks 2026-07-28; any other server may be of either era
-    // (spec §8.3): its first request probes.
+    // (Versioning and Compatibility): its first request probes.
     let spawn = |program: &str, args: &[String], env: &[(String, String)], dual: bool| {
         // Ctrl-C is tern's to handle: it cancels what is in flight.
         let mut options = SpawnOptions::default().own_process_group();

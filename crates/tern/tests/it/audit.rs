@@ -21,7 +21,11 @@ use tern_server::transport::accept::{ServeOptions, serve_service};
 use tern_server::transport::http::{Http, McpService};
 use tern_server::{Answer, Args, Ctx, Elicit, Server, ToolDef, ToolError};
 
+#[path = "../../../tern-protocol/tests/it/rules_page.rs"]
+mod rules_page;
+
 /// Runs `tern audit ARGS --json`; its exit status and the checks by id.
+/// Every check's rule column must name ids that `docs/rules.md` defines.
 async fn audit(args: &[&str]) -> (i32, BTreeMap<String, (String, String)>) {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern"))
         .arg("audit")
@@ -39,6 +43,18 @@ async fn audit(args: &[&str]) -> (i32, BTreeMap<String, (String, String)>) {
             String::from_utf8_lossy(&out.stderr)
         )
     });
+    let defined = rules_page::defined_rules(&rules_page::repository(env!("CARGO_MANIFEST_DIR")));
+    for c in report["checks"].as_array().unwrap() {
+        let rule = c["rule"].as_str().unwrap();
+        assert!(!rule.is_empty(), "{c}");
+        for id in rule.split(' ') {
+            assert!(
+                defined.iter().any(|d| d == id),
+                "check {} cites rule {id:?}, which docs/rules.md does not define",
+                c["id"]
+            );
+        }
+    }
     let checks = report["checks"]
         .as_array()
         .unwrap()
@@ -465,7 +481,7 @@ async fn a_server_that_takes_any_answer_fails_the_answer_checks() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn input_required_on_a_list_fails_s2() {
+async fn input_required_on_a_list_fails_input_required_elsewhere() {
     let (code, checks) = demo_behind(Fault::InputRequiredOnLists, &[]).await;
     assert_eq!(code, 1);
     assert_eq!(failed(&checks), vec!["input-required-elsewhere"]);

@@ -374,7 +374,8 @@ fn ctrl_c_in_flight_sends_notifications_cancelled() {
         &shell(&format!("tools -- sh -c 'cat > {}'", log.to_str().unwrap())),
     );
     t.wait_for("waiting for");
-    // Its first request is the era probe (spec §8.3), in flight like any other.
+    // Its first request is the era probe (stdio › Backward Compatibility), in
+    // flight like any other.
     t.until("the request reaching the server", || {
         std::fs::read_to_string(&log).is_ok_and(|l| l.contains("server/discover"))
     });

@@ -106,8 +106,9 @@ pub(super) fn check_named(
 }
 
 impl Http {
-    /// The header checks that need no decoded body (spec §6.2; conformance
-    /// §5.2: before the version is checked): `MCP-Protocol-Version` present
+    /// The header checks that need no decoded body (spec: Streamable HTTP ›
+    /// Server Validation; the official conformance suite expects them before
+    /// the version is checked): `MCP-Protocol-Version` present
     /// and well formed, `Mcp-Method` matching the envelope.
     pub(super) fn check_envelope_headers<'h>(
         headers: &'h HeaderMap,

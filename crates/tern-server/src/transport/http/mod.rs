@@ -1,6 +1,8 @@
-//! Streamable HTTP, 2026-07-28 form (spec §6.2): one POST endpoint, served by
-//! tern's own accept loop ([`serve`]), or as a tower [`tower::Service`] you
-//! mount in your own axum `Router` and serve with [`serve_service`].
+//! Streamable HTTP, 2026-07-28 form (spec: Streamable HTTP,
+//! <https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http>):
+//! one POST endpoint, served by tern's own accept loop ([`serve`]), or as a
+//! tower [`tower::Service`] you mount in your own axum `Router` and serve with
+//! [`serve_service`].
 //!
 //! ```no_run
 //! # async fn run(server: tern_server::Server) -> std::io::Result<()> {

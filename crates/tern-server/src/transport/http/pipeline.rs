@@ -313,7 +313,8 @@ impl Http {
         let request = match message {
             Message::Request(r) => r,
             Message::Notification(n) => {
-                // Cancellation over HTTP is closing the stream (§4.2); nothing
+                // Cancellation over HTTP is closing the stream (Cancellation ›
+                // Transport-Specific Cancellation); nothing
                 // else is defined from the client: accepted and ignored.
                 tracing::debug!(method = %n.method, "notification accepted");
                 return plain(StatusCode::ACCEPTED);

@@ -23,16 +23,16 @@ pub(crate) async fn all(
 ) -> Io<Vec<Check>> {
     let mut out = Vec::new();
     let effects = args.allow_effects;
-    // requestState forgeries (S8-S11).
+    // requestState forgeries (the `requestState` rules of docs/rules.md).
     if asked.state.is_none() {
         {
             for (id, rule) in [
-                ("state-tampered", "S8 S9"),
-                ("state-truncated", "S9"),
-                ("state-extended", "S9"),
-                ("state-cross-tool", "S10c"),
-                ("state-cross-argument", "S10c"),
-                ("state-cross-resource", "S10c"),
+                ("state-tampered", "state-untrusted state-integrity"),
+                ("state-truncated", "state-integrity"),
+                ("state-extended", "state-integrity"),
+                ("state-cross-tool", "state-bound-request"),
+                ("state-cross-argument", "state-bound-request"),
+                ("state-cross-resource", "state-bound-request"),
             ] {
                 out.push(Check::new(
                     id,
@@ -51,7 +51,7 @@ pub(crate) async fn all(
                     s,
                     asked,
                     "state-tampered",
-                    "S8 S9",
+                    "state-untrusted state-integrity",
                     "one character changed",
                     &call(asked, &asked.args),
                     &tampered,
@@ -65,7 +65,7 @@ pub(crate) async fn all(
                     s,
                     asked,
                     "state-truncated",
-                    "S9",
+                    "state-integrity",
                     "its last characters cut",
                     &call(asked, &asked.args),
                     &state[..cut],
@@ -79,7 +79,7 @@ pub(crate) async fn all(
                     s,
                     asked,
                     "state-extended",
-                    "S9",
+                    "state-integrity",
                     "\"-TAMPERED\" appended",
                     &call(asked, &asked.args),
                     &extended,
@@ -91,11 +91,11 @@ pub(crate) async fn all(
             out.push(match other {
                 Some(o) => {
                     let params = json!({"name": o.tool, "arguments": o.args});
-                    forged(s, asked, "state-cross-tool", "S10c", &format!("presented on tool {}", o.tool), &("tools/call", params), state, effects).await?
+                    forged(s, asked, "state-cross-tool", "state-bound-request", &format!("presented on tool {}", o.tool), &("tools/call", params), state, effects).await?
                 }
                 None => Check::new(
                     "state-cross-tool",
-                    "S10c",
+                    "state-bound-request",
                     Status::NotApplicable,
                     "no second tool that asks (--other-tool NAME, or --allow-effects to look for one)",
                 ),
@@ -111,7 +111,7 @@ pub(crate) async fn all(
                         s,
                         asked,
                         "state-cross-argument",
-                        "S10c",
+                        "state-bound-request",
                         &what,
                         &call(asked, &changed),
                         state,
@@ -121,7 +121,7 @@ pub(crate) async fn all(
                 }
                 None => Check::new(
                     "state-cross-argument",
-                    "S10c",
+                    "state-bound-request",
                     Status::NotApplicable,
                     "the tool has no argument to change",
                 ),
@@ -157,7 +157,7 @@ pub(crate) async fn all(
         }
         None => Check::new(
             "state-replayed",
-            "S11",
+            "state-single-use",
             Status::NotApplicable,
             "the first leg carried no requestState",
         ),
@@ -265,7 +265,7 @@ async fn cross_resource(s: &mut Session, asked: &Asked, state: &str, effects: bo
             s,
             asked,
             "state-cross-resource",
-            "S10c",
+            "state-bound-request",
             &format!("presented on resources/read {uri}"),
             &target,
             state,
@@ -297,7 +297,7 @@ async fn cross_resource(s: &mut Session, asked: &Asked, state: &str, effects: bo
             s,
             asked,
             "state-cross-resource",
-            "S10c",
+            "state-bound-request",
             &format!("presented on prompts/get {name}"),
             &target,
             state,
@@ -307,7 +307,7 @@ async fn cross_resource(s: &mut Session, asked: &Asked, state: &str, effects: bo
     }
     Ok(Check::new(
         "state-cross-resource",
-        "S10c",
+        "state-bound-request",
         Status::NotApplicable,
         "no resource, and no prompt without required arguments",
     ))
@@ -333,7 +333,7 @@ async fn replayed(
     effects: bool,
     single_use: bool,
 ) -> Io<Check> {
-    let (id, rule) = ("state-replayed", "S11");
+    let (id, rule) = ("state-replayed", "state-single-use");
     if !effects {
         return Ok(Check::new(
             id,
@@ -433,7 +433,10 @@ async fn retry(
 }
 
 async fn unasked_key(s: &mut Session, asked: &Asked) -> Io<Check> {
-    let (id, rule) = ("answer-unasked-key", "S14 S15");
+    let (id, rule) = (
+        "answer-unasked-key",
+        "answers-unknown-ignored answers-missing-ask-again",
+    );
     let mut r = Map::new();
     r.insert(
         "tern-audit-never-asked".into(),
@@ -461,7 +464,7 @@ async fn unasked_key(s: &mut Session, asked: &Asked) -> Io<Check> {
 }
 
 async fn wrong_shape(s: &mut Session, asked: &Asked) -> Io<Check> {
-    let (id, rule) = ("answer-wrong-shape", "S13");
+    let (id, rule) = ("answer-wrong-shape", "answers-validated");
     let r = asked
         .requests
         .iter()
@@ -489,7 +492,10 @@ async fn wrong_shape(s: &mut Session, asked: &Asked) -> Io<Check> {
 }
 
 async fn changed_question(s: &mut Session, asked: &Asked) -> Io<Check> {
-    let (id, rule) = ("answer-changed-question", "S13 S15");
+    let (id, rule) = (
+        "answer-changed-question",
+        "answers-validated answers-missing-ask-again",
+    );
     let r = asked
         .requests
         .iter()
@@ -512,7 +518,7 @@ async fn changed_question(s: &mut Session, asked: &Asked) -> Io<Check> {
             id,
             rule,
             Status::Fail,
-            "answers made for another question: the call ended with a tool error (isError), not a JSON-RPC error (S13) or a new question (S15)",
+            "answers made for another question: the call ended with a tool error (isError), not a JSON-RPC error (rule answers-validated) or a new question (rule answers-missing-ask-again)",
         )
     } else {
         Check::new(
@@ -528,7 +534,10 @@ async fn changed_question(s: &mut Session, asked: &Asked) -> Io<Check> {
 }
 
 async fn missing(s: &mut Session, asked: &Asked) -> Io<Check> {
-    let (id, rule) = ("answer-missing", "S12 S15");
+    let (id, rule) = (
+        "answer-missing",
+        "no-assumed-retry answers-missing-ask-again",
+    );
     let x = retry(s, asked, Some(Map::new())).await?;
     Ok(if asks_again(&x, asked) {
         Check::new(
@@ -550,8 +559,9 @@ async fn missing(s: &mut Session, asked: &Asked) -> Io<Check> {
     })
 }
 
-/// Whether a first leg sent with `caps` was answered within S7: `-32021`
-/// naming what is required, or a result asking nothing undeclared.
+/// Whether a first leg sent with `caps` was answered within rule
+/// `ask-declared-only`: `-32021` naming what is required, or a result asking
+/// nothing undeclared.
 fn gated(x: &Exchange, caps: &Value) -> Result<String, String> {
     if x.error_code() == Some(-32021) {
         let data = x
@@ -587,7 +597,7 @@ fn gated(x: &Exchange, caps: &Value) -> Result<String, String> {
 }
 
 async fn capability_none(s: &mut Session, asked: &Asked) -> Io<Check> {
-    let (id, rule) = ("capability-none", "S7 -32021");
+    let (id, rule) = ("capability-none", "ask-declared-only");
     let caps = json!({});
     let (method, params) = call(asked, &asked.args);
     let x = s.send(method, &params, &caps).await?;
@@ -608,7 +618,7 @@ async fn capability_none(s: &mut Session, asked: &Asked) -> Io<Check> {
 }
 
 async fn capability_mode(s: &mut Session, asked: &Asked) -> Io<Check> {
-    let (id, rule) = ("capability-other-kind", "S7 -32021");
+    let (id, rule) = ("capability-other-kind", "ask-declared-only");
     let Some(caps) = asked.requests.values().next().and_then(sample::without) else {
         return Ok(Check::new(
             id,
@@ -636,7 +646,7 @@ async fn capability_mode(s: &mut Session, asked: &Asked) -> Io<Check> {
 }
 
 async fn not_mrtr_methods(s: &mut Session, asked: &Asked) -> Io<Check> {
-    let (id, rule) = ("input-required-elsewhere", "S2");
+    let (id, rule) = ("input-required-elsewhere", "input-required-methods");
     let mut extra = Map::new();
     if let Some(state) = &asked.state {
         extra.insert("requestState".into(), json!(state));
@@ -686,7 +696,7 @@ async fn not_mrtr_methods(s: &mut Session, asked: &Asked) -> Io<Check> {
 /// A header check's verdict: `-32020` (with 400) passes; `also` lists other
 /// codes that pass.
 fn header_verdict(id: &'static str, what: &str, x: &Exchange, also: &[i64]) -> Check {
-    let rule = "-32020 HTTP";
+    let rule = "http-header-mismatch";
     match x.error_code() {
         Some(code) if (code == -32020 || also.contains(&code)) && x.status == Some(400) => {
             Check::new(
@@ -737,7 +747,14 @@ async fn headers(s: &mut Session, asked: &Asked, other: Option<&Asked>) -> Io<Ve
     if !s.is_http() {
         return Ok(ids
             .iter()
-            .map(|id| Check::new(id, "-32020 HTTP", Status::NotApplicable, "HTTP only"))
+            .map(|id| {
+                Check::new(
+                    id,
+                    "http-header-mismatch",
+                    Status::NotApplicable,
+                    "HTTP only",
+                )
+            })
             .collect());
     }
     let caps = sample::all_capabilities();
@@ -812,7 +829,10 @@ fn raw_params(asked: &Asked, dup: &str, arguments: &str) -> String {
 }
 
 async fn duplicate_name(s: &mut Session, asked: &Asked, other: Option<&Asked>) -> Io<Check> {
-    let (id, rule) = ("duplicate-key-name", "S8 -32020");
+    let (id, rule) = (
+        "duplicate-key-name",
+        "no-duplicate-members http-header-mismatch",
+    );
     let decoy = other.map_or("tern_audit_other_tool", |o| o.tool.as_str());
     // "name" twice, each order, `Mcp-Name` naming the audited tool: a
     // last-wins decoder serves the audited tool in the first probe, a
@@ -856,7 +876,7 @@ async fn duplicate_name(s: &mut Session, asked: &Asked, other: Option<&Asked>) -
 }
 
 async fn duplicate_argument(s: &mut Session, asked: &Asked) -> Io<Check> {
-    let (id, rule) = ("duplicate-key-argument", "S8");
+    let (id, rule) = ("duplicate-key-argument", "no-duplicate-members");
     let Some((name, value)) = asked.args.iter().next() else {
         return Ok(Check::new(
             id,
@@ -905,7 +925,7 @@ async fn duplicate_argument(s: &mut Session, asked: &Asked) -> Io<Check> {
 /// audited tool asks, so on a session that declared no capability it fails
 /// in any case, and a failure of its own is not a refusal.
 async fn legacy_duplicate_name(s: &mut Session, asked: &Asked, other: Option<&Asked>) -> Io<Check> {
-    let (id, rule) = ("legacy-duplicate-key-name", "2025-11-25 sessions");
+    let (id, rule) = ("legacy-duplicate-key-name", "no-duplicate-members");
     let Some((endpoint, extra)) = s.endpoint() else {
         return Ok(Check::new(id, rule, Status::NotApplicable, "HTTP only"));
     };
@@ -999,8 +1019,11 @@ async fn connection_share(
 }
 
 async fn aggressive(s: &mut Session, args: &AuditArgs) -> Io<Vec<Check>> {
-    let (slow, big) = (("slow-headers", "timeouts"), ("oversize-body", "limits"));
-    let share = ("connection-share", "limits");
+    let (slow, big) = (
+        ("slow-headers", "http-timeouts"),
+        ("oversize-body", "http-limits"),
+    );
+    let share = ("connection-share", "http-limits");
     let Some((endpoint, extra)) = s.endpoint() else {
         return Ok(vec![
             Check::new(slow.0, slow.1, Status::NotApplicable, "HTTP only"),

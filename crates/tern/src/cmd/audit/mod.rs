@@ -16,10 +16,12 @@
 //! answer `input_required`, and over HTTP headers that contradict the body,
 //! the duplicated-key trick included (over HTTP on a 2025-11-25 session of
 //! the same endpoint too, where a server may decode by another path). Each
-//! check prints one line: pass,
-//! fail or n/a, the spec rule (S/C numbers of the 2026-07-28 digest) and
-//! what was seen; then a summary. Exit status 0 when nothing failed, 1 when
-//! a check failed, 2 on a usage error, 4 when the server cannot be reached.
+//! check prints one line: pass, fail or n/a, the rules it tests and what
+//! was seen; then a summary. The rules are ids of `docs/rules.md` in tern's
+//! repository (each a heading there, with its section of the 2026-07-28
+//! specification); the report's last line says so. Exit status 0 when
+//! nothing failed, 1 when a check failed, 2 on a usage error, 4 when the
+//! server cannot be reached.
 //!
 //! Effects: the audit never answers a question in a way that lets a correct
 //! server finish its final leg, unless `--allow-effects` is given (then the
@@ -58,6 +60,13 @@ const EXIT_TRANSPORT: u8 = 4;
 /// The protocol revision audited.
 const VERSION: &str = "2026-07-28";
 
+/// Where the rule ids of the report are defined, printed under it.
+const RULES_PAGE: &str = concat!(
+    "rules: docs/rules.md of ",
+    env!("CARGO_PKG_REPOSITORY"),
+    " (each id is a heading there)"
+);
+
 /// `tern audit`'s arguments.
 #[derive(Debug, Args)]
 #[allow(clippy::struct_excessive_bools, reason = "command-line flags")]
@@ -90,10 +99,10 @@ pub(crate) struct AuditArgs {
     /// tools have no effects that matter.
     #[arg(long)]
     pub(crate) allow_effects: bool,
-    /// The audited tool is meant to be single use (S11): a replay answered
-    /// with the first outcome again then counts as the stored outcome
-    /// (pass); without it that is inconclusive (n/a), since a deterministic
-    /// tool run twice answers the same.
+    /// The audited tool is meant to be single use (rule state-single-use): a
+    /// replay answered with the first outcome again then counts as the stored
+    /// outcome (pass); without it that is inconclusive (n/a), since a
+    /// deterministic tool run twice answers the same.
     #[arg(long)]
     pub(crate) single_use: bool,
     /// Also probe the HTTP server's timeouts and limits: headers sent a
@@ -133,7 +142,7 @@ pub(crate) enum Status {
 pub(crate) struct Check {
     /// The check's name.
     pub(crate) id: &'static str,
-    /// The spec rules it checks.
+    /// The rules it checks: ids of `docs/rules.md`, space-separated.
     pub(crate) rule: &'static str,
     /// Its outcome.
     pub(crate) status: Status,
@@ -440,6 +449,12 @@ fn print_report(report: &Report, as_json: bool) {
         tern::safe::line(&report.tool),
         tern::safe::line(&report.asked.join(", "))
     );
+    let rule_width = report
+        .checks
+        .iter()
+        .map(|c| c.rule.len())
+        .max()
+        .unwrap_or(0);
     for c in &report.checks {
         let status = match c.status {
             Status::Pass => "PASS",
@@ -447,7 +462,7 @@ fn print_report(report: &Report, as_json: bool) {
             Status::NotApplicable => "n/a ",
         };
         println!(
-            "{status}  {:<26} {:<12} {}",
+            "{status}  {:<26} {:<rule_width$} {}",
             c.id,
             c.rule,
             tern::safe::line(&c.detail)
@@ -457,6 +472,7 @@ fn print_report(report: &Report, as_json: bool) {
         "audit summary: {} passed, {} failed, {} not applicable",
         report.summary.passed, report.summary.failed, report.summary.not_applicable
     );
+    println!("{RULES_PAGE}");
 }
 
 /// Lists the tools (following cursors, at most 20 pages).

@@ -203,7 +203,8 @@ pub(crate) fn without(request: &Value) -> Option<Value> {
     }
 }
 
-/// Whether `request` may be asked of a client that declared `caps` (S7).
+/// Whether `request` may be asked of a client that declared `caps` (rule
+/// `ask-declared-only`).
 pub(crate) fn allowed(request: &Value, caps: &Value) -> bool {
     match kind(request) {
         ("elicitation/create", mode) => match caps.get("elicitation") {

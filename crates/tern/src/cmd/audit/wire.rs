@@ -33,7 +33,8 @@ impl Exchange {
         self.message.as_ref()?.get("result")
     }
 
-    /// The result's `resultType` (absent = "complete", R5).
+    /// The result's `resultType` (absent = "complete", rule
+    /// `result-type-absent`).
     pub(crate) fn result_type(&self) -> Option<&str> {
         self.result().map(|r| {
             r.get("resultType")
