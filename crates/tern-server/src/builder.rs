@@ -16,46 +16,11 @@ use crate::prompt::PromptDef;
 use crate::registry::{Changes, Registry};
 use crate::replay::{MemoryReplayStore, ReplayStore, StoreLimits};
 use crate::resource::{ResourceDef, ResourceTemplateDef};
-use crate::server::{Inner, Server};
+use crate::server::{Config, Inner, Server};
 use crate::task::{TaskConfig, TaskStore, Tasks};
 use crate::tool::{ToolDef, ToolEntry};
 
-/// Caching hints for a kind of result (`ttlMs`, `cacheScope`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CacheHints {
-    /// How long a client may reuse the result, in milliseconds.
-    pub ttl_ms: u64,
-    /// Who may share it.
-    pub scope: CacheScope,
-}
-
-impl CacheHints {
-    /// Hints.
-    pub fn new(ttl: Duration, scope: CacheScope) -> Self {
-        Self {
-            ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
-            scope,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Config {
-    pub(crate) page_size: usize,
-    pub(crate) list_cache: CacheHints,
-    pub(crate) read_cache: CacheHints,
-    pub(crate) progress_interval: Duration,
-    /// 2025 clients are served (`None`: modern only).
-    pub(crate) legacy: Option<crate::legacy::LegacyOptions>,
-    /// Most resource URIs one `subscriptions/listen` may name.
-    pub(crate) max_listen_uris: usize,
-    /// Most `subscriptions/listen` streams open at once.
-    pub(crate) max_listens: usize,
-    /// Most of them one caller holds.
-    pub(crate) max_listens_per_caller: usize,
-    /// How deep and wide a request's params may be.
-    pub(crate) json_limits: tern_protocol::JsonLimits,
-}
+pub use crate::cache::CacheHints;
 
 /// Default cap on the resource URIs of one `subscriptions/listen`: 256.
 pub const DEFAULT_MAX_LISTEN_URIS: usize = 256;
@@ -132,7 +97,7 @@ impl ServerBuilder {
                 list_cache: CacheHints::new(Duration::from_secs(60), CacheScope::Public),
                 read_cache: CacheHints::new(Duration::ZERO, CacheScope::Private),
                 progress_interval: Duration::from_millis(10),
-                legacy: Some(crate::legacy::LegacyOptions::default()),
+                legacy: Some(crate::legacy::options::LegacyOptions::default()),
                 max_listen_uris: DEFAULT_MAX_LISTEN_URIS,
                 json_limits: tern_protocol::JsonLimits::default(),
                 max_listens: DEFAULT_MAX_LISTENS,
@@ -365,7 +330,7 @@ impl ServerBuilder {
     /// How 2025-11-25 clients are served (on by default, with
     /// [`crate::legacy::LegacyOptions::default`]; see [`crate::legacy`]).
     #[must_use]
-    pub fn legacy(mut self, options: crate::legacy::LegacyOptions) -> Self {
+    pub fn legacy(mut self, options: crate::legacy::options::LegacyOptions) -> Self {
         self.config.legacy = Some(options);
         self
     }
@@ -521,5 +486,12 @@ impl ServerBuilder {
         Ok(Server {
             inner: Arc::new(inner),
         })
+    }
+}
+
+impl Server {
+    /// Starts building a server called `name` at `version`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder::new(name, version)
     }
 }

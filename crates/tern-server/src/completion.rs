@@ -5,12 +5,9 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use tern_protocol::completion::{CompleteRequestParams, CompleteResult, Completion, Reference};
-use tern_protocol::meta::ResultMeta;
+use tern_protocol::completion::Reference;
 
-use crate::registry::Registry;
-use crate::replay::BoxFuture;
-use crate::server::Server;
+use crate::future::BoxFuture;
 
 /// What a completion handler is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,45 +75,6 @@ impl CompletionDef {
         match reference {
             Reference::Prompt(p) => format!("prompt:{}", p.name),
             Reference::ResourceTemplate(t) => format!("template:{}", t.uri),
-        }
-    }
-}
-
-impl Server {
-    pub(crate) async fn complete(
-        &self,
-        registry: &Registry,
-        params: CompleteRequestParams,
-    ) -> CompleteResult {
-        let handler = registry
-            .completions
-            .get(&CompletionDef::key(&params.reference))
-            .map(|d| d.handler.clone());
-        let values = match handler {
-            Some(handler) => {
-                handler(CompletionRequest {
-                    argument: params.argument.name,
-                    value: params.argument.value,
-                    context: params.context.and_then(|c| c.arguments).unwrap_or_default(),
-                })
-                .await
-            }
-            None => Vec::new(),
-        };
-        let total = values.len() as u64;
-        let has_more = values.len() > Completion::MAX_VALUES;
-        let mut values = values;
-        values.truncate(Completion::MAX_VALUES);
-        CompleteResult {
-            completion: Completion {
-                values,
-                total: Some(total),
-                has_more: Some(has_more),
-            },
-            meta: Some(ResultMeta::with_server_info(Arc::clone(
-                &self.inner.engine.info,
-            ))),
-            ..CompleteResult::default()
         }
     }
 }

@@ -21,9 +21,9 @@ use tern_protocol::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::CallId;
 use crate::engine::payload::StoredAnswer;
 use crate::error::AskError;
+use crate::ids::CallId;
 use crate::principal::Principal;
 use crate::question::{Question, declared, fingerprint, required_capabilities};
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use tern_protocol::completion::{CompleteRequestParams, CompleteResult, Completion};
 use tern_protocol::discover::DiscoverResult;
 use tern_protocol::error::ErrorObject;
 use tern_protocol::jsonrpc::{self, RequestId};
@@ -15,9 +16,11 @@ use tern_protocol::tool::ListToolsResult;
 use tern_protocol::{ClientRequest, version};
 
 use crate::call::{CallContext, Reply};
+use crate::completion::{CompletionDef, CompletionRequest};
 use crate::engine::AnswerSource;
 use crate::engine::runner::INVALID_STATE;
 use crate::engine::strategy::Strategy;
+use crate::error::short;
 use crate::json::{Json, to_json};
 use crate::paging::page;
 use crate::registry::Registry;
@@ -81,12 +84,6 @@ struct Salvage {
     meta: Option<Value>,
     #[serde(rename = "requestState", default)]
     request_state: Option<Value>,
-}
-
-/// Attacker text echoed in an error, cut to 64 characters: a 3 MiB method
-/// name is not sent back whole.
-pub(crate) fn short(text: &str) -> std::borrow::Cow<'_, str> {
-    tern_protocol::error::cut(text, 64)
 }
 
 /// The version check (spec: Versioning and Compatibility › Protocol Version
@@ -320,14 +317,17 @@ impl Server {
                 }))
             }
             ClientRequest::CallTool(p) => {
-                crate::tool::call(engine, &registry, id, p, call, strategy).await
+                let entry = registry.tools.get(&p.name).cloned();
+                crate::tool::call(engine, entry, id, p, call, strategy).await
             }
             ClientRequest::GetPrompt(p) => {
-                crate::prompt::get(engine, &registry, id, p, call, strategy).await
+                let def = registry.prompts.get(&p.name).cloned();
+                crate::prompt::get(engine, def, id, p, call, strategy).await
             }
             ClientRequest::ReadResource(p) => {
                 let read_cache = self.inner.config.read_cache;
-                crate::resource::read(engine, &registry, id, p, call, strategy, read_cache).await
+                let found = registry.resource_for(&p.uri);
+                crate::resource::read(engine, found, id, p, call, strategy, read_cache).await
             }
             ClientRequest::Completion(p) => Ok(to_json(&self.complete(&registry, p).await)),
             ClientRequest::Listen(p) => self.listen(&id, p, call).await,
@@ -335,6 +335,47 @@ impl Server {
             ClientRequest::UpdateTask(p) => engine.tasks.update(p, &call).await,
             ClientRequest::CancelTask(p) => engine.tasks.cancel(p, &call).await,
             other => Err(ErrorObject::method_not_found(&short(other.method()))),
+        }
+    }
+}
+
+/// `completion/complete`: the completer registered for the reference, if
+/// any; at most [`Completion::MAX_VALUES`] values.
+impl Server {
+    pub(crate) async fn complete(
+        &self,
+        registry: &Registry,
+        params: CompleteRequestParams,
+    ) -> CompleteResult {
+        let handler = registry
+            .completions
+            .get(&CompletionDef::key(&params.reference))
+            .map(|d| d.handler.clone());
+        let values = match handler {
+            Some(handler) => {
+                handler(CompletionRequest {
+                    argument: params.argument.name,
+                    value: params.argument.value,
+                    context: params.context.and_then(|c| c.arguments).unwrap_or_default(),
+                })
+                .await
+            }
+            None => Vec::new(),
+        };
+        let total = values.len() as u64;
+        let has_more = values.len() > Completion::MAX_VALUES;
+        let mut values = values;
+        values.truncate(Completion::MAX_VALUES);
+        CompleteResult {
+            completion: Completion {
+                values,
+                total: Some(total),
+                has_more: Some(has_more),
+            },
+            meta: Some(ResultMeta::with_server_info(Arc::clone(
+                &self.inner.engine.info,
+            ))),
+            ..CompleteResult::default()
         }
     }
 }

@@ -205,3 +205,9 @@ pub mod codes {
     /// what was missing. The call does not go on as if the user agreed.
     pub const QUESTION_UNDELIVERABLE: i64 = -31005;
 }
+
+/// Attacker text echoed in an error, cut to 64 characters: a 3 MiB method
+/// name is not sent back whole.
+pub(crate) fn short(text: &str) -> std::borrow::Cow<'_, str> {
+    tern_protocol::error::cut(text, 64)
+}

@@ -18,8 +18,8 @@ use tern_protocol::tool::CallToolResult;
 
 use crate::ctx::Ctx;
 use crate::error::ToolError;
+use crate::future::BoxFuture;
 use crate::principal::Principal;
-use crate::replay::BoxFuture;
 
 /// What a handler is called with.
 #[derive(Debug)]

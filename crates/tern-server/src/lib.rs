@@ -67,6 +67,7 @@
 
 pub mod auth;
 pub mod builder;
+mod cache;
 pub mod call;
 pub mod completion;
 pub mod ctx;
@@ -74,7 +75,9 @@ pub(crate) mod dispatch;
 pub mod engine;
 pub mod error;
 pub mod form;
+mod future;
 pub mod handler;
+mod ids;
 pub(crate) mod json;
 pub mod legacy;
 pub mod metrics;

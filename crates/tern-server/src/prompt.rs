@@ -15,7 +15,6 @@ use crate::form::{FormError, form_schema};
 use crate::handler::{CallParts, Erased, Handler, IntoPromptResult, erase_prompt};
 use crate::json::{Json, to_json};
 use crate::question::Form;
-use crate::registry::Registry;
 
 /// A prompt and its handler, ready to register with
 /// [`crate::ServerBuilder::prompt`].
@@ -122,19 +121,20 @@ impl PromptDef {
     }
 }
 
-/// `prompts/get`.
+/// `prompts/get` of `def`, the prompt the dispatcher found under the
+/// request's name (`None`: there is none).
 pub(crate) async fn get(
     engine: &Arc<Engine>,
-    registry: &Registry,
+    def: Option<Arc<PromptDef>>,
     id: RequestId,
     params: GetPromptRequestParams,
     call: CallContext,
     strategy: Strategy,
 ) -> Result<Json, ErrorObject> {
-    let Some(def) = registry.prompts.get(&params.name).cloned() else {
+    let Some(def) = def else {
         return Err(ErrorObject::invalid_params(format!(
             "Unknown prompt: {}",
-            crate::dispatch::short(&params.name)
+            crate::error::short(&params.name)
         )));
     };
     let arguments: JsonObject = params

@@ -38,6 +38,25 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
+    /// What serves `uri`: a listed resource, else the first template that
+    /// matches it, with its variables.
+    pub(crate) fn resource_for(&self, uri: &str) -> Option<crate::resource::Found> {
+        if let Some(def) = self.resources.get(uri) {
+            def.erased
+                .clone()
+                .map(|h| (h, def.policy, JsonObject::new()))
+        } else {
+            self.templates.iter().find_map(|t| {
+                let vars = t.matcher.as_ref()?.matches(uri)?;
+                let vars = vars
+                    .into_iter()
+                    .map(|(k, v)| (k, serde_json::Value::String(v)))
+                    .collect();
+                t.erased.clone().map(|h| (h, t.policy, vars))
+            })
+        }
+    }
+
     /// Recomputes the lists and the capabilities after a change.
     pub(crate) fn refresh(&mut self) {
         self.tool_list = self.tools.values().map(|t| t.def.tool.clone()).collect();

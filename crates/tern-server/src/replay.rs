@@ -51,8 +51,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -61,10 +59,9 @@ use serde_json::value::RawValue;
 use tern_protocol::error::ErrorObject;
 use tokio::sync::watch;
 
-use crate::engine::{Clock, SystemClock};
+use crate::ids::{Clock, SystemClock};
 
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::future::BoxFuture;
 
 /// The id of a sealed state (fresh for every round's token).
 pub type StateId = [u8; 16];
@@ -81,7 +78,7 @@ impl Owner {
     ///
     /// When the operating system's random source fails.
     pub fn random() -> Self {
-        Self(crate::engine::random_bytes())
+        Self(crate::ids::random_bytes())
     }
 
     /// An owner with these bytes (tests, and stores that persist owners).

@@ -12,7 +12,7 @@ use tern_protocol::resource::{
 };
 use tern_protocol::{JsonObject, RequestId, method};
 
-use crate::builder::CacheHints;
+use crate::cache::CacheHints;
 use crate::call::CallContext;
 use crate::engine::Engine;
 use crate::engine::runner::{LegPolicy, LegRequest, Origin};
@@ -20,7 +20,6 @@ use crate::engine::strategy::Strategy;
 use crate::error::BuildError;
 use crate::handler::{CallParts, Erased, Handler, IntoReadResult, erase_resource};
 use crate::json::{Json, to_json};
-use crate::registry::Registry;
 use crate::template::UriTemplate;
 
 /// Makes the erased handler once the MIME type is final.
@@ -189,30 +188,21 @@ impl ResourceTemplateDef {
     }
 }
 
-/// `resources/read`.
+/// What serves one URI: the handler, its policy, and the template's
+/// variables (none for a listed resource).
+pub(crate) type Found = (Erased<Vec<ResourceContents>>, LegPolicy, JsonObject);
+
+/// `resources/read` of `found`, what the dispatcher found for the URI
+/// (`None`: nothing serves it).
 pub(crate) async fn read(
     engine: &Arc<Engine>,
-    registry: &Registry,
+    found: Option<Found>,
     id: RequestId,
     params: ReadResourceRequestParams,
     call: CallContext,
     strategy: Strategy,
     cache: CacheHints,
 ) -> Result<Json, ErrorObject> {
-    let found = if let Some(def) = registry.resources.get(&params.uri) {
-        def.erased
-            .clone()
-            .map(|h| (h, def.policy, JsonObject::new()))
-    } else {
-        registry.templates.iter().find_map(|t| {
-            let vars = t.matcher.as_ref()?.matches(&params.uri)?;
-            let vars = vars
-                .into_iter()
-                .map(|(k, v)| (k, Value::String(v)))
-                .collect();
-            t.erased.clone().map(|h| (h, t.policy, vars))
-        })
-    };
     let Some((handler, policy, variables)) = found else {
         // A resource that does not exist is -32602, never empty contents.
         return Err(ErrorObject::invalid_params("Resource not found")
@@ -254,7 +244,7 @@ pub(crate) async fn read(
                 })),
                 Err(e) => Err(e.error_object().unwrap_or_else(|| {
                     ErrorObject::invalid_params(tern_protocol::error::tidy(&e.to_string()))
-                        .with_data(serde_json::json!({ "uri": crate::dispatch::short(&uri) }))
+                        .with_data(serde_json::json!({ "uri": crate::error::short(&uri) }))
                 })),
             }),
             strategy,

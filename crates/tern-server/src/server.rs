@@ -4,11 +4,12 @@
 //! [`crate::engine`].
 
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use tern_protocol::{Implementation, ServerCapabilities, method};
 use tokio_util::sync::CancellationToken;
 
-use crate::builder::{Config, ServerBuilder};
+use crate::cache::CacheHints;
 use crate::engine::Engine;
 use crate::error::BuildError;
 use crate::prompt::PromptDef;
@@ -27,6 +28,25 @@ pub(crate) struct Inner {
     pub(crate) listen_slots: Arc<tokio::sync::Semaphore>,
     /// Open `subscriptions/listen` streams per caller.
     pub(crate) listen_shares: Arc<crate::share::Shares>,
+}
+
+/// What the builder settled: the server's fixed settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) page_size: usize,
+    pub(crate) list_cache: CacheHints,
+    pub(crate) read_cache: CacheHints,
+    pub(crate) progress_interval: Duration,
+    /// 2025 clients are served (`None`: modern only).
+    pub(crate) legacy: Option<crate::legacy::options::LegacyOptions>,
+    /// Most resource URIs one `subscriptions/listen` may name.
+    pub(crate) max_listen_uris: usize,
+    /// Most `subscriptions/listen` streams open at once.
+    pub(crate) max_listens: usize,
+    /// Most of them one caller holds.
+    pub(crate) max_listens_per_caller: usize,
+    /// How deep and wide a request's params may be.
+    pub(crate) json_limits: tern_protocol::JsonLimits,
 }
 
 /// An MCP server: what it offers, and the dispatcher that answers requests
@@ -49,11 +69,6 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Starts building a server called `name` at `version`.
-    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
-        ServerBuilder::new(name, version)
-    }
-
     /// This server's self-description.
     pub fn info(&self) -> &Implementation {
         &self.inner.engine.info
@@ -213,7 +228,7 @@ impl Server {
     }
 
     /// How 2025 clients are served; `None` when the server is modern only.
-    pub fn legacy_options(&self) -> Option<crate::legacy::LegacyOptions> {
+    pub fn legacy_options(&self) -> Option<crate::legacy::options::LegacyOptions> {
         self.inner.config.legacy
     }
 

@@ -20,7 +20,6 @@ use crate::form::{FormError, form_schema};
 use crate::handler::{CallParts, Erased, Handler, IntoToolResult, Output, ToolOutput, erase_tool};
 use crate::json::{Json, to_json};
 use crate::question::Form;
-use crate::registry::Registry;
 use crate::task::{TaskMode, TaskSupport};
 
 /// A tool and its handler, ready to register with
@@ -214,19 +213,20 @@ impl ToolEntry {
     }
 }
 
-/// `tools/call`.
+/// `tools/call` of `entry`, the tool the dispatcher found under the
+/// request's name (`None`: there is none).
 pub(crate) async fn call(
     engine: &Arc<Engine>,
-    registry: &Registry,
+    entry: Option<Arc<ToolEntry>>,
     id: RequestId,
     params: CallToolRequestParams,
     call: CallContext,
     strategy: Strategy,
 ) -> Result<Json, ErrorObject> {
-    let Some(entry) = registry.tools.get(&params.name).cloned() else {
+    let Some(entry) = entry else {
         return Err(ErrorObject::invalid_params(format!(
             "Unknown tool: {}",
-            crate::dispatch::short(&params.name)
+            crate::error::short(&params.name)
         )));
     };
     // A tool that cannot run without a task, asked by a request that did not

@@ -113,8 +113,10 @@ fn targets(code: &str, me: &str, known: &BTreeSet<String>) -> BTreeSet<String> {
             }
         }
     }
+    // A module's own parent counts: a child listed on a lower floor than
+    // its parent must not use it.
     out.remove(me);
-    out.retain(|t| !me.starts_with(&format!("{t}::")) && !t.is_empty());
+    out.retain(|t| !t.is_empty());
     out
 }
 
@@ -215,7 +217,14 @@ mod tests {
 
     #[test]
     fn paths_resolve_to_the_longest_known_module() {
-        let k = known(&["engine", "engine::runner", "task", "task::runner", "error"]);
+        let k = known(&[
+            "engine",
+            "engine::guard",
+            "engine::runner",
+            "task",
+            "task::runner",
+            "error",
+        ]);
         let code = "use crate::engine::runner::Leg;\nuse crate::{error::Error, task};\nfn f() { crate::task::runner::go(); super::guard::x(); }";
         let t = targets(code, "engine::guard", &k);
         assert_eq!(
@@ -223,6 +232,8 @@ mod tests {
             known(&["engine::runner", "error", "task", "task::runner"])
         );
         // `super::guard` from engine::guard is engine::guard itself: dropped.
+        let t = targets("use super::Engine;", "engine::guard", &k);
+        assert_eq!(t, known(&["engine"]), "a parent counts");
     }
 
     #[test]

@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use super::fetch::{self, HttpClient};
 use super::{AccessToken, TokenVerifier, VerifyError};
-use crate::replay::BoxFuture;
+use crate::future::BoxFuture;
 
 /// Clock skew allowed on `exp` and `nbf`: 60 s.
 pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(60);

@@ -63,8 +63,8 @@ use serde_json::{Value, json};
 
 pub use jwt::{DEFAULT_LEEWAY, DEFAULT_REFETCH_INTERVAL, JwtVerifier};
 
+use crate::future::BoxFuture;
 use crate::principal::Principal;
-use crate::replay::BoxFuture;
 
 /// A verified access token.
 ///

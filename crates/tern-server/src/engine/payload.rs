@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tern_protocol::mrtr::InputKind;
 
-use crate::engine::CallId;
+use crate::ids::CallId;
 
 /// The version this build seals.
 pub(crate) const VERSION: u32 = 2;

@@ -26,7 +26,7 @@ use tern_protocol::{InputRequests, JsonObject};
 use crate::ctx::{Ctx, Leg};
 use crate::engine::payload::StoredAnswer;
 use crate::error::{ToolError, codes};
-use crate::replay::BoxFuture;
+use crate::future::BoxFuture;
 
 /// Whoever drives a call under the *await* strategy: it shows the client the
 /// questions outstanding and brings back the answers.

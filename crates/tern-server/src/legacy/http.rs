@@ -50,10 +50,7 @@ use crate::server::Server;
 /// The session header.
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
 
-/// 128 random bits, hex: a session id or an `elicitationId`.
-pub(crate) fn random_id() -> String {
-    crate::json::hex(&crate::engine::random_bytes::<16>())
-}
+pub(crate) use crate::ids::random_id;
 
 struct Entry {
     session: Arc<Session>,

@@ -143,7 +143,7 @@ impl Live {
                 if kind == InputKind::Elicitation && params["mode"] == "url" {
                     let id = match params.get("elicitationId").and_then(Value::as_str) {
                         Some(id) => id.to_owned(),
-                        None => crate::legacy::http::random_id(),
+                        None => crate::ids::random_id(),
                     };
                     params["elicitationId"] = json!(id);
                     url = Some(id);

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::store::{Created, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
-use crate::replay::BoxFuture;
+use crate::future::BoxFuture;
 
 #[derive(Debug, Default)]
 struct Maps {

@@ -65,8 +65,8 @@ use tokio_util::sync::CancellationToken;
 pub use memory::MemoryTaskStore;
 pub use store::{Created, Lease, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
 
-use crate::engine::Clock;
 use crate::error::codes;
+use crate::ids::Clock;
 use crate::principal::Principal;
 
 /// Whether a tool may run as a task ([`crate::ToolDef::task`]).

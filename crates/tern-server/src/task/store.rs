@@ -30,7 +30,7 @@ use tern_protocol::error::ErrorObject;
 use tern_protocol::task::TaskStatus;
 use tern_protocol::{ClientCapabilities, InputRequests};
 
-use crate::replay::BoxFuture;
+use crate::future::BoxFuture;
 
 /// A lease on a running task: the runner that holds `token` is the only
 /// writer of the task's progress, questions and outcome until `expires_at`.

@@ -21,6 +21,7 @@ mod exactly_once;
 mod fixture;
 mod fuzz;
 mod http;
+mod layers;
 mod legacy;
 mod limits;
 mod protocol;

@@ -94,8 +94,8 @@ pub(super) fn check_named(
                 Some(body) if body == decoded => Ok(()),
                 Some(body) => Err(mismatch(format!(
                     "Header mismatch: {name} header value '{}' does not match body value '{}'",
-                    crate::dispatch::short(&decoded),
-                    crate::dispatch::short(body)
+                    crate::error::short(&decoded),
+                    crate::error::short(body)
                 ))),
                 None => Err(mismatch(format!(
                     "{name} header sent but the body has no such value"
@@ -137,8 +137,8 @@ impl Http {
         {
             return Err(mismatch(format!(
                 "Header mismatch: MCP-Protocol-Version header value '{}' does not match body value '{}'",
-                crate::dispatch::short(version),
-                crate::dispatch::short(&meta.protocol_version)
+                crate::error::short(version),
+                crate::error::short(&meta.protocol_version)
             )));
         }
         let name = match request {
@@ -200,7 +200,7 @@ pub(super) fn check_param_headers(
         if !matches {
             return Err(mismatch(format!(
                 "Header mismatch: {display} header value '{}' does not match the argument",
-                crate::dispatch::short(&decoded)
+                crate::error::short(&decoded)
             )));
         }
     }
