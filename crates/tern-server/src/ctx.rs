@@ -1,7 +1,7 @@
 //! [`Ctx`]: what a handler knows about its request and how it talks back
 //! (questions, progress, log messages, cancellation).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
@@ -106,7 +106,7 @@ pub(crate) struct Leg {
     pub(crate) fatal: Option<ErrorObject>,
     /// How often each key was answered in this leg: asking a key again after
     /// that (a handler that loops until an answer suits it) is a new question.
-    pub(crate) asked: std::collections::HashMap<String, u32>,
+    pub(crate) asked: HashMap<String, u32>,
     /// The runner's waker: woken when a question is raised outside the
     /// handler's own poll (from a spawned task holding a `Ctx`).
     pub(crate) waker: Option<std::task::Waker>,
@@ -331,7 +331,7 @@ impl Ctx {
     /// declare the capability the question needs; propagated with `?`, that
     /// ends the request with `-32021`.
     pub async fn ask<Q: Question>(&self, question: Q) -> Result<Q::Output, AskError> {
-        std::future::poll_fn(|cx| match self.lookup(&question) {
+        std::future::poll_fn(|cx| match self.lookup(&question, question.key()) {
             Lookup::Answered(out) => Poll::Ready(Ok(out)),
             Lookup::Missing(e) => Poll::Ready(Err(e)),
             Lookup::Suspend => {
@@ -343,12 +343,30 @@ impl Ctx {
     }
 
     /// Asks several questions of one type in one round; the answers come back
-    /// in order.
+    /// in order. Questions whose derived keys are the same (several forms of
+    /// one type) are numbered in order: `confirm`, `confirm_2`, …; keys set
+    /// with `.key(...)` are kept as they are.
     pub async fn ask_all<Q: Question>(
         &self,
         questions: impl IntoIterator<Item = Q>,
     ) -> Result<Vec<Q::Output>, AskError> {
         let questions: Vec<Q> = questions.into_iter().collect();
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let keys: Vec<String> = questions
+            .iter()
+            .map(|q| {
+                if q.explicit_key() {
+                    return q.key().to_owned();
+                }
+                let n = seen.entry(q.key()).or_insert(0);
+                *n += 1;
+                if *n == 1 {
+                    q.key().to_owned()
+                } else {
+                    format!("{}_{n}", q.key())
+                }
+            })
+            .collect();
         if let Some(q) = questions.iter().find(|q| !self.can_ask(*q)) {
             let (required, what) = required_capabilities(q.request());
             return Err(AskError::missing(required, what));
@@ -356,11 +374,11 @@ impl Ctx {
         let mut answers: Vec<Option<Q::Output>> = questions.iter().map(|_| None).collect();
         std::future::poll_fn(|cx| {
             let mut waiting = false;
-            for (q, slot) in questions.iter().zip(answers.iter_mut()) {
+            for ((q, key), slot) in questions.iter().zip(&keys).zip(answers.iter_mut()) {
                 if slot.is_some() {
                     continue;
                 }
-                match self.lookup(q) {
+                match self.lookup(q, key) {
                     Lookup::Answered(out) => *slot = Some(out),
                     Lookup::Missing(e) => return Poll::Ready(Err(e)),
                     Lookup::Suspend => waiting = true,
@@ -377,7 +395,7 @@ impl Ctx {
         Ok(answers.into_iter().flatten().collect())
     }
 
-    fn lookup<Q: Question>(&self, question: &Q) -> Lookup<Q::Output> {
+    fn lookup<Q: Question>(&self, question: &Q, base: &str) -> Lookup<Q::Output> {
         if let Some(err) = question.invalid() {
             tracing::error!(%err, "a handler asked an invalid form");
             self.leg().fatal = Some(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"));
@@ -390,9 +408,11 @@ impl Ctx {
         }
         let fingerprint = fingerprint(request);
         let mut leg = self.leg();
-        let base = question.key(&fingerprint);
+        let base = base.to_owned();
         // Asking a key again after it was answered in this leg (a handler
-        // looping until an answer suits it) is a new question: `key#2`, …
+        // looping until an answer suits it, or asking one form type twice)
+        // is a new question: `key#2`, … So a key never names two questions
+        // over a call's life, a task's included.
         let answered = leg.asked.get(&base).copied().unwrap_or(0);
         let key = if answered == 0 {
             base.clone()
@@ -419,8 +439,14 @@ impl Ctx {
         }
         if let Some(existing) = leg.pending.get(&key) {
             if existing.fingerprint != fingerprint {
-                tracing::error!(%key, "two different questions share one key");
-                leg.fatal = Some(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"));
+                // A handler's mistake, named so its author can mend it.
+                let message = format!(
+                    "Two questions of one round share the key `{key}`: {} and {}; give one of them its own .key(...)",
+                    crate::question::describe(&existing.request),
+                    crate::question::describe(request)
+                );
+                tracing::error!(%key, "{message}");
+                leg.fatal = Some(ErrorObject::new(code::INTERNAL_ERROR, message));
             }
             return Lookup::Suspend;
         }
@@ -601,7 +627,22 @@ impl Ctx {
     /// when the request set a log level at or below `level`. Returns whether it
     /// was sent.
     /// Inside a task nothing is sent (ext-tasks).
+    ///
+    /// Deprecated as sampling and roots are: MCP 2026-07-28 leaves logs to
+    /// the server's own channels. Write them to standard error (over stdio
+    /// the client may show it) or with `tracing`, exported by OpenTelemetry
+    /// where you collect them; the first use per process also logs a
+    /// warning saying so.
+    #[deprecated(
+        note = "logging to the client is deprecated in MCP 2026-07-28 (SEP-2577); log to standard error or with tracing / OpenTelemetry"
+    )]
     pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) -> bool {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            tracing::warn!(
+                "this server logs to the client (Ctx::log), deprecated by SEP-2577: log to standard error or with tracing / OpenTelemetry"
+            );
+        });
         if self.is_task() {
             return false;
         }

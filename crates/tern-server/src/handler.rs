@@ -94,11 +94,94 @@ impl<T: DeserializeOwned + JsonSchema + Send + 'static> FromCall for Args<T> {
             Value::Object(mut o) => {
                 o.remove("$schema");
                 o.remove("title");
+                properties_at_the_root(&mut o);
                 Some(o)
             }
             _ => None,
         }
     }
+}
+
+/// An arguments schema that is a union of object variants (an `enum` of
+/// struct variants: schemars writes `oneOf` / `anyOf` branches, each with
+/// its own `properties`) rewritten as the 2026-07-28 `Tool.inputSchema`
+/// guidance asks: "declare `properties` at the schema root and keep the
+/// branches to presence assertions such as `required`", since a type
+/// constraint inside a branch that does not match is not enforced.
+///
+/// - The root is `"type": "object"` with every variant's properties.
+/// - A property the variants agree on keeps its schema; one whose schema
+///   differs between variants (a tag's `const`, say) gets `anyOf` of their
+///   schemas at the root: a value must fit one of them. Which one its
+///   variant needs is the handler's deserializer's to check (an argument
+///   that fits another variant's schema is refused there, `isError`).
+/// - The branches keep only `required`, under `anyOf` (presence-only
+///   branches may overlap, which `oneOf` would refuse).
+///
+/// A schema that is not such a union is left as it is.
+fn properties_at_the_root(schema: &mut JsonObject) {
+    let Some((union, branches)) = ["oneOf", "anyOf"].iter().find_map(|k| {
+        schema
+            .get(*k)
+            .and_then(Value::as_array)
+            .map(|b| (*k, b.clone()))
+    }) else {
+        return;
+    };
+    let objects: Option<Vec<&JsonObject>> = branches
+        .iter()
+        .map(|b| {
+            b.as_object()
+                .filter(|o| o.get("type").and_then(Value::as_str) == Some("object"))
+        })
+        .collect();
+    let Some(objects) = objects.filter(|o| !o.is_empty()) else {
+        return;
+    };
+    let mut properties = JsonObject::new();
+    let mut variants: JsonObject = JsonObject::new();
+    for branch in &objects {
+        for (name, prop) in branch
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let seen = variants
+                .entry(name.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(list) = seen
+                && !list.contains(prop)
+            {
+                list.push(prop.clone());
+            }
+        }
+    }
+    for (name, list) in variants {
+        let Value::Array(mut list) = list else {
+            continue;
+        };
+        let merged = if list.len() == 1 {
+            list.remove(0)
+        } else {
+            serde_json::json!({ "anyOf": list })
+        };
+        properties.insert(name, merged);
+    }
+    let presence: Vec<Value> = objects
+        .iter()
+        .map(|b| {
+            let required = b
+                .get("required")
+                .cloned()
+                .unwrap_or_else(|| Value::Array(Vec::new()));
+            serde_json::json!({ "required": required })
+        })
+        .collect();
+    schema.remove(union);
+    schema.insert("type".into(), Value::String("object".into()));
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("anyOf".into(), Value::Array(presence));
 }
 
 /// An `async fn` usable as a handler, by arity and extractor types `M`,
@@ -407,4 +490,63 @@ where
         let mime_type = mime_type.clone();
         Box::pin(async move { fut.await?.into_contents(&uri, mime_type.as_deref()) })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_union_of_variants_gets_its_properties_at_the_root() {
+        let mut schema = json!({"oneOf": [
+            {"type": "object", "properties": {"kind": {"type": "string", "const": "copy"}, "from": {"type": "string"}, "to": {"type": "string"}}, "required": ["kind", "from", "to"]},
+            {"type": "object", "properties": {"kind": {"type": "string", "const": "delete"}, "from": {"type": "string"}}, "required": ["kind", "from"]}
+        ], "$defs": {"X": {}}})
+        .as_object()
+        .unwrap()
+        .clone();
+        properties_at_the_root(&mut schema);
+        assert_eq!(schema["type"], "object");
+        // Agreed: kept; differing: anyOf of both; one variant's own: kept.
+        assert_eq!(schema["properties"]["from"], json!({"type": "string"}));
+        assert_eq!(
+            schema["properties"]["kind"],
+            json!({"anyOf": [{"type": "string", "const": "copy"}, {"type": "string", "const": "delete"}]})
+        );
+        assert_eq!(schema["properties"]["to"], json!({"type": "string"}));
+        assert_eq!(
+            schema["anyOf"],
+            json!([{"required": ["kind", "from", "to"]}, {"required": ["kind", "from"]}])
+        );
+        assert!(schema.get("oneOf").is_none());
+        assert_eq!(schema["$defs"], json!({"X": {}}), "the rest is kept");
+        // Enforced now: a wrong type fails at the root, whichever variant.
+        let v = jsonschema::draft202012::new(&Value::Object(schema)).unwrap();
+        assert!(v.is_valid(&json!({"kind": "delete", "from": "a"})));
+        assert!(
+            !v.is_valid(&json!({"kind": "delete", "from": 7})),
+            "from's type holds for every variant"
+        );
+        assert!(!v.is_valid(&json!({"kind": "move", "from": "a"})));
+        assert!(
+            !v.is_valid(&json!({"kind": "copy"})),
+            "a variant's required set must be met"
+        );
+    }
+
+    #[test]
+    fn a_plain_object_schema_is_left_alone() {
+        let original =
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]});
+        let mut schema = original.as_object().unwrap().clone();
+        properties_at_the_root(&mut schema);
+        assert_eq!(Value::Object(schema), original);
+        // A union of non-objects is not a union of variants.
+        let original = json!({"anyOf": [{"type": "string"}, {"type": "integer"}]});
+        let mut schema = original.as_object().unwrap().clone();
+        properties_at_the_root(&mut schema);
+        assert_eq!(Value::Object(schema), original);
+    }
 }

@@ -1,11 +1,19 @@
 //! Questions a handler can ask the client through MRTR: elicitation (form and
 //! URL), and the deprecated sampling and roots.
 //!
-//! Each question renders to one input request, has a key (chosen with
-//! `.key(...)` or derived from its content) and a fingerprint: the first half
-//! of the SHA-256 of its rendered request's JSON (this server renders it the
-//! same way on every leg). An answer counts only for the exact question it
-//! was given to.
+//! Each question renders to one input request, has a key and a fingerprint:
+//! the first half of the SHA-256 of its rendered request's JSON (this
+//! server renders it the same way on every leg). An answer counts only for
+//! the exact question it was given to.
+//!
+//! The key is the one chosen with `.key(...)`, else one from what the
+//! question *is*, never from its text, so a wording change keeps it (preset
+//! answers and answer files go on working): a form's type name in snake
+//! case (`Elicit::<OnError>::form(…)` → `on_error`), `url` for a URL
+//! question, `sample` and `roots` for the deprecated two. Two questions of
+//! one round under one key are an error naming both ([`crate::Ctx::ask`]);
+//! [`crate::Ctx::ask_all`] numbers the derived keys of questions that share
+//! one (`confirm`, `confirm_2`, …).
 
 use std::marker::PhantomData;
 
@@ -67,9 +75,11 @@ pub trait Question: sealed::Sealed + Send + Sync {
     fn request(&self) -> &InputRequest;
 
     /// The key the answer travels under: the one chosen with `.key(...)`, or
-    /// one derived from `fingerprint`, the rendered request's (computed once
-    /// per ask by the caller).
-    fn key(&self, fingerprint: &str) -> String;
+    /// the one derived from what the question is (module docs).
+    fn key(&self) -> &str;
+
+    /// The key was chosen with `.key(...)` (not derived).
+    fn explicit_key(&self) -> bool;
 
     /// Decodes an answer; `Err` when it does not satisfy the question, which
     /// then is asked again (rule `answers-missing-ask-again`).
@@ -167,14 +177,56 @@ impl std::io::Write for Sha256Writer {
     }
 }
 
-fn derived_key(prefix: &str, fingerprint: &str) -> String {
-    format!("{prefix}_{}", &fingerprint[..12])
+/// A question as a handler's author knows it, for an error that names it:
+/// its kind and message (cut short).
+pub(crate) fn describe(request: &InputRequest) -> String {
+    let cut = |text: &str| tern_protocol::error::cut(text, 60).into_owned();
+    match request {
+        InputRequest::Elicitation(e) => match &e.params {
+            ElicitRequestParams::Form(f) => format!("the form \"{}\"", cut(&f.message)),
+            ElicitRequestParams::Url(u) => format!("the URL question \"{}\"", cut(&u.message)),
+        },
+        InputRequest::Sampling(_) => "a sampling request".to_owned(),
+        InputRequest::Roots(_) => "a roots request".to_owned(),
+    }
+}
+
+/// The default key of a form of type `T`: its name in snake case, without
+/// its path or generic arguments (`my_app::forms::OnError<X>` →
+/// `on_error`; `URLInput` → `url_input`).
+pub(crate) fn key_of_type<T: ?Sized>() -> String {
+    let full = std::any::type_name::<T>();
+    let bare = full.split('<').next().unwrap_or(full);
+    let name = bare.rsplit("::").next().unwrap_or(bare);
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let after_lower =
+                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let before_lower = i > 0
+                && chars[i - 1].is_uppercase()
+                && chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if (after_lower || before_lower) && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        "form".to_owned()
+    } else {
+        out
+    }
 }
 
 /// An elicitation: a form whose answer decodes into `T`, or (with `T = ()`)
 /// a URL the user is asked to open.
 pub struct Elicit<T> {
-    key: Option<String>,
+    key: String,
+    explicit: bool,
     request: InputRequest,
     schema: Option<Arc<RequestedSchema>>,
     error: Option<FormError>,
@@ -202,7 +254,8 @@ impl<T: Form> Elicit<T> {
         let requested = schema.as_deref().cloned().unwrap_or_default();
         let params = ElicitRequestFormParams::new(message, requested);
         Self {
-            key: None,
+            key: key_of_type::<T>(),
+            explicit: false,
             request: InputRequest::elicit(ElicitRequestParams::Form(params)),
             schema,
             error,
@@ -219,7 +272,8 @@ impl Elicit<()> {
     pub fn url(message: impl Into<String>, url: impl Into<String>) -> Self {
         let params = ElicitRequestUrlParams::new(message, url);
         Self {
-            key: None,
+            key: "url".to_owned(),
+            explicit: false,
             request: InputRequest::elicit(ElicitRequestParams::Url(params)),
             schema: None,
             error: None,
@@ -229,10 +283,12 @@ impl Elicit<()> {
 }
 
 impl<T> Elicit<T> {
-    /// Sets the key the answer travels under.
+    /// Sets the key the answer travels under (default: the form type's
+    /// name in snake case, `url` for a URL question).
     #[must_use]
     pub fn key(mut self, key: impl Into<String>) -> Self {
-        self.key = Some(key.into());
+        self.key = key.into();
+        self.explicit = true;
         self
     }
 }
@@ -246,10 +302,12 @@ impl<T: DeserializeOwned + Send + 'static> Question for Elicit<T> {
         &self.request
     }
 
-    fn key(&self, fingerprint: &str) -> String {
-        self.key
-            .clone()
-            .unwrap_or_else(|| derived_key("elicit", fingerprint))
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn explicit_key(&self) -> bool {
+        self.explicit
     }
 
     fn decode(&self, response: InputResponse) -> Result<Answer<T>, String> {
@@ -337,10 +395,12 @@ impl Question for Sample {
         &self.request
     }
 
-    fn key(&self, fingerprint: &str) -> String {
-        self.key
-            .clone()
-            .unwrap_or_else(|| derived_key("sample", fingerprint))
+    fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or("sample")
+    }
+
+    fn explicit_key(&self) -> bool {
+        self.key.is_some()
     }
 
     fn decode(&self, response: InputResponse) -> Result<CreateMessageResult, String> {
@@ -396,10 +456,12 @@ impl Question for ListRoots {
         &self.request
     }
 
-    fn key(&self, fingerprint: &str) -> String {
-        self.key
-            .clone()
-            .unwrap_or_else(|| derived_key("roots", fingerprint))
+    fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or("roots")
+    }
+
+    fn explicit_key(&self) -> bool {
+        self.key.is_some()
     }
 
     fn decode(&self, response: InputResponse) -> Result<Vec<Root>, String> {

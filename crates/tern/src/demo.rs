@@ -253,6 +253,10 @@ struct Go {
     proceed: bool,
 }
 
+#[allow(
+    deprecated,
+    reason = "the demo shows deprecated logging beside progress"
+)]
 async fn deploy(ctx: Ctx, Args(d): Args<Deploy>) -> Result<String, ToolError> {
     let question =
         Elicit::<Region>::form(format!("Deploy {} to which region?", d.service)).key("region");

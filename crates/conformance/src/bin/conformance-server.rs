@@ -123,6 +123,10 @@ async fn streaming_elicitation(ctx: Ctx) -> &'static str {
     "Streaming complete"
 }
 
+#[allow(
+    deprecated,
+    reason = "the suite's logging scenario is about deprecated logging"
+)]
 async fn logging_tool(ctx: Ctx) -> &'static str {
     ctx.log(
         LoggingLevel::Info,
@@ -726,6 +730,7 @@ mod legacy_fixtures {
         }
     }
 
+    #[allow(deprecated, reason = "the 2025 scenario is about logging")]
     async fn with_logging(ctx: Ctx) -> &'static str {
         ctx.log(LoggingLevel::Info, None, "Tool execution started");
         tokio::time::sleep(Duration::from_millis(50)).await;

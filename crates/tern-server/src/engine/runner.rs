@@ -67,6 +67,28 @@ pub(crate) fn invalid_state(class: &str, detail: impl std::fmt::Display) -> Erro
     ErrorObject::invalid_params(INVALID_STATE)
 }
 
+/// An answer that is not a result of its question's kind, refused once the
+/// state opened: `-32602` naming the key (the server's own, from the sealed
+/// state, so nothing the client chose is echoed) and the kind expected, so
+/// the client looks at its answer, not at the `requestState` (the uniform
+/// state refusal is for a state that does not open).
+pub(crate) fn invalid_answer(
+    key: &str,
+    kind: InputKind,
+    detail: &dyn std::fmt::Display,
+) -> ErrorObject {
+    tracing::info!(%key, reason = %detail, "answer refused");
+    crate::metrics::refused_state("answer");
+    let expected = match kind {
+        InputKind::Elicitation => "an elicitation result (`action`, and `content` when accepted)",
+        InputKind::Sampling => "a sampling result (`role`, `content`, `model`)",
+        InputKind::Roots => "a roots result (`roots`)",
+    };
+    ErrorObject::invalid_params(format!(
+        "Invalid answer in inputResponses for `{key}`: not {expected}"
+    ))
+}
+
 /// What identifies the originating request (rule `state-bound-request`).
 #[derive(Debug, Clone)]
 pub(crate) struct Origin {
@@ -453,9 +475,8 @@ impl Engine {
             };
             let kind = InputKind::from(pending.kind);
             self.check_answer_len(raw)?;
-            let response = InputResponse::decode_as(kind, raw).map_err(|e| {
-                invalid_state("answer", format_args!("inputResponses[{key:?}]: {e}"))
-            })?;
+            let response =
+                InputResponse::decode_as(kind, raw).map_err(|e| invalid_answer(key, kind, &e))?;
             // Keep the typed answer, not the raw one: members the answer's
             // kind does not have are not carried into the sealed state.
             let value = serde_json::to_value(&response).map_err(|e| {

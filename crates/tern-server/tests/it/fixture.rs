@@ -355,11 +355,51 @@ async fn key_clash(ctx: Ctx) -> Result<String, ToolError> {
     Ok("unreachable".into())
 }
 
+/// The question's wording, from the call.
+#[derive(Deserialize, JsonSchema)]
+pub struct Wording {
+    /// How the question reads.
+    pub text: String,
+}
+
+async fn derived_key(ctx: Ctx, Args(w): Args<Wording>) -> Result<String, ToolError> {
+    match ctx.ask(Elicit::<Name>::form(w.text)).await? {
+        Answer::Accept(Name { name }) => Ok(name),
+        _ => Ok("-".into()),
+    }
+}
+
+async fn derived_clash(ctx: Ctx) -> Result<String, ToolError> {
+    let _ = tokio::join!(
+        ctx.ask(Elicit::<Confirm>::form("Delete the database?")),
+        ctx.ask(Elicit::<Confirm>::form("Empty the bin?")),
+    );
+    Ok("unreachable".into())
+}
+
+async fn ask_all_derived(ctx: Ctx) -> Result<String, ToolError> {
+    let questions = ["a", "b", "c"].map(|k| Elicit::<Name>::form(format!("Name {k}?")));
+    let answers = ctx.ask_all(questions).await?;
+    Ok(answers
+        .into_iter()
+        .map(|a| a.accepted().map_or("-".into(), |n| n.name))
+        .collect::<Vec<_>>()
+        .join(","))
+}
+
+async fn confirm_twice(ctx: Ctx) -> Result<String, ToolError> {
+    let first = ctx.ask(Elicit::<Confirm>::form("Sure?")).await?;
+    let second = ctx.ask(Elicit::<Confirm>::form("Really sure?")).await?;
+    let ok = |a: Answer<Confirm>| a.accepted().is_some_and(|c| c.ok);
+    Ok(format!("{} {}", ok(first), ok(second)))
+}
+
 async fn nested(ctx: Ctx) -> Result<String, ToolError> {
     ctx.ask(Elicit::<Nested>::form("Nested?")).await?;
     Ok("unreachable".into())
 }
 
+#[allow(deprecated, reason = "the fixture shows logs beside progress")]
 async fn progress(ctx: Ctx) -> String {
     // Not finite: never sent (spec: Progress › Progress Flow, values increase).
     ctx.progress(f64::NAN, Some(4.0), None);
@@ -577,6 +617,26 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
             "key_clash",
             "Two questions, one key",
             key_clash,
+        ))
+        .tool(ToolDef::new(
+            "derived_key",
+            "A question without .key",
+            derived_key,
+        ))
+        .tool(ToolDef::new(
+            "derived_clash",
+            "Two forms of one type, no keys",
+            derived_clash,
+        ))
+        .tool(ToolDef::new(
+            "ask_all_derived",
+            "ask_all without keys",
+            ask_all_derived,
+        ))
+        .tool(ToolDef::new(
+            "confirm_twice",
+            "One form type asked twice",
+            confirm_twice,
         ))
         .tool(ToolDef::new("nested", "Asks a nested form", nested))
         .tool(ToolDef::new("progress", "Progress and logs", progress))

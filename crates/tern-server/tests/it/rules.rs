@@ -51,6 +51,76 @@ async fn input_required_methods_no_other_method_answers_input_required() {
 }
 
 #[tokio::test]
+async fn a_questions_default_key_is_its_form_type_not_its_wording() {
+    let (c, _, _) = client();
+    for text in ["What is your name?", "Your name, please?"] {
+        let r = c.call_tool("derived_key", json!({"text": text})).await;
+        assert_eq!(r.input_keys(), ["name"], "{text}");
+    }
+    // The answer under that key finishes the call.
+    let r = c.call_tool("derived_key", json!({"text": "Name?"})).await;
+    let done = c
+        .retry_tool(
+            "derived_key",
+            json!({"text": "Name?"}),
+            json!({"name": accept(json!({"name": "Ada"}))}),
+            r.request_state(),
+        )
+        .await;
+    assert_eq!(done.text(), Some("Ada"));
+    // ask_all numbers the derived keys it shares.
+    let r = c.call_tool("ask_all_derived", json!({})).await;
+    assert_eq!(r.input_keys(), ["name", "name_2", "name_3"]);
+    // One type asked twice in turn: `confirm`, then `confirm#2`.
+    let r1 = c.call_tool("confirm_twice", json!({})).await;
+    assert_eq!(r1.input_keys(), ["confirm"]);
+    let r2 = c
+        .retry_tool(
+            "confirm_twice",
+            json!({}),
+            json!({"confirm": accept(json!({"ok": true}))}),
+            r1.request_state(),
+        )
+        .await;
+    assert_eq!(r2.input_keys(), ["confirm#2"]);
+    // Two of one type in one round, no keys: an error naming both.
+    let clash = c.call_tool("derived_clash", json!({})).await;
+    assert_eq!(clash.error_code(), Some(code::INTERNAL_ERROR));
+    let message = &clash.outcome.as_ref().unwrap_err().message;
+    assert!(
+        message.contains("`confirm`")
+            && message.contains("Delete the database?")
+            && message.contains("Empty the bin?")
+            && message.contains(".key("),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_of_the_wrong_kind_is_named_by_its_key_not_blamed_on_the_state() {
+    let (c, _, _) = client();
+    let r = c.call_tool("derived_key", json!({"text": "Name?"})).await;
+    let bad = c
+        .retry_tool(
+            "derived_key",
+            json!({"text": "Name?"}),
+            json!({"name": {"roots": "<script>"}}),
+            r.request_state(),
+        )
+        .await;
+    assert_eq!(bad.error_code(), Some(code::INVALID_PARAMS));
+    let message = &bad.outcome.as_ref().unwrap_err().message;
+    assert!(
+        message.contains("`name`") && message.contains("elicitation result"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("requestState") && !message.contains("<script>"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
 async fn input_request_keys_are_the_servers_and_a_clash_is_an_internal_error() {
     let (c, _, _) = client();
     assert_eq!(

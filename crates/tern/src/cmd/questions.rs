@@ -18,7 +18,7 @@ use crate::rounds::First;
 
 /// What `tern questions` says after the questions.
 const AFTER: &str = "\nAn answers file for them follows on standard output (edit it, then: tern call ... --answers FILE).\n\
-     Later rounds depend on these answers and are not shown; a key a server derives from a question's text changes when the text does.\n";
+     Later rounds depend on these answers and are not shown; the keys are the server's (tern servers derive them from what a question is, some servers from its text, which changes when the text does).\n";
 
 /// `tern questions`: the first round's questions (to standard error, for
 /// people) and an answers file for them (to standard output, for

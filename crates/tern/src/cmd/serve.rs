@@ -346,8 +346,8 @@ pub(crate) enum Served {
         /// Lifetime of each round's requestState, in seconds (default 600).
         #[arg(long, value_name = "SECONDS")]
         state_ttl: Option<u64>,
-        /// How long a finished task is kept for `tasks/get` and
-        /// `tasks/result`, in seconds (default 3600).
+        /// How long a finished task is kept for `tasks/get` (its result or
+        /// error included), in seconds (default 3600).
         #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=604_800))]
         task_retention: Option<u64>,
         /// A key file (see `tern keys generate`); without one a random key

@@ -329,16 +329,21 @@ fn url_elicitation_required_on_a_prompt_and_a_read_at_a_terminal_opens_and_retri
     )
     .unwrap();
     std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    for (words, answer) in [
+    for (n, (words, answer)) in [
         ("prompt greeting", "Hello after sign-in"),
         ("read file:///notes", "notes after sign-in"),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let line = format!(
             "TERN_ERA_CACHE=off TERN_PROMPTS=lines TERN_BROWSER='{}' {}",
             opener.display(),
             crate::terminal::shell(&format!("{words} -- python3 '{}' --url-once", recorder()))
         );
-        let t = crate::terminal::Tmux::start("url-fetch", &line);
+        // A tmux server of its own each time: the last one may still be
+        // exiting under the same socket name.
+        let t = crate::terminal::Tmux::start(&format!("url-fetch-{n}"), &line);
         let screen = t.wait_for("Open this URL in your browser? [y/N]: ");
         assert!(
             screen.contains("URL:  https://auth.example/sign-in"),

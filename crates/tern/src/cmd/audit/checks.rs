@@ -1109,3 +1109,115 @@ async fn aggressive(s: &mut Session, args: &AuditArgs) -> Io<Vec<Check>> {
     );
     Ok(out)
 }
+
+/// The keywords that constrain a value (presence assertions such as
+/// `required` aside).
+const CONSTRAINTS: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "items",
+    "minItems",
+    "maxItems",
+    "multipleOf",
+];
+
+/// `Tool.inputSchema`'s guidance (2026-07-28 schema): with composition
+/// keywords, declare `properties` at the root and keep the branches to
+/// presence assertions, since a type constraint inside a branch that does
+/// not match is not enforced. Each tool whose schema constrains a property
+/// only inside a `oneOf` / `anyOf` / `allOf` branch is named (a warning: the
+/// schema is valid, its constraints are weaker than they read).
+pub(crate) fn composition(tools: &[Value]) -> Check {
+    let mut found = Vec::new();
+    let mut composed = false;
+    for tool in tools {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or("?");
+        let Some(schema) = tool.get("inputSchema").and_then(Value::as_object) else {
+            continue;
+        };
+        let root = schema.get("properties").and_then(Value::as_object);
+        for keyword in ["oneOf", "anyOf", "allOf"] {
+            let Some(branches) = schema.get(keyword).and_then(Value::as_array) else {
+                continue;
+            };
+            composed = true;
+            for (i, branch) in branches.iter().enumerate() {
+                for (prop, s) in branch
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    let constrained = s
+                        .as_object()
+                        .is_some_and(|o| CONSTRAINTS.iter().any(|k| o.contains_key(*k)));
+                    if constrained && !root.is_some_and(|r| r.contains_key(prop)) {
+                        found.push(format!("{name}: {prop} in {keyword}[{i}]"));
+                    }
+                }
+            }
+        }
+    }
+    let (status, detail) = if !composed {
+        (
+            Status::NotApplicable,
+            "no tool's inputSchema uses oneOf, anyOf or allOf".to_owned(),
+        )
+    } else if found.is_empty() {
+        (
+            Status::Pass,
+            "every property a branch constrains is declared at the root".to_owned(),
+        )
+    } else {
+        (
+            Status::Warn,
+            format!(
+                "constrained only inside a branch (not enforced when the branch does not match): {}",
+                found.join("; ")
+            ),
+        )
+    };
+    Check::new(
+        "schema-composition",
+        "input-schema-root-properties",
+        status,
+        detail,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_constraint_only_inside_a_branch_is_a_warning_one_at_the_root_passes() {
+        let branchy = json!({"name": "move", "inputSchema": {"type": "object", "oneOf": [
+            {"properties": {"to": {"type": "string"}}, "required": ["to"]},
+            {"properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"]}
+        ]}});
+        let c = composition(&[branchy]);
+        assert_eq!(c.status, Status::Warn);
+        assert!(
+            c.detail.contains("move: to in oneOf[0]") && c.detail.contains("move: id in oneOf[1]"),
+            "{}",
+            c.detail
+        );
+        let rooted = json!({"name": "move", "inputSchema": {"type": "object",
+            "properties": {"to": {"type": "string"}, "id": {"type": "integer"}},
+            "anyOf": [{"required": ["to"]}, {"required": ["id"]}]}});
+        assert_eq!(composition(&[rooted]).status, Status::Pass);
+        let plain = json!({"name": "p", "inputSchema": {"type": "object", "properties": {}}});
+        assert_eq!(composition(&[plain]).status, Status::NotApplicable);
+    }
+}

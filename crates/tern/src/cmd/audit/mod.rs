@@ -132,6 +132,8 @@ pub(crate) enum Status {
     Pass,
     /// It did not.
     Fail,
+    /// Allowed, but against the spec's guidance (the exit status stays 0).
+    Warn,
     /// The check does not apply (e.g. header checks over stdio).
     #[serde(rename = "n/a")]
     NotApplicable,
@@ -183,6 +185,7 @@ struct Report {
 struct Summary {
     passed: usize,
     failed: usize,
+    warned: usize,
     not_applicable: usize,
 }
 
@@ -401,6 +404,7 @@ pub(crate) async fn run(args: AuditArgs) -> Result<u8, Stop> {
     let summary = Summary {
         passed: checks.iter().filter(|c| c.status == Status::Pass).count(),
         failed: checks.iter().filter(|c| c.status == Status::Fail).count(),
+        warned: checks.iter().filter(|c| c.status == Status::Warn).count(),
         not_applicable: checks
             .iter()
             .filter(|c| c.status == Status::NotApplicable)
@@ -459,6 +463,7 @@ fn print_report(report: &Report, as_json: bool) {
         let status = match c.status {
             Status::Pass => "PASS",
             Status::Fail => "FAIL",
+            Status::Warn => "WARN",
             Status::NotApplicable => "n/a ",
         };
         println!(
@@ -469,8 +474,11 @@ fn print_report(report: &Report, as_json: bool) {
         );
     }
     println!(
-        "audit summary: {} passed, {} failed, {} not applicable",
-        report.summary.passed, report.summary.failed, report.summary.not_applicable
+        "audit summary: {} passed, {} failed, {} warned, {} not applicable",
+        report.summary.passed,
+        report.summary.failed,
+        report.summary.warned,
+        report.summary.not_applicable
     );
     println!("{RULES_PAGE}");
 }
@@ -644,8 +652,9 @@ async fn audit(session: &mut Session, args: &AuditArgs) -> Result<(Asked, Vec<Ch
             }
         }
     }
-    let checks = checks::all(session, &asked, other.as_ref(), args)
+    let mut checks = checks::all(session, &asked, other.as_ref(), args)
         .await
         .map_err(|e| transport(&e))?;
+    checks.push(checks::composition(&list));
     Ok((asked, checks))
 }
