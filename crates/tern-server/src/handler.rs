@@ -32,10 +32,91 @@ pub struct CallParts {
     pub(crate) uri: Option<String>,
 }
 
+impl CallParts {
+    /// The call's context (as the [`Ctx`] extractor gives it).
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+
+    /// The tool's arguments, the prompt's arguments or the resource
+    /// template's variables: a JSON object.
+    pub fn arguments(&self) -> &Value {
+        &self.arguments
+    }
+
+    /// The resource URI of a read (`None` for a tool or a prompt).
+    pub fn uri(&self) -> Option<&str> {
+        self.uri.as_deref()
+    }
+}
+
+/// What an extractor gives the handler wrapper: its value (or error) at
+/// once, or a future that asks the client first ([`Asked`]). The wrapper
+/// polls every extractor's future together, so all the questions a
+/// handler's parameters ask go in one round, and the body runs only once
+/// every answer is in.
+pub enum Extracted<T> {
+    /// Ready.
+    Ready(Result<T, ToolError>),
+    /// Ready once the client answered.
+    Asking(BoxFuture<'static, Result<T, ToolError>>),
+}
+
+impl<T> std::fmt::Debug for Extracted<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Ready(_) => "Extracted::Ready",
+            Self::Asking(_) => "Extracted::Asking",
+        })
+    }
+}
+
+impl<T> Extracted<T> {
+    async fn resolve(self) -> Result<T, ToolError> {
+        match self {
+            Self::Ready(r) => r,
+            Self::Asking(f) => f.await,
+        }
+    }
+}
+
 /// Something a handler can take as a parameter.
+///
+/// `from_call` is synchronous: most extractors read the call (its
+/// arguments, its principal, its URI). One that must ask the client first
+/// overrides [`FromCall::extract`] to return a future (the design's choice:
+/// a second, asynchronous method with a synchronous default keeps every
+/// plain extractor free of a boxed future per call). A custom extractor:
+///
+/// ```
+/// use tern_server::handler::{CallParts, FromCall};
+/// use tern_server::ToolError;
+///
+/// /// The caller's tenant, from the `tenant` argument, lower-cased.
+/// struct Tenant(String);
+///
+/// impl FromCall for Tenant {
+///     fn from_call(parts: &CallParts) -> Result<Self, ToolError> {
+///         parts.arguments()["tenant"]
+///             .as_str()
+///             .map(|t| Tenant(t.to_lowercase()))
+///             .ok_or_else(|| ToolError::new("a `tenant` argument is needed"))
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a handler's parameter",
+    note = "a parameter is an extractor: `Ctx`, `Args<T>` (T: Deserialize + JsonSchema), `Asked<T>`, `Principal`, `Uri`, or a type that implements `FromCall`"
+)]
 pub trait FromCall: Sized + Send + 'static {
     /// Extracts it; an error ends the call as a tool error.
     fn from_call(parts: &CallParts) -> Result<Self, ToolError>;
+
+    /// How the handler wrapper extracts it: [`Self::from_call`], ready at
+    /// once, unless the extractor must ask the client first.
+    fn extract(parts: &CallParts) -> Extracted<Self> {
+        Extracted::Ready(Self::from_call(parts))
+    }
 
     /// The JSON Schema of the arguments this extractor reads, if it reads
     /// them.
@@ -184,8 +265,48 @@ fn properties_at_the_root(schema: &mut JsonObject) {
     schema.insert("anyOf".into(), Value::Array(presence));
 }
 
+/// A form a handler takes as a parameter (`Asked<T>`): the question it
+/// is asked with, made from the call (its arguments, say).
+pub trait Asks: crate::question::Form {
+    /// The question (its message; its key, by default the type's name).
+    fn question(parts: &CallParts) -> crate::question::Elicit<Self>;
+}
+
+/// A question a handler declares instead of asking: `Asked(answer):
+/// Asked<Region>` in its parameters. The wrapper asks every `Asked`
+/// parameter of the handler in one round before the body runs (under MRTR,
+/// the tool answers `input_required` and the body runs once the retry
+/// carries every answer; under a task or a 2025 session, the answers are
+/// awaited), and the body gets each [`crate::Answer`]: decline and cancel
+/// are values to match, never a panic. A request that did not declare
+/// elicitation ends `-32021`, as `ctx.ask` does: "the client cannot ask"
+/// stays apart from "the user said no".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked<T>(pub crate::question::Answer<T>);
+
+impl<T: Asks> FromCall for Asked<T> {
+    /// Always an error: an `Asked` parameter is extracted by asking
+    /// ([`FromCall::extract`]), which the handler wrapper does.
+    fn from_call(_parts: &CallParts) -> Result<Self, ToolError> {
+        Err(ToolError::internal(
+            "an Asked<T> parameter is extracted by asking the client (FromCall::extract)",
+        ))
+    }
+
+    fn extract(parts: &CallParts) -> Extracted<Self> {
+        let ctx = parts.ctx.clone();
+        let question = T::question(parts);
+        Extracted::Asking(Box::pin(async move { Ok(Asked(ctx.ask(question).await?)) }))
+    }
+}
+
 /// An `async fn` usable as a handler, by arity and extractor types `M`,
 /// returning `R`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler",
+    label = "expected an `async fn` whose parameters are extractors",
+    note = "a handler is an `async fn` of at most four extractors (`Ctx`, `Args<T>`, `Asked<T>`, `Principal`, `Uri`, or a `FromCall` type) returning a tool, prompt or resource result; an `Args<T>` needs `T: Deserialize + JsonSchema` (derive both)"
+)]
 pub trait Handler<M, R>: Clone + Send + Sync + 'static {
     /// Runs the handler.
     fn call(&self, parts: CallParts) -> BoxFuture<'static, Result<R, ToolError>>;
@@ -222,8 +343,10 @@ macro_rules! handler_arity {
             #[allow(non_snake_case, reason = "one binding per extractor type")]
             fn call(&self, parts: CallParts) -> BoxFuture<'static, Result<R, ToolError>> {
                 let f = self.clone();
-                $(let $e = $e::from_call(&parts);)+
+                $(let $e = $e::extract(&parts);)+
                 Box::pin(async move {
+                    // Together: every parameter's question in one round.
+                    let ($($e,)+) = tokio::join!($($e.resolve()),+);
                     $(let $e = $e?;)+
                     Ok(f($($e),+).await)
                 })

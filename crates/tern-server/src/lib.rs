@@ -107,7 +107,7 @@ pub use ctx::{Ctx, Notifications, Notifier};
 pub use dispatch::DecodedRequest;
 pub use engine::{AnswerSource, CallId, CallLimits, Clock, SystemClock};
 pub use error::{AskError, BuildError, ToolError};
-pub use handler::{Args, Json, ToolOutput, Uri};
+pub use handler::{Args, Asked, Asks, Json, ToolOutput, Uri};
 pub use principal::Principal;
 pub use prompt::PromptDef;
 pub use question::{Answer, Elicit, ListRoots, Question, Sample};

@@ -299,3 +299,27 @@ async fn prompts_and_resources_run_under_await() {
         .unwrap();
     assert_eq!(r["contents"][0]["text"], "read #1 for Flo");
 }
+
+#[tokio::test]
+async fn asked_parameters_are_awaited_in_one_round_as_their_twins() {
+    let (c, _, _) = client();
+    let answers = |q: &InputRequests| {
+        q.keys()
+            .map(|k| (k.clone(), accept(json!({"name": "Bo", "color": "blue"}))))
+            .collect()
+    };
+    let source = Scripted::new(answers);
+    let r = c
+        .send_awaiting("tools/call", call("greet_asked"), source.clone())
+        .await;
+    assert_eq!(text(&r.result().unwrap()), "Hello, Bo!");
+    let r = c
+        .send_awaiting("tools/call", call("batch_asked"), source.clone())
+        .await;
+    assert_eq!(text(&r.result().unwrap()), "Bo likes blue");
+    // The two parameters' questions went out together.
+    assert_eq!(
+        source.published(),
+        [vec!["user_name"], vec!["user_name", "favourite_color"]]
+    );
+}

@@ -128,6 +128,53 @@ async fn greet(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolError> {
     }
 }
 
+/// The name, asked as a parameter (the twin of `greet`, which asks with
+/// `ctx.ask`); its key comes from its type: `user_name`.
+#[derive(Deserialize, JsonSchema)]
+pub struct UserName {
+    /// Your name
+    pub name: String,
+}
+
+impl tern_server::Asks for UserName {
+    fn question(_parts: &tern_server::handler::CallParts) -> Elicit<Self> {
+        Elicit::form("What is your name?")
+    }
+}
+
+/// A colour, asked as a parameter beside the name (the twin of `batch`).
+#[derive(Deserialize, JsonSchema)]
+pub struct FavouriteColor {
+    /// Favourite colour
+    pub color: String,
+}
+
+impl tern_server::Asks for FavouriteColor {
+    fn question(_parts: &tern_server::handler::CallParts) -> Elicit<Self> {
+        Elicit::form("Colour?")
+    }
+}
+
+async fn greet_asked(tern_server::Asked(answer): tern_server::Asked<UserName>) -> String {
+    match answer {
+        Answer::Accept(UserName { name }) => format!("Hello, {name}!"),
+        Answer::Decline => "declined".into(),
+        Answer::Cancel => "cancelled".into(),
+    }
+}
+
+async fn batch_asked(
+    tern_server::Asked(name): tern_server::Asked<UserName>,
+    tern_server::Asked(color): tern_server::Asked<FavouriteColor>,
+) -> String {
+    match (name, color) {
+        (Answer::Accept(UserName { name }), Answer::Accept(FavouriteColor { color })) => {
+            format!("{name} likes {color}")
+        }
+        _ => "incomplete".into(),
+    }
+}
+
 async fn greet_unbound(ctx: Ctx) -> Result<String, ToolError> {
     match ctx
         .ask(Elicit::<Name>::form("What is your name?").key("user_name"))
@@ -617,6 +664,15 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
             "key_clash",
             "Two questions, one key",
             key_clash,
+        ))
+        .tool(
+            ToolDef::new("greet_asked", "Asks a name as a parameter", greet_asked)
+                .elicits::<UserName>(),
+        )
+        .tool(ToolDef::new(
+            "batch_asked",
+            "Asks a name and a colour as parameters",
+            batch_asked,
         ))
         .tool(ToolDef::new(
             "derived_key",

@@ -480,6 +480,8 @@ async fn every_kind_of_question_is_a_live_request_on_the_session() {
                 json!({"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": "ask_prompt", "arguments": {"who": "Bo"}}}),
                 json!({"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": {"uri": "res://ask"}}),
                 call(8, "ask_all", json!({})),
+                call(9, "greet_asked", json!({})),
+                call(10, "batch_asked", json!({})),
             ],
             &answer_all,
         )
@@ -519,6 +521,14 @@ async fn every_kind_of_question_is_a_live_request_on_the_session() {
         );
         assert_eq!(seen[7].text(), "Ada,Ada,Ada");
         assert_eq!(seen[7].requests.len(), 3);
+        // `Asked` parameters: live requests as their `ctx.ask` twins'.
+        assert_eq!(seen[8].text(), seen[0].text(), "{wire:?}");
+        assert_eq!(
+            seen[8].requests[0]["params"]["message"],
+            "What is your name?"
+        );
+        assert_eq!(seen[9].text(), "Ada likes blue", "{wire:?}");
+        assert_eq!(seen[9].requests.len(), 2);
         // Server request ids are unique on the session.
         let mut ids: Vec<String> = seen
             .iter()

@@ -52,7 +52,7 @@ async fn lists_are_cacheable_paginated_and_stable() {
             None => break,
         }
     }
-    assert_eq!(names.len(), 38);
+    assert_eq!(names.len(), 40);
     assert_eq!(names[0], "greet");
     let bad = c
         .send("tools/list", json!({"cursor": "not-a-cursor"}))

@@ -51,6 +51,54 @@ async fn input_required_methods_no_other_method_answers_input_required() {
 }
 
 #[tokio::test]
+async fn asked_parameters_take_the_rounds_of_their_ctx_ask_twins() {
+    let (c, _, _) = client();
+    // One question: the same key, message and outcome as `greet`.
+    let twin = c.call_tool("greet", json!({})).await;
+    let r = c.call_tool("greet_asked", json!({})).await;
+    assert_eq!(r.input_keys(), twin.input_keys());
+    let asked = r.outcome.as_ref().unwrap();
+    assert_eq!(
+        asked["inputRequests"]["user_name"]["params"]["message"],
+        "What is your name?"
+    );
+    for (answer, text) in [
+        (accept(json!({"name": "Ada"})), "Hello, Ada!"),
+        (json!({"action": "decline"}), "declined"),
+        (json!({"action": "cancel"}), "cancelled"),
+    ] {
+        let done = c
+            .retry_tool(
+                "greet_asked",
+                json!({}),
+                json!({"user_name": answer}),
+                r.request_state(),
+            )
+            .await;
+        assert_eq!(done.text(), Some(text));
+    }
+    // Two parameters: both questions in one round, the body after both.
+    let r = c.call_tool("batch_asked", json!({})).await;
+    assert_eq!(r.input_keys(), ["user_name", "favourite_color"]);
+    let done = c
+        .retry_tool(
+            "batch_asked",
+            json!({}),
+            json!({"user_name": accept(json!({"name": "Ada"})), "favourite_color": accept(json!({"color": "blue"}))}),
+            r.request_state(),
+        )
+        .await;
+    assert_eq!(done.text(), Some("Ada likes blue"));
+    // No elicitation declared: -32021, as ctx.ask, never a decline.
+    let plain = client().0.with_capabilities(ClientCapabilities::default());
+    let refused = plain.call_tool("greet_asked", json!({})).await;
+    assert_eq!(
+        refused.error_code(),
+        Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY)
+    );
+}
+
+#[tokio::test]
 async fn a_questions_default_key_is_its_form_type_not_its_wording() {
     let (c, _, _) = client();
     for text in ["What is your name?", "Your name, please?"] {

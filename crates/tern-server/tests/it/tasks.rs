@@ -35,6 +35,12 @@ struct Choice {
     on_error: String,
 }
 
+impl tern_server::Asks for Choice {
+    fn question(_parts: &tern_server::handler::CallParts) -> Elicit<Self> {
+        Elicit::form("Skip or abort?")
+    }
+}
+
 #[derive(Deserialize, JsonSchema)]
 struct Count {
     n: u32,
@@ -131,6 +137,20 @@ fn server_with(config: TaskConfig, clock: Option<Arc<ManualClock>>, gate: &Gate)
             ToolDef::new("required", "", || async { "ran" })
                 .task(TaskSupport::Required)
                 .task_from_start(),
+        )
+        .tool(
+            ToolDef::new(
+                "asked",
+                "",
+                |tern_server::Asked(choice): tern_server::Asked<Choice>| async move {
+                    match choice {
+                        Answer::Accept(c) => c.on_error,
+                        _ => "-".to_owned(),
+                    }
+                },
+            )
+            .task(TaskSupport::Required)
+            .task_from_start(),
         )
         .tool(
             ToolDef::new("panics", "", |ctx: Ctx| async move {
@@ -869,4 +889,24 @@ fn task_ids_stay_out_of_info_logs() {
     let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     assert!(text.contains("task created"), "the capture works: {text}");
     assert!(!text.contains(&id), "a task id at info level: {text}");
+}
+
+#[tokio::test]
+async fn an_asked_parameter_of_a_task_is_asked_through_the_task() {
+    let s = server(&Gate::default());
+    let c = client(&s);
+    let id = create(&c, "asked").await;
+    // The body has not run: the task asks first, under the type's key.
+    let t = until(&c, &id, |t| t["status"] == "input_required").await;
+    let keys: Vec<&String> = t["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["choice"]);
+    c.send(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"choice": {"action": "accept", "content": {"on_error": "skip"}}}}),
+    )
+    .await
+    .result()
+    .unwrap();
+    let done = until(&c, &id, terminal).await;
+    assert_eq!(done["result"]["content"][0]["text"], "skip");
 }
