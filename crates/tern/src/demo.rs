@@ -72,6 +72,29 @@ async fn provision_database(ctx: Ctx, Args(a): Args<Provision>) -> Result<String
     ))
 }
 
+/// `provision_database` written declaratively: the region is a parameter
+/// (`Asked<Region>`), asked before the body runs, under the same key
+/// (`region`, from the type) and with the same message as the `ctx.ask`
+/// twin above.
+impl tern_server::Asks for Region {
+    fn question(parts: &tern_server::handler::CallParts) -> Elicit<Self> {
+        let name = parts.arguments()["name"].as_str().unwrap_or("the database");
+        Elicit::form(format!("Which region should {name} live in?"))
+    }
+}
+
+async fn provision_database_asked(
+    Args(a): Args<Provision>,
+    tern_server::Asked(region): tern_server::Asked<Region>,
+) -> String {
+    match region {
+        Answer::Accept(Region { region }) => {
+            format!("Created database {} in {}.", a.name, region.as_str())
+        }
+        _ => "Provisioning cancelled.".into(),
+    }
+}
+
 #[derive(Deserialize, JsonSchema)]
 struct Booking {
     /// The restaurant.
@@ -576,6 +599,7 @@ pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
         .task_config(task_config())
         .instructions("A demo of MCP 2026-07-28 multi round-trip requests: each tool, the prompt and the resource asks the client something (a form, a sign-in page, a completion or the roots) before it answers.")
         .tool(ToolDef::new("provision_database", "Creates a database after asking which region it should live in", provision_database).elicits::<Region>())
+        .tool(ToolDef::new("provision_database_asked", "provision_database written declaratively: the region is an Asked<Region> parameter", provision_database_asked).elicits::<Region>())
         .tool(ToolDef::new("book_table", "Books a restaurant table; asks party size and time in one round", book_table).elicits::<Party>().elicits::<Time>())
         .tool(
             ToolDef::new("transfer_funds", "Transfers money after an explicit confirmation (single use, idempotent retry)", transfer)

@@ -47,6 +47,28 @@ fn a_preset_answer_creates_the_database_and_exits_0() {
 }
 
 #[test]
+fn the_declarative_twin_asks_the_same_question_and_gives_the_same_result() {
+    let twin = tern(&["questions", "--demo", "provision_database", "name=orders"]);
+    let asked = tern(&[
+        "questions",
+        "--demo",
+        "provision_database_asked",
+        "name=orders",
+    ]);
+    assert_eq!(code(&asked), 0, "{}", stderr(&asked));
+    assert_eq!(stdout(&asked), stdout(&twin), "the same answers file");
+    for tool in ["provision_database", "provision_database_asked"] {
+        let o = tern(&["call", "--demo", tool, "name=orders", "--answer", REGION]);
+        assert_eq!(code(&o), 0, "{tool}: {}", stderr(&o));
+        assert_eq!(
+            stdout(&o),
+            "Created database orders in eu-west-1.\n",
+            "{tool}"
+        );
+    }
+}
+
+#[test]
 fn no_input_on_a_tool_that_needs_elicitation_exits_5_with_a_clear_error() {
     let o = tern(&[
         "call",
