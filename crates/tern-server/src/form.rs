@@ -15,7 +15,7 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde_json::Value;
 use tern_protocol::elicitation::{
-    BooleanSchema, ElicitValue, LegacyTitledEnumSchema, NumberKind, NumberSchema, PrimitiveSchema,
+    BooleanSchema, LegacyTitledEnumSchema, NumberKind, NumberSchema, PrimitiveSchema,
     RequestedSchema, StringFormat, StringSchema, TitledItems, TitledMultiSelectEnumSchema,
     TitledOption, TitledSingleSelectEnumSchema, UntitledItems, UntitledMultiSelectEnumSchema,
     UntitledSingleSelectEnumSchema,
@@ -317,95 +317,6 @@ fn primitive(field: &Value) -> Result<PrimitiveSchema, String> {
     })
 }
 
-/// Checks a form answer against the question's schema; the reason when it
-/// does not satisfy it. Unknown fields are dropped by the caller.
-pub(crate) fn check_content(
-    schema: &RequestedSchema,
-    content: &IndexMap<String, ElicitValue>,
-) -> Result<(), String> {
-    for name in schema.required.iter().flatten() {
-        if !content.contains_key(name) {
-            return Err(format!("required field `{name}` is missing"));
-        }
-    }
-    for (name, value) in content {
-        let Some(field) = schema.properties.get(name) else {
-            continue;
-        };
-        check_field(field, value).map_err(|e| format!("field `{name}`: {e}"))?;
-    }
-    Ok(())
-}
-
-fn check_field(field: &PrimitiveSchema, value: &ElicitValue) -> Result<(), String> {
-    match (field, value) {
-        (PrimitiveSchema::String(s), ElicitValue::String(v)) => {
-            let len = v.chars().count() as u64;
-            if s.min_length.is_some_and(|m| len < m) || s.max_length.is_some_and(|m| len > m) {
-                return Err("length out of bounds".into());
-            }
-            match s.format {
-                Some(f) if !f.accepts(v) => Err(match f {
-                    StringFormat::Email => "not an e-mail address",
-                    StringFormat::Uri => "not a URI",
-                    StringFormat::Date => "not a date (YYYY-MM-DD)",
-                    StringFormat::DateTime => "not a date-time (RFC 3339)",
-                }
-                .into()),
-                _ => Ok(()),
-            }
-        }
-        (PrimitiveSchema::Number(n), ElicitValue::Number(v)) => {
-            let x = v.as_f64().ok_or("not a number")?;
-            if n.kind == NumberKind::Integer && !(v.is_i64() || v.is_u64()) {
-                return Err("not an integer".into());
-            }
-            if n.minimum.is_some_and(|m| x < m) || n.maximum.is_some_and(|m| x > m) {
-                return Err("out of range".into());
-            }
-            Ok(())
-        }
-        (PrimitiveSchema::Boolean(_), ElicitValue::Bool(_)) => Ok(()),
-        (PrimitiveSchema::UntitledSingleSelect(e), ElicitValue::String(v)) => {
-            one_of(v, e.options.iter())
-        }
-        (PrimitiveSchema::LegacyTitled(e), ElicitValue::String(v)) => one_of(v, e.options.iter()),
-        (PrimitiveSchema::TitledSingleSelect(e), ElicitValue::String(v)) => {
-            one_of(v, e.one_of.iter().map(|o| &o.value))
-        }
-        (PrimitiveSchema::UntitledMultiSelect(e), ElicitValue::Strings(vs)) => {
-            many(vs, e.min_items, e.max_items, || e.items.options.iter())
-        }
-        (PrimitiveSchema::TitledMultiSelect(e), ElicitValue::Strings(vs)) => {
-            many(vs, e.min_items, e.max_items, || {
-                e.items.any_of.iter().map(|o| &o.value)
-            })
-        }
-        _ => Err("wrong type".into()),
-    }
-}
-
-fn one_of<'a>(v: &str, mut options: impl Iterator<Item = &'a String>) -> Result<(), String> {
-    if options.any(|o| o == v) {
-        Ok(())
-    } else {
-        Err(format!("`{v}` is not an option"))
-    }
-}
-
-fn many<'a, I: Iterator<Item = &'a String>>(
-    values: &[String],
-    min: Option<u64>,
-    max: Option<u64>,
-    options: impl Fn() -> I,
-) -> Result<(), String> {
-    let n = values.len() as u64;
-    if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
-        return Err("wrong number of choices".into());
-    }
-    values.iter().try_for_each(|v| one_of(v, options()))
-}
-
 #[cfg(test)]
 mod tests {
     use schemars::JsonSchema;
@@ -499,10 +410,13 @@ mod tests {
     #[test]
     fn content_is_checked_against_the_schema() {
         let schema = form_schema::<Booking>().unwrap();
-        let answer = |v: Value| serde_json::from_value::<IndexMap<String, ElicitValue>>(v).unwrap();
+        let answer = |v: Value| {
+            serde_json::from_value::<IndexMap<String, tern_protocol::elicitation::ElicitValue>>(v)
+                .unwrap()
+        };
         let good =
             json!({"party": 4, "region": "eu-west-1", "vegetarian": false, "tags": ["Quiet"]});
-        assert_eq!(check_content(&schema, &answer(good.clone())), Ok(()));
+        assert_eq!(schema.check(&answer(good.clone())), Ok(()));
         let cases = [
             (
                 json!({"party": 4, "region": "eu-west-1", "tags": ["Quiet"]}),
@@ -534,7 +448,7 @@ mod tests {
             ),
         ];
         for (content, want) in cases {
-            let err = check_content(&schema, &answer(content.clone())).unwrap_err();
+            let err = schema.check(&answer(content.clone())).unwrap_err();
             assert!(err.contains(want), "{content}: {err}");
         }
     }

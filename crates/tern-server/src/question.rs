@@ -324,7 +324,7 @@ impl<T: DeserializeOwned + Send + 'static> Question for Elicit<T> {
                     Some(schema) => {
                         let mut content = content.ok_or("a form answer needs content")?;
                         content.retain(|k, _| schema.properties.contains_key(k));
-                        crate::form::check_content(schema, &content)?;
+                        schema.check(&content)?;
                         serde_json::to_value(content).map_err(|e| e.to_string())?
                     }
                 };
