@@ -60,6 +60,20 @@ fn recorder() -> String {
     )
 }
 
+/// A fake browser in `dir` that appends each URL it is given to a log:
+/// the opener and the log.
+fn recording_opener(dir: &Path) -> (PathBuf, PathBuf) {
+    let browsed = dir.join("opened.log");
+    let opener = dir.join("opener.sh");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", browsed.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (opener, browsed)
+}
+
 /// A fresh folder of this test's own.
 fn folder(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tern-peers-{name}-{}", std::process::id()));
@@ -262,14 +276,7 @@ fn url_elicitation_required_at_a_terminal_opens_the_page_and_retries() {
     // and asks (URL mode) for its own page.
     let (node, script) = peer("server-everything");
     let dir = folder("url");
-    let browsed = dir.join("opened.log");
-    let opener = dir.join("opener.sh");
-    std::fs::write(
-        &opener,
-        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", browsed.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (opener, browsed) = recording_opener(&dir);
     let line = format!(
         "TERN_ERA_CACHE=off TERN_PROMPTS=lines TERN_BROWSER='{}' {}",
         opener.display(),
@@ -321,14 +328,7 @@ fn url_elicitation_required_on_a_prompt_or_a_read_shows_the_page_and_exits_5_in_
 #[test]
 fn url_elicitation_required_on_a_prompt_and_a_read_at_a_terminal_opens_and_retries() {
     let dir = folder("url-fetch");
-    let browsed = dir.join("opened.log");
-    let opener = dir.join("opener.sh");
-    std::fs::write(
-        &opener,
-        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", browsed.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (opener, browsed) = recording_opener(&dir);
     for (n, (words, answer)) in [
         ("prompt greeting", "Hello after sign-in"),
         ("read file:///notes", "notes after sign-in"),
