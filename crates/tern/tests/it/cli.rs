@@ -203,8 +203,9 @@ fn tools_lists_the_demo_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 9);
+    assert_eq!(names.len(), 10);
     assert!(names.contains(&"import_dataset") && names.contains(&"nightly_report"));
+    assert!(names.contains(&"provision_database_asked"));
     assert!(names.contains(&"provision_database"));
 }
 
