@@ -14,6 +14,7 @@ mod built;
 mod decoder;
 mod examples;
 mod fixtures;
+mod frontmatter;
 mod fuzz;
 mod negative;
 mod properties;
