@@ -89,6 +89,15 @@ pub(crate) fn short(text: &str) -> std::borrow::Cow<'_, str> {
     tern_protocol::error::cut(text, 64)
 }
 
+/// The skills served; a method of the extension reaches here only when
+/// `serves` said so, but a registry without them answers `-32601`.
+fn skills(registry: &Registry) -> Result<&crate::skill::SkillCatalog, ErrorObject> {
+    registry
+        .skills
+        .as_ref()
+        .ok_or_else(|| ErrorObject::method_not_found("skills"))
+}
+
 /// The version check (spec §1.3): `-32022` with what is supported.
 fn check_version(meta: &RequestMeta) -> Result<(), ErrorObject> {
     if meta.protocol_version == version::LATEST {
@@ -332,6 +341,13 @@ impl Server {
             ClientRequest::GetTask(p) => engine.tasks.get(p, &call).await,
             ClientRequest::UpdateTask(p) => engine.tasks.update(p, &call).await,
             ClientRequest::CancelTask(p) => engine.tasks.cancel(p, &call).await,
+            ClientRequest::ListSkills(p) => skills(&registry)
+                .and_then(|s| crate::skill::list(s, p.cursor.as_deref(), page_size, hints, meta())),
+            ClientRequest::GetSkill(p) => {
+                skills(&registry).and_then(|s| crate::skill::get(s, &p.uri, hints, meta()))
+            }
+            ClientRequest::ReadResourceDirectory(p) => skills(&registry)
+                .and_then(|s| crate::skill::read_directory(s, &p, page_size, hints, meta())),
             other => Err(ErrorObject::method_not_found(&short(other.method()))),
         }
     }

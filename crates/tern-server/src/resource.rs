@@ -199,6 +199,14 @@ pub(crate) async fn read(
     strategy: Strategy,
     cache: CacheHints,
 ) -> Result<Json, ErrorObject> {
+    // A skill file (Skills extension): the catalogue owns the URIs it serves.
+    if let Some(answer) = registry.skills.as_ref().and_then(|skills| {
+        crate::skill::read(skills, &params, cache, || {
+            Some(ResultMeta::with_server_info(engine.info.clone()))
+        })
+    }) {
+        return answer;
+    }
     let found = if let Some(def) = registry.resources.get(&params.uri) {
         def.erased
             .clone()
