@@ -204,6 +204,24 @@ impl Skill {
         }
     }
 
+    /// `uri` is a file a host may read for this skill: listed in its
+    /// manifest, or (a `"dynamic"` skill) its `SKILL.md` or inside its root.
+    pub fn covers(&self, uri: &str) -> bool {
+        match &self.resources {
+            SkillResources::Files(_) => self.file(uri).is_some(),
+            SkillResources::Dynamic => {
+                uri == self.uri || self.root().is_some_and(|r| is_within(r, uri))
+            }
+        }
+    }
+
+    /// The path of `uri` under the skill's root (`references/FORMS.md`),
+    /// when it is strictly inside it.
+    pub fn path_of<'a>(&self, uri: &'a str) -> Option<&'a str> {
+        let root = self.root()?;
+        is_within(root, uri).then(|| &uri[root.len() + 1..])
+    }
+
     /// Verifies `bytes`, read from `uri`, against this entry: the file must
     /// be in the manifest (a `"dynamic"` skill: inside its root), then have
     /// its size, then its digest; the skill's own `SKILL.md` must also be
@@ -216,39 +234,32 @@ impl Skill {
             detail,
             differences: Vec::new(),
         };
-        match &self.resources {
-            SkillResources::Files(_) => {
-                let Some(file) = self.file(uri) else {
-                    return Err(fail(
-                        VerifyErrorKind::Unlisted,
-                        "the skill's manifest does not list it".to_owned(),
-                    ));
-                };
-                if file.size != bytes.len() as u64 {
-                    return Err(fail(
-                        VerifyErrorKind::Size,
-                        format!(
-                            "the manifest says {} bytes, {} were read",
-                            file.size,
-                            bytes.len()
-                        ),
-                    ));
+        if !self.covers(uri) {
+            return Err(fail(
+                VerifyErrorKind::Unlisted,
+                match self.resources {
+                    SkillResources::Files(_) => "the skill's manifest does not list it",
+                    SkillResources::Dynamic => "it is not inside the skill's folder",
                 }
-                if digest(bytes) != file.digest {
-                    return Err(fail(
-                        VerifyErrorKind::Digest,
-                        "its SHA-256 digest is not the manifest's".to_owned(),
-                    ));
-                }
+                .to_owned(),
+            ));
+        }
+        if let Some(file) = self.file(uri) {
+            if file.size != bytes.len() as u64 {
+                return Err(fail(
+                    VerifyErrorKind::Size,
+                    format!(
+                        "the manifest says {} bytes, {} were read",
+                        file.size,
+                        bytes.len()
+                    ),
+                ));
             }
-            SkillResources::Dynamic => {
-                let inside = uri == self.uri || self.root().is_some_and(|r| is_within(r, uri));
-                if !inside {
-                    return Err(fail(
-                        VerifyErrorKind::Unlisted,
-                        "it is not inside the skill's folder".to_owned(),
-                    ));
-                }
+            if digest(bytes) != file.digest {
+                return Err(fail(
+                    VerifyErrorKind::Digest,
+                    "its SHA-256 digest is not the manifest's".to_owned(),
+                ));
             }
         }
         if uri == self.uri {
@@ -560,6 +571,26 @@ mod tests {
         assert!(e.is_frontmatter());
         assert_eq!(e.differences().len(), 1, "{e}");
         assert!(e.differences()[0].starts_with("description:"), "{e}");
+    }
+
+    #[test]
+    fn paths_under_the_root() {
+        let s = good();
+        assert_eq!(s.path_of("skill://acme/refunds/SKILL.md"), Some("SKILL.md"));
+        assert_eq!(
+            s.path_of("skill://acme/refunds/templates/note.md"),
+            Some("templates/note.md")
+        );
+        for outside in [
+            "skill://acme/refunds",
+            "skill://acme/refundsx/a",
+            "skill://acme/refunds/../x",
+            "skill://acme/refunds//x",
+        ] {
+            assert_eq!(s.path_of(outside), None, "{outside}");
+        }
+        assert!(s.covers("skill://acme/refunds/templates/note.md"));
+        assert!(!s.covers("skill://acme/refunds/templates/other.md"));
     }
 
     #[test]
