@@ -492,7 +492,7 @@ async fn a_listen_on_a_2025_http_session_hears_the_updates_of_its_subscription()
     .expect("the update is heard");
     match heard {
         Some(Ok(tern_protocol::ServerNotification::ResourceUpdated(p))) => {
-            assert_eq!(p.uri, "res://ask")
+            assert_eq!(p.uri, "res://ask");
         }
         other => panic!("expected the update of res://ask, got {other:?}"),
     }

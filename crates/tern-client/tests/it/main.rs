@@ -56,6 +56,7 @@ mod oauth;
 mod peers2025;
 mod rules;
 mod server;
+mod skills;
 mod stub;
 mod tasks;
 mod tls;
