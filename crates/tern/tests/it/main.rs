@@ -31,4 +31,5 @@ mod otel;
 mod park;
 mod peers2025;
 mod process;
+mod skills;
 mod terminal;
