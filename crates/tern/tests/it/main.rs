@@ -32,4 +32,5 @@ mod park;
 mod peers2025;
 mod process;
 mod skills;
+mod skills_ts;
 mod terminal;
