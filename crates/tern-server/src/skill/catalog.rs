@@ -380,6 +380,35 @@ fn file_of(name: &str, bytes: Arc<[u8]>) -> File {
     }
 }
 
+/// The Agent Skills format's rules beyond the extension's (served anyway,
+/// but worth a warning: hosts such as the TypeScript SDK's refuse such a
+/// skill): a description of at most 1,024 characters, a `compatibility`
+/// of 1–500, `metadata` mapping strings to strings.
+fn agent_skills_rules(frontmatter: &tern_protocol::JsonObject) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars = |v: &serde_json::Value| v.as_str().map(|s| s.chars().count());
+    if frontmatter
+        .get("description")
+        .and_then(chars)
+        .is_some_and(|n| n > 1024)
+    {
+        out.push("the description is over 1,024 characters (the Agent Skills limit)".to_owned());
+    }
+    if let Some(c) = frontmatter.get("compatibility")
+        && !chars(c).is_some_and(|n| (1..=500).contains(&n))
+    {
+        out.push("compatibility is not a string of 1-500 characters (Agent Skills)".to_owned());
+    }
+    if let Some(m) = frontmatter.get("metadata")
+        && !m
+            .as_object()
+            .is_some_and(|m| m.values().all(serde_json::Value::is_string))
+    {
+        out.push("metadata does not map strings to strings (Agent Skills)".to_owned());
+    }
+    out
+}
+
 /// One skill's entry, or why it is not one.
 fn entry(
     source: &Source,
@@ -429,6 +458,11 @@ fn entry(
             ));
         }
     }
+    warnings.extend(
+        agent_skills_rules(&frontmatter)
+            .into_iter()
+            .map(|why| CatalogWarning::new(&source.origin, why)),
+    );
     // Every file under the skill's folder, nested skills' included.
     let mut files = Vec::new();
     let mut total: u64 = 0;

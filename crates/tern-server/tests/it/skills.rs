@@ -492,7 +492,11 @@ fn a_folder_of_skills_is_read_and_the_bad_ones_skipped_with_a_warning() {
             "misnamed/SKILL.md",
             "---\nname: other\ndescription: d\n---\n",
         )
-        .file("notes.md", "outside every skill");
+        .file("notes.md", "outside every skill")
+        .file(
+            "nested-meta/SKILL.md",
+            "---\nname: nested-meta\ndescription: d\nmetadata:\n  deep: {a: 1}\n---\n",
+        );
     let big = vec![b'x'; 9 * 1024 * 1024];
     tree.file(
         "huge/SKILL.md",
@@ -512,7 +516,8 @@ fn a_folder_of_skills_is_read_and_the_bad_ones_skipped_with_a_warning() {
         [
             "skill://acme/refunds/SKILL.md",
             "skill://acme/refunds/partial/SKILL.md",
-            "skill://git-workflow/SKILL.md"
+            "skill://git-workflow/SKILL.md",
+            "skill://nested-meta/SKILL.md"
         ]
     );
     let served: BTreeSet<&str> = catalog
@@ -542,6 +547,9 @@ fn a_folder_of_skills_is_read_and_the_bad_ones_skipped_with_a_warning() {
     warned("broken", "no non-empty string description");
     warned("misnamed", "not the skill's folder name");
     warned("huge", "over the limit");
+    // Served, with a warning: hosts may refuse it.
+    warned("nested-meta", "metadata does not map strings to strings");
+    assert!(catalog.skill("skill://nested-meta/SKILL.md").is_some());
     #[cfg(unix)]
     warned("passwd", "symbolic link");
     // An unreadable root is the one error.
