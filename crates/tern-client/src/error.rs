@@ -65,6 +65,15 @@ pub enum ErrorKind {
     /// 403) and OAuth could not get a token it accepts, or the OAuth flow
     /// met a server that breaks its rules ([`crate::auth`]).
     Unauthorized,
+    /// The server does not offer what was asked: it does not declare the
+    /// extension or setting the request needs (the Skills extension,
+    /// `directoryRead`), so nothing was sent.
+    NotOffered,
+    /// A skill file failed verification against the skill's entry (not
+    /// listed, wrong size or digest, a `SKILL.md` whose frontmatter is not
+    /// the entry's): it must not be used, nor the skill for a `SKILL.md`.
+    /// [`ClientError::verify_error`] says which check.
+    Verification,
 }
 
 impl ClientError {
@@ -120,6 +129,18 @@ impl ClientError {
     /// and [`crate::auth::TokenStore`]s written outside this crate.
     pub fn authorization(m: impl fmt::Display) -> Self {
         Self::unauthorized(m)
+    }
+
+    pub(crate) fn not_offered(m: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::NotOffered, m)
+    }
+
+    pub(crate) fn verification(e: tern_protocol::skill::VerifyError) -> Self {
+        Self::new(
+            ErrorKind::Verification,
+            "a skill file failed verification against its entry",
+        )
+        .because(e)
     }
 
     pub(crate) fn request(m: impl fmt::Display) -> Self {
@@ -205,6 +226,16 @@ impl ClientError {
     /// The server's reply could not be decoded, or broke a rule of the spec.
     pub fn is_protocol(&self) -> bool {
         self.0.kind == ErrorKind::Protocol
+    }
+
+    /// The server does not declare what the request needs; nothing was sent.
+    pub fn is_not_offered(&self) -> bool {
+        self.0.kind == ErrorKind::NotOffered
+    }
+
+    /// Which check a skill file failed, when that is what this is.
+    pub fn verify_error(&self) -> Option<&tern_protocol::skill::VerifyError> {
+        self.0.source.as_deref()?.downcast_ref()
     }
 }
 

@@ -44,8 +44,8 @@ pub mod tls;
 pub mod transport;
 
 pub use client::{
-    Call, CallOptions, Client, ClientBuilder, Completed, PendingRound, Round, Started,
-    Subscription, TaskFn, TaskHandle,
+    Call, CallOptions, Client, ClientBuilder, Completed, PendingRound, Round, SkillFile,
+    SkillListing, Started, Subscription, TaskFn, TaskHandle,
 };
 pub use client::{DEFAULT_POLL, MAX_POLL, MAX_POLL_FAILURES, MIN_POLL};
 pub use error::{ClientError, ErrorKind};

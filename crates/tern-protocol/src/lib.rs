@@ -1,6 +1,6 @@
 //! `tern-protocol`: every wire type of the Model Context Protocol, revision
-//! 2026-07-28, and of its Tasks extension, with the 2025-11-25 subset a
-//! dual-era peer needs.
+//! 2026-07-28, and of its Tasks and Skills extensions, with the 2025-11-25
+//! subset a dual-era peer needs.
 //!
 //! The crate has no I/O and no async runtime. It is strict where the spec is
 //! fixed (`jsonrpc` is `"2.0"`, ids are never `null`, tags hold one value) and
@@ -69,6 +69,7 @@ pub mod resource;
 pub mod result;
 pub mod roots;
 pub mod sampling;
+pub mod skill;
 pub mod subscription;
 mod tag;
 pub mod task;

@@ -26,6 +26,13 @@ pub const TASKS_GET: &str = "tasks/get";
 pub const TASKS_UPDATE: &str = "tasks/update";
 /// `tasks/cancel` (Tasks extension).
 pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// `skills/list` (Skills extension).
+pub const SKILLS_LIST: &str = "skills/list";
+/// `skills/get` (Skills extension).
+pub const SKILLS_GET: &str = "skills/get";
+/// `resources/directory/read` (Skills extension, when the server declares
+/// `directoryRead`).
+pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
 /// `tasks/result` (2025-11-25 experimental tasks only: the result of a task,
 /// blocking until it ends).
 pub const TASKS_RESULT: &str = "tasks/result";

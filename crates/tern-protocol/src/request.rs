@@ -12,6 +12,7 @@ use crate::method;
 use crate::pagination::PaginatedRequestParams;
 use crate::prompt::GetPromptRequestParams;
 use crate::resource::ReadResourceRequestParams;
+use crate::skill::{GetSkillRequestParams, ReadResourceDirectoryRequestParams};
 use crate::subscription::SubscriptionsListenRequestParams;
 use crate::task::{TaskRequestParams, UpdateTaskRequestParams};
 use crate::tool::CallToolRequestParams;
@@ -51,6 +52,12 @@ pub enum ClientRequest {
     UpdateTask(UpdateTaskRequestParams),
     /// `tasks/cancel` (Tasks extension).
     CancelTask(TaskRequestParams),
+    /// `skills/list` (Skills extension).
+    ListSkills(PaginatedRequestParams),
+    /// `skills/get` (Skills extension).
+    GetSkill(GetSkillRequestParams),
+    /// `resources/directory/read` (Skills extension).
+    ReadResourceDirectory(ReadResourceDirectoryRequestParams),
     /// `initialize` (2025-11-25; boxed: it is twice the size of any other).
     Initialize(Box<InitializeRequestParams>),
     /// `ping` (2025-11-25).
@@ -104,6 +111,9 @@ impl ClientRequest {
             method::TASKS_GET => Self::GetTask(p(m, params)?),
             method::TASKS_UPDATE => Self::UpdateTask(p(m, params)?),
             method::TASKS_CANCEL => Self::CancelTask(p(m, params)?),
+            method::SKILLS_LIST => Self::ListSkills(p(m, params)?),
+            method::SKILLS_GET => Self::GetSkill(p(m, params)?),
+            method::RESOURCES_DIRECTORY_READ => Self::ReadResourceDirectory(p(m, params)?),
             method::INITIALIZE => Self::Initialize(p(m, params)?),
             method::PING => Self::Ping(opt(m, params)?),
             _ => Self::Other {
@@ -134,6 +144,9 @@ impl ClientRequest {
             Self::GetTask(_) => method::TASKS_GET,
             Self::UpdateTask(_) => method::TASKS_UPDATE,
             Self::CancelTask(_) => method::TASKS_CANCEL,
+            Self::ListSkills(_) => method::SKILLS_LIST,
+            Self::GetSkill(_) => method::SKILLS_GET,
+            Self::ReadResourceDirectory(_) => method::RESOURCES_DIRECTORY_READ,
             Self::Initialize(_) => method::INITIALIZE,
             Self::Ping(_) => method::PING,
             Self::Other { method, .. } => method,
@@ -147,7 +160,8 @@ impl ClientRequest {
             Self::ListTools(p)
             | Self::ListResources(p)
             | Self::ListResourceTemplates(p)
-            | Self::ListPrompts(p) => &p.meta,
+            | Self::ListPrompts(p)
+            | Self::ListSkills(p) => &p.meta,
             Self::CallTool(p) => &p.meta,
             Self::ReadResource(p) => &p.meta,
             Self::GetPrompt(p) => &p.meta,
@@ -155,6 +169,8 @@ impl ClientRequest {
             Self::Listen(p) => &p.meta,
             Self::GetTask(p) | Self::CancelTask(p) => &p.meta,
             Self::UpdateTask(p) => &p.meta,
+            Self::GetSkill(p) => &p.meta,
+            Self::ReadResourceDirectory(p) => &p.meta,
             Self::Initialize(_) | Self::Ping(_) | Self::Other { .. } => return None,
         })
     }
@@ -188,7 +204,8 @@ impl ClientRequest {
             Self::ListTools(p)
             | Self::ListResources(p)
             | Self::ListResourceTemplates(p)
-            | Self::ListPrompts(p) => jsonrpc::serialize_request(id, m, Some(p), s),
+            | Self::ListPrompts(p)
+            | Self::ListSkills(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::CallTool(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::ReadResource(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::GetPrompt(p) => jsonrpc::serialize_request(id, m, Some(p), s),
@@ -196,6 +213,8 @@ impl ClientRequest {
             Self::Listen(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::GetTask(p) | Self::CancelTask(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::UpdateTask(p) => jsonrpc::serialize_request(id, m, Some(p), s),
+            Self::GetSkill(p) => jsonrpc::serialize_request(id, m, Some(p), s),
+            Self::ReadResourceDirectory(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::Initialize(p) => jsonrpc::serialize_request(id, m, Some(p), s),
             Self::Ping(p) => jsonrpc::serialize_request(id, m, p.as_ref(), s),
             Self::Other { params, .. } => jsonrpc::serialize_request(id, m, params.as_deref(), s),

@@ -32,6 +32,7 @@ use crate::method;
 use crate::mrtr::InputRequiredResult;
 use crate::prompt::{GetPromptResult, ListPromptsResult};
 use crate::resource::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
+use crate::skill::{GetSkillResult, ListSkillsResult, ReadResourceDirectoryResult};
 use crate::subscription::SubscriptionsListenResult;
 use crate::task::{CreateTaskResult, GetTaskResult};
 use crate::tool::{CallToolResult, ListToolsResult};
@@ -159,6 +160,13 @@ pub enum ServerResult {
     GetTask(GetTaskResult),
     /// `tasks/update` and `tasks/cancel`.
     Empty(EmptyResult),
+    /// `skills/list` (Skills extension; entries that do not decode are in
+    /// [`ListSkillsResult::invalid`]).
+    ListSkills(ListSkillsResult),
+    /// `skills/get` (Skills extension).
+    GetSkill(GetSkillResult),
+    /// `resources/directory/read` (Skills extension).
+    ReadResourceDirectory(ReadResourceDirectoryResult),
     /// `initialize` (2025-11-25; no `resultType`).
     Initialize(InitializeResult),
     /// The result of a method tern does not know.
@@ -234,6 +242,9 @@ impl ServerResult {
             method::TASKS_UPDATE | method::TASKS_CANCEL | method::PING => {
                 Self::Empty(source.typed(m)?)
             }
+            method::SKILLS_LIST => Self::ListSkills(source.typed(m)?),
+            method::SKILLS_GET => Self::GetSkill(source.typed(m)?),
+            method::RESOURCES_DIRECTORY_READ => Self::ReadResourceDirectory(source.typed(m)?),
             _ => Self::Other(source.typed(m)?),
         })
     }
@@ -310,6 +321,9 @@ impl Serialize for ServerResult {
             Self::Listen(r) => r.serialize(s),
             Self::GetTask(r) => r.serialize(s),
             Self::Empty(r) => r.serialize(s),
+            Self::ListSkills(r) => r.serialize(s),
+            Self::GetSkill(r) => r.serialize(s),
+            Self::ReadResourceDirectory(r) => r.serialize(s),
             Self::Initialize(r) => r.serialize(s),
             Self::Other(r) => r.serialize(s),
         }

@@ -53,6 +53,7 @@ pub struct ServerBuilder {
     audience: Option<String>,
     task_store: Option<Arc<dyn TaskStore>>,
     task_config: TaskConfig,
+    skills: Option<crate::skill::SkillCatalog>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -92,6 +93,7 @@ impl ServerBuilder {
             audience: None,
             task_store: None,
             task_config: TaskConfig::default(),
+            skills: None,
             config: Config {
                 page_size: DEFAULT_PAGE_SIZE,
                 list_cache: CacheHints::new(Duration::from_secs(60), CacheScope::Public),
@@ -145,6 +147,19 @@ impl ServerBuilder {
     #[must_use]
     pub fn resource_template(mut self, template: ResourceTemplateDef) -> Self {
         self.templates.push(template);
+        self
+    }
+
+    /// Serves the skills of `catalog` (Skills extension,
+    /// `io.modelcontextprotocol/skills`): declares the extension with
+    /// `directoryRead` and the `resources` capability, answers
+    /// `skills/list`, `skills/get` and `resources/directory/read`, serves
+    /// every file on `resources/read` and lists each `SKILL.md` in
+    /// `resources/list`; see [`crate::skill`]. Replace it at run time with
+    /// [`Server::replace_skills`].
+    #[must_use]
+    pub fn skills(mut self, catalog: crate::skill::SkillCatalog) -> Self {
+        self.skills = Some(catalog);
         self
     }
 
@@ -458,6 +473,7 @@ impl ServerBuilder {
         }
         let tasks_advertised = self.task_store.is_some();
         registry.tasks_advertised = tasks_advertised;
+        registry.skills = self.skills;
         registry.refresh();
         let tasks = Arc::new(Tasks::new(
             self.task_store

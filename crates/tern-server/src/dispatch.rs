@@ -86,6 +86,15 @@ struct Salvage {
     request_state: Option<Value>,
 }
 
+/// The skills served; a method of the extension reaches here only when
+/// `serves` said so, but a registry without them answers `-32601`.
+fn skills(registry: &Registry) -> Result<&crate::skill::SkillCatalog, ErrorObject> {
+    registry
+        .skills
+        .as_ref()
+        .ok_or_else(|| ErrorObject::method_not_found("skills"))
+}
+
 /// The version check (spec: Versioning and Compatibility › Protocol Version
 /// Negotiation): `-32022` with what is supported.
 fn check_version(meta: &RequestMeta) -> Result<(), ErrorObject> {
@@ -325,17 +334,49 @@ impl Server {
                 crate::prompt::get(engine, def, id, p, call, strategy).await
             }
             ClientRequest::ReadResource(p) => {
-                let read_cache = self.inner.config.read_cache;
-                let found = registry.resource_for(&p.uri);
-                crate::resource::read(engine, found, id, p, call, strategy, read_cache).await
+                self.read_resource(&registry, id, p, call, strategy).await
             }
             ClientRequest::Completion(p) => Ok(to_json(&self.complete(&registry, p).await)),
             ClientRequest::Listen(p) => self.listen(&id, p, call).await,
             ClientRequest::GetTask(p) => engine.tasks.get(p, &call).await,
             ClientRequest::UpdateTask(p) => engine.tasks.update(p, &call).await,
             ClientRequest::CancelTask(p) => engine.tasks.cancel(p, &call).await,
+            ClientRequest::ListSkills(p) => skills(&registry)
+                .and_then(|s| crate::skill::list(s, p.cursor.as_deref(), page_size, hints, meta())),
+            ClientRequest::GetSkill(p) => {
+                skills(&registry).and_then(|s| crate::skill::get(s, &p.uri, hints, meta()))
+            }
+            ClientRequest::ReadResourceDirectory(p) => skills(&registry)
+                .and_then(|s| crate::skill::read_directory(s, &p, page_size, hints, meta())),
             other => Err(ErrorObject::method_not_found(&short(other.method()))),
         }
+    }
+}
+
+impl Server {
+    /// `resources/read`: a skill file (Skills extension: the catalogue owns
+    /// the URIs it serves), else the resource or template that serves the
+    /// URI.
+    async fn read_resource(
+        &self,
+        registry: &Registry,
+        id: RequestId,
+        p: tern_protocol::resource::ReadResourceRequestParams,
+        call: CallContext,
+        strategy: Strategy,
+    ) -> Result<Json, ErrorObject> {
+        let engine = &self.inner.engine;
+        let read_cache = self.inner.config.read_cache;
+        let meta = || Some(ResultMeta::with_server_info(engine.info.clone()));
+        if let Some(answer) = registry
+            .skills
+            .as_ref()
+            .and_then(|skills| crate::skill::read(skills, &p, read_cache, meta))
+        {
+            return answer;
+        }
+        let found = registry.resource_for(&p.uri);
+        crate::resource::read(engine, found, id, p, call, strategy, read_cache).await
     }
 }
 

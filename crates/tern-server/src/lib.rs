@@ -90,6 +90,7 @@ pub mod replay;
 pub mod resource;
 pub mod server;
 pub(crate) mod share;
+pub mod skill;
 pub(crate) mod subscription;
 pub mod task;
 pub(crate) mod template;

@@ -35,6 +35,8 @@ pub(crate) struct Registry {
     /// A task store was configured: advertise the Tasks extension even when
     /// no tool supports tasks yet.
     pub(crate) tasks_advertised: bool,
+    /// The skills served (Skills extension), when any are.
+    pub(crate) skills: Option<crate::skill::SkillCatalog>,
 }
 
 impl Registry {
@@ -66,6 +68,9 @@ impl Registry {
             .values()
             .map(|r| r.resource.clone())
             .collect();
+        if let Some(skills) = &self.skills {
+            self.resource_list.extend_from_slice(skills.listing());
+        }
         self.template_list = self.templates.iter().map(|t| t.template.clone()).collect();
         let list_changed = || ListChangedCapability {
             list_changed: Some(true),
@@ -74,12 +79,13 @@ impl Registry {
         self.capabilities = ServerCapabilities {
             tools: (!self.tools.is_empty()).then(list_changed),
             prompts: (!self.prompts.is_empty()).then(list_changed),
-            resources: (!self.resources.is_empty() || !self.templates.is_empty()).then(|| {
-                ResourcesCapability {
-                    subscribe: Some(true),
-                    list_changed: Some(true),
-                    ..ResourcesCapability::default()
-                }
+            resources: (!self.resources.is_empty()
+                || !self.templates.is_empty()
+                || self.skills.is_some())
+            .then(|| ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+                ..ResourcesCapability::default()
             }),
             completions: (!self.completions.is_empty()).then(JsonObject::new),
             // Log messages work for requests that set a level (deprecated, SEP-2577).
@@ -89,12 +95,18 @@ impl Registry {
         // The Tasks extension, under `extensions` (never a `tasks`
         // capability; Tasks extension › Capability Negotiation), when tasks
         // can be created here.
+        let mut extensions = JsonObject::new();
         if self.tasks_advertised || self.tools.values().any(|t| t.def.policy.task.is_some()) {
-            self.capabilities.extensions = Some(JsonObject::from_iter([(
+            extensions.insert(
                 tern_protocol::task::TASKS_EXTENSION.to_owned(),
                 serde_json::Value::Object(JsonObject::new()),
-            )]));
+            );
         }
+        // The Skills extension's settings, straight under its id.
+        if self.skills.is_some() {
+            extensions.extend([crate::skill::declaration()]);
+        }
+        self.capabilities.extensions = (!extensions.is_empty()).then_some(extensions);
     }
 }
 

@@ -181,6 +181,33 @@ impl Server {
         removed
     }
 
+    /// Serves `catalog` from now on in place of the skills served before
+    /// (Skills extension; a server built without [`crate::ServerBuilder::skills`]
+    /// starts declaring the extension). Requests already running keep the
+    /// catalogue they started with. When what `resources/list` shows
+    /// changed (a skill added or removed, a `SKILL.md`'s name or
+    /// description), listeners are told
+    /// (`notifications/resources/list_changed`: the extension has no
+    /// notification of its own); returns whether they were.
+    pub fn replace_skills(&self, catalog: crate::skill::SkillCatalog) -> bool {
+        let mut listed = false;
+        let _ = self.update(|r| {
+            listed = r.skills.as_ref().map(crate::skill::SkillCatalog::listing)
+                != Some(catalog.listing());
+            r.skills = Some(catalog);
+            Ok(true)
+        });
+        if listed {
+            self.inner.changes.resources_changed();
+        }
+        listed
+    }
+
+    /// The skills served now (Skills extension).
+    pub fn skills(&self) -> Option<crate::skill::SkillCatalog> {
+        self.registry().skills.clone()
+    }
+
     /// Ends every open subscription gracefully (each gets its closing
     /// result); call it before stopping the process.
     pub fn shutdown(&self) {
@@ -252,6 +279,9 @@ pub(crate) fn serves(registry: &Registry, method: &str) -> bool {
         method::COMPLETION_COMPLETE => caps.completions.is_some(),
         method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL => {
             caps.extension(tern_protocol::task::TASKS_EXTENSION)
+        }
+        method::SKILLS_LIST | method::SKILLS_GET | method::RESOURCES_DIRECTORY_READ => {
+            registry.skills.is_some()
         }
         method::SUBSCRIPTIONS_LISTEN => {
             caps.tools.is_some() || caps.prompts.is_some() || caps.resources.is_some()

@@ -15,8 +15,8 @@ use crate::exit::{EXIT_CODES_HELP, exit_codes};
 /// How servers are named, then the exit codes, for `tern --help`.
 pub(crate) const TOP_HELP: &str = concat!(
     "\
-Naming the server (discover, tools, prompts, resources, call, prompt,
-read, questions):
+Naming the server (discover, tools, prompts, resources, skills, skill,
+call, prompt, read, questions):
   --url URL            a Streamable HTTP endpoint (http://HOST:PORT/mcp)
   --demo               the built-in demo server, run as a child over stdio
   --server NAME        a server of the config file (see `tern servers`)
@@ -77,6 +77,35 @@ pub(crate) enum Command {
     /// List a server's resources and resource templates.
     #[command(after_help = EXIT_CODES_HELP)]
     Resources {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List a server's skills (Skills extension): name, description and
+    /// the URI of each SKILL.md. Entries that break the extension's rules
+    /// are refused, each named on standard error.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Skills {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Show a skill's SKILL.md, verified against the server's entry (size,
+    /// digest, frontmatter); with --save DIR, download every file of the
+    /// skill into DIR, each verified.
+    ///
+    /// Example: `tern skill demo-tour --demo --save ./demo-tour`
+    #[command(after_help = EXIT_CODES_HELP)]
+    Skill {
+        /// The skill: its name (as `tern skills` shows it) or the URI of its
+        /// SKILL.md (`skill://…/SKILL.md`). A name several skills share is
+        /// refused with their URIs to choose from.
+        name: String,
+        /// Write the skill's files into DIR (created if missing) instead of
+        /// showing SKILL.md. Only new files are created: nothing already in
+        /// DIR is overwritten, no path may leave DIR, and no symbolic link
+        /// is written through; nothing is written unless every file
+        /// verified.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
         #[command(flatten)]
         server: ServerArgs,
     },

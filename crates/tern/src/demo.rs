@@ -12,6 +12,7 @@ use tern_protocol::content::Role;
 use tern_protocol::logging::LoggingLevel;
 use tern_protocol::prompt::PromptMessage;
 use tern_protocol::{ContentBlock, Implementation};
+use tern_server::skill::SkillCatalog;
 use tern_server::task::{MemoryTaskStore, TaskConfig, TaskStore};
 
 use crate::ledger::{LEDGER_URI, Ledger};
@@ -570,6 +571,31 @@ async fn nightly_report(ctx: Ctx) -> Result<String, ToolError> {
     Ok("Nightly report ready.".into())
 }
 
+/// The demo's skill (Skills extension): `skill://tern/demo-tour`, a tour of
+/// the tools, with a reference file, embedded from `crates/tern/skills`.
+///
+/// # Panics
+/// Never at run time: the embedded files are fixed, and the demo's tests
+/// build this catalogue, so a SKILL.md that broke a rule fails them first.
+pub fn skills() -> SkillCatalog {
+    SkillCatalog::builder()
+        .skill(
+            "tern/demo-tour",
+            [
+                (
+                    "SKILL.md",
+                    include_str!("../skills/tern/demo-tour/SKILL.md"),
+                ),
+                (
+                    "references/questions.md",
+                    include_str!("../skills/tern/demo-tour/references/questions.md"),
+                ),
+            ],
+        )
+        .build()
+        .expect("the demo's embedded skill follows the extension's rules")
+}
+
 /// The demo server's builder, for callers to add keys and limits.
 pub fn builder() -> ServerBuilder {
     builder_with_ledger(None)
@@ -597,7 +623,8 @@ pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
     let builder = Server::builder("tern-demo", env!("CARGO_PKG_VERSION"))
         .info(info)
         .task_config(task_config())
-        .instructions("A demo of MCP 2026-07-28 multi round-trip requests: each tool, the prompt and the resource asks the client something (a form, a sign-in page, a completion or the roots) before it answers.")
+        .skills(skills())
+        .instructions("A demo of MCP 2026-07-28 multi round-trip requests: each tool, the prompt and the resource asks the client something (a form, a sign-in page, a completion or the roots) before it answers. A tour of them is the skill skill://tern/demo-tour/SKILL.md.")
         .tool(ToolDef::new("provision_database", "Creates a database after asking which region it should live in", provision_database).elicits::<Region>())
         .tool(ToolDef::new("provision_database_asked", "provision_database written declaratively: the region is an Asked<Region> parameter", provision_database_asked).elicits::<Region>())
         .tool(ToolDef::new("book_table", "Books a restaurant table; asks party size and time in one round", book_table).elicits::<Party>().elicits::<Time>())

@@ -112,6 +112,8 @@ fn main() -> ExitCode {
         Command::Tools { server } => (Op::Tools, server, None, None),
         Command::Prompts { server } => (Op::Prompts, server, None, None),
         Command::Resources { server } => (Op::Resources, server, None, None),
+        Command::Skills { server } => (Op::Skills, server, None, None),
+        Command::Skill { name, save, server } => (Op::Skill { name, save }, server, None, None),
         Command::Call {
             tool,
             pairs,

@@ -293,6 +293,32 @@ async fn call_every_tool(client: &Client) -> Result<(), ClientError> {
     Ok(())
 }
 
+/// The Skills extension's client scenarios (`sep-2640-client-*`): the
+/// skills listed (which reads no file: nothing is prefetched); with `load`,
+/// the first skill loaded as a host loads one — its `SKILL.md` read and
+/// verified against the entry (size, digest, frontmatter). A file that
+/// fails stops the load there: no other file of the skill is read, and the
+/// run fails (the verify scenarios serve a tampered `SKILL.md`).
+async fn skills(client: &Client, load: bool) -> Result<(), ClientError> {
+    let listing = client.skills().await?;
+    for invalid in &listing.invalid {
+        eprintln!(
+            "skills/list entry {} refused: {}",
+            invalid.index, invalid.reason
+        );
+    }
+    if !load {
+        return Ok(());
+    }
+    let Some(skill) = listing.skills.first() else {
+        eprintln!("no skill to load");
+        return Ok(());
+    };
+    let md = client.read_skill_md(skill).await?;
+    eprintln!("{} loaded ({} bytes, verified)", md.uri, md.bytes.len());
+    Ok(())
+}
+
 /// The CIMD URL the suite's `auth/basic-cimd` expects as the client id.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
@@ -383,10 +409,12 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
         "http-invalid-tool-headers" => invalid_tool_headers(&client).await,
         "json-schema-ref-no-deref" => client.list_tools().await.map(|_| ()),
         "json-schema-2020-12-preservation" => schema_preservation(&client).await,
+        "sep-2640-client-no-prefetch" => skills(&client, false).await,
+        other if other.starts_with("sep-2640-client-verify-") => skills(&client, true).await,
         other if other.starts_with("auth/") => authorized_calls(&client).await,
         other => return Err(format!("unknown scenario {other:?}")),
     };
-    outcome.map_err(|e| e.to_string())
+    outcome.map_err(|e| format!("{e:#}"))
 }
 
 fn main() -> ExitCode {

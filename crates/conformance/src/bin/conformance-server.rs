@@ -1,7 +1,8 @@
 //! The server the official conformance suite drives (`conformance server
 //! --url http://127.0.0.1:PORT/mcp --requirements 2026-07-28`), written only
 //! against tern's public API. It exposes the fixtures of the suite's server
-//! contract (tools, resources, prompts, completion and the MRTR tools).
+//! contract (tools, resources, prompts, completion and the MRTR tools) and
+//! of the Skills extension's scenarios (a small skill catalogue).
 //!
 //! Usage: `conformance-server [--port PORT]` (default 3000, or `PORT` from the
 //! environment; 0 picks a free port). The address is printed on standard error.
@@ -20,6 +21,7 @@ use tern_protocol::logging::LoggingLevel;
 use tern_protocol::prompt::PromptMessage;
 use tern_protocol::tool::CallToolResult;
 use tern_protocol::{ClientCapabilities, ContentBlock, JsonObject};
+use tern_server::skill::{SkillCatalog, SkillCatalogError};
 use tern_server::transport::http::{self, Http};
 use tern_server::{
     Answer, Args, Changes, CompletionDef, Ctx, Elicit, ListRoots, PromptDef, ResourceDef,
@@ -504,7 +506,45 @@ async fn tool_with_task(ctx: Ctx) -> Result<String, ToolError> {
     Ok(format!("Hello, {name}! (finished in a task)"))
 }
 
-fn build(changes_for_hooks: &mut Option<Changes>) -> Result<Server, tern_server::BuildError> {
+/// The Skills extension's fixture (`sep-2640-skills-enumeration`,
+/// `-manifest`, `-directory`): the skills under `crates/conformance/skills`,
+/// embedded. The first one listed (`skill://acme/pdf-processing`) has
+/// subfolders, which the directory scenario needs to see an
+/// `inode/directory` child; its frontmatter exercises YAML 1.2 typing
+/// (a folded description, a quoted version, `yes` as a string).
+fn skills() -> Result<SkillCatalog, SkillCatalogError> {
+    SkillCatalog::builder()
+        .skill(
+            "acme/pdf-processing",
+            [
+                (
+                    "SKILL.md",
+                    include_str!("../../skills/acme/pdf-processing/SKILL.md"),
+                ),
+                (
+                    "references/FORMS.md",
+                    include_str!("../../skills/acme/pdf-processing/references/FORMS.md"),
+                ),
+                (
+                    "templates/invoice.md",
+                    include_str!("../../skills/acme/pdf-processing/templates/invoice.md"),
+                ),
+            ],
+        )
+        .skill(
+            "git-workflow",
+            [(
+                "SKILL.md",
+                include_str!("../../skills/git-workflow/SKILL.md"),
+            )],
+        )
+        .build()
+}
+
+fn build(
+    changes_for_hooks: &mut Option<Changes>,
+    skills: SkillCatalog,
+) -> Result<Server, tern_server::BuildError> {
     let builder = Server::builder("tern-conformance-server", env!("CARGO_PKG_VERSION"));
     let changes = builder.changes();
     *changes_for_hooks = Some(changes.clone());
@@ -531,6 +571,7 @@ fn build(changes_for_hooks: &mut Option<Changes>) -> Result<Server, tern_server:
     let builder = legacy_fixtures::register(builder);
     builder
         .instructions("The tern conformance server: every fixture of the MCP conformance suite's server contract.")
+        .skills(skills)
         .tool(ToolDef::new("test_simple_text", "Returns a simple text response", simple_text))
         .tool(ToolDef::new("test_image_content", "Returns an image", image_content))
         .tool(ToolDef::new("test_audio_content", "Returns audio", audio_content))
@@ -612,7 +653,14 @@ fn main() -> std::process::ExitCode {
         }
     }
     let mut hooks = None;
-    let server = match build(&mut hooks) {
+    let skills = match skills() {
+        Ok(skills) => skills,
+        Err(e) => {
+            eprintln!("conformance-server: the skills fixture: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let server = match build(&mut hooks, skills) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("conformance-server: {e}");

@@ -9,6 +9,9 @@
 //!   answering of questions;
 //! - `manual`: manual rounds ([`PendingRound`]) for `tools/call`,
 //!   `prompts/get` and `resources/read`;
+//! - `skill`: the Skills extension: [`Client::skills`], [`Client::skill`],
+//!   files read verified against their entry ([`Client::read_skill_file`]),
+//!   folders ([`Client::read_skill_directory`]);
 //! - `subscription`: `subscriptions/listen`;
 //! - `task`: the Tasks extension ([`TaskHandle`]): polling `tasks/get`,
 //!   answering through `tasks/update`, cancel on drop, detach and resume.
@@ -32,12 +35,14 @@ mod live;
 mod manual;
 mod mrtr;
 mod request;
+mod skill;
 mod subscription;
 mod task;
 
 pub use crate::limits::{DEFAULT_DEADLINE, DEFAULT_MAX_ROUNDS};
 pub use live::live_key;
 pub use manual::{Call, Completed, PendingRound, Round};
+pub use skill::{SkillFile, SkillListing};
 pub use subscription::Subscription;
 pub use task::{DEFAULT_POLL, MAX_POLL, MAX_POLL_FAILURES, MIN_POLL, Started, TaskHandle};
 

@@ -38,6 +38,9 @@ fn result_meta(result: &ServerResult) -> Option<&ResultMeta> {
         ServerResult::ListPrompts(r) => r.meta.as_ref(),
         ServerResult::GetPrompt(o) => outcome(o, |r| r.meta.as_ref()),
         ServerResult::Completion(r) => r.meta.as_ref(),
+        ServerResult::ListSkills(r) => r.meta.as_ref(),
+        ServerResult::GetSkill(r) => r.meta.as_ref(),
+        ServerResult::ReadResourceDirectory(r) => r.meta.as_ref(),
         _ => None,
     }
 }

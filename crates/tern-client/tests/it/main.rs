@@ -58,6 +58,7 @@ mod oauth;
 mod peers2025;
 mod rules;
 mod server;
+mod skills;
 mod stub;
 mod tasks;
 mod tls;

@@ -32,7 +32,7 @@ const FLOORS: &[&[&str]] = &[
     // Multi round-trip requests: questions and answers of every kind.
     &["mrtr"],
     // The methods: tools, prompts, resources, tasks, the 2025 era.
-    &["tool", "prompt", "resource", "task", "legacy"],
+    &["tool", "prompt", "resource", "skill", "task", "legacy"],
     // The unions decoded by method: requests, notifications, results.
     &["request", "notification", "result"],
 ];

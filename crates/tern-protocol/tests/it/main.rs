@@ -15,6 +15,7 @@ mod built;
 mod decoder;
 mod examples;
 mod fixtures;
+mod frontmatter;
 mod fuzz;
 mod house;
 mod layers;

@@ -116,10 +116,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The capabilities `initialize` answers with: the registry's, with the
 /// 2025 members the session serves (`logging`, `resources.subscribe`,
-/// `listChanged`), and without `extensions` (no tasks on legacy sessions).
+/// `listChanged`), and of `extensions` only Skills (no tasks on legacy
+/// sessions; the Skills methods are served there as on the modern wire).
 fn server_capabilities(server: &Server) -> tern_protocol::ServerCapabilities {
     let mut caps = server.capabilities();
-    caps.extensions = None;
+    caps.extensions = caps
+        .extensions
+        .take()
+        .map(|mut e| {
+            e.retain(|id, _| id == tern_protocol::skill::SKILLS_EXTENSION);
+            e
+        })
+        .filter(|e| !e.is_empty());
     caps.logging = Some(JsonObject::new());
     if let Some(tools) = caps.tools.as_mut() {
         tools.list_changed = Some(true);

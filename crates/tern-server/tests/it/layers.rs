@@ -44,8 +44,8 @@ const FLOORS: &[&[&str]] = &[
     &["handler", "engine::strategy"],
     // The engine: the leg runner, guarded legs, tasks.
     &["engine", "task"],
-    // Method definitions: tools, prompts, resources.
-    &["tool", "prompt", "resource"],
+    // Method definitions: tools, prompts, resources, skills.
+    &["tool", "prompt", "resource", "skill"],
     // What the server offers now.
     &["registry"],
     // The server: built, dispatching, listening.

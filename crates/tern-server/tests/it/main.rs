@@ -27,5 +27,6 @@ mod limits;
 mod protocol;
 mod rules;
 mod schema;
+mod skills;
 mod stdio;
 mod tasks;

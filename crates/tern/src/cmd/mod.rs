@@ -44,6 +44,7 @@ mod questions;
 pub(crate) mod serve;
 pub(crate) mod server;
 pub(crate) mod servers;
+mod skill;
 mod task;
 
 /// What `tern task` does with a task.
@@ -68,6 +69,15 @@ pub(crate) enum Op {
     Prompts,
     /// Every resource and resource template.
     Resources,
+    /// Every skill (Skills extension).
+    Skills,
+    /// One skill's SKILL.md, or with `save` its files written there.
+    Skill {
+        /// Its name or the URI of its SKILL.md.
+        name: String,
+        /// `--save DIR`.
+        save: Option<PathBuf>,
+    },
     /// `tools/call`.
     Call {
         /// The tool.
@@ -499,6 +509,8 @@ async fn execute(c: &Connected, op: Op) -> Result<u8, Failure> {
         Op::Tools => lists::tools(c).await,
         Op::Prompts => lists::prompts(c).await,
         Op::Resources => lists::resources(c).await,
+        Op::Skills => skill::list(c).await,
+        Op::Skill { name, save } => skill::show(c, &name, save.as_deref()).await,
         Op::Call { tool, pairs, args } => call::call(c, tool, &pairs, args.as_deref()).await,
         Op::Prompt { name, pairs } => fetch::prompt(c, name, &pairs).await,
         Op::Read { uri } => fetch::read(c, uri).await,

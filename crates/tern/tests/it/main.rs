@@ -32,4 +32,6 @@ mod otel;
 mod park;
 mod peers2025;
 mod process;
+mod skills;
+mod skills_ts;
 mod terminal;
