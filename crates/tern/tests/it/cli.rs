@@ -66,6 +66,40 @@ fn the_declarative_twin_asks_the_same_question_and_gives_the_same_result() {
             "{tool}"
         );
     }
+    // Over Streamable HTTP too, and a decline reaches the body as a value.
+    let demo = super::park::Demo::start(&[]);
+    for tool in ["provision_database", "provision_database_asked"] {
+        let o = tern(&[
+            "call",
+            "--url",
+            &demo.url,
+            tool,
+            "name=orders",
+            "--answer",
+            REGION,
+        ]);
+        assert_eq!(code(&o), 0, "{tool}: {}", stderr(&o));
+        assert_eq!(
+            stdout(&o),
+            "Created database orders in eu-west-1.\n",
+            "{tool}"
+        );
+        let o = tern(&[
+            "call",
+            "--url",
+            &demo.url,
+            tool,
+            "name=orders",
+            "--answer",
+            r#"region={"action":"decline"}"#,
+        ]);
+        assert_eq!(
+            stdout(&o),
+            "Provisioning cancelled.\n",
+            "{tool}: {}",
+            stderr(&o)
+        );
+    }
 }
 
 #[test]
