@@ -188,17 +188,33 @@ impl Server {
     /// changed (a skill added or removed, a `SKILL.md`'s name or
     /// description), listeners are told
     /// (`notifications/resources/list_changed`: the extension has no
-    /// notification of its own); returns whether they were.
+    /// notification of its own); returns whether they were. Each file whose
+    /// bytes changed or that is gone gets `notifications/resources/updated`
+    /// for the listens that follow it (a skill file is a resource a listen
+    /// may name).
     pub fn replace_skills(&self, catalog: crate::skill::SkillCatalog) -> bool {
         let mut listed = false;
+        let mut updated: Vec<String> = Vec::new();
         let _ = self.update(|r| {
             listed = r.skills.as_ref().map(crate::skill::SkillCatalog::listing)
                 != Some(catalog.listing());
+            // Each file whose bytes changed, or that is gone: its
+            // `resources/updated` for whoever listens to it.
+            if let Some(old) = &r.skills {
+                updated = old
+                    .file_uris()
+                    .filter(|uri| old.file(uri) != catalog.file(uri))
+                    .map(str::to_owned)
+                    .collect();
+            }
             r.skills = Some(catalog);
             Ok(true)
         });
         if listed {
             self.inner.changes.resources_changed();
+        }
+        for uri in updated {
+            self.inner.changes.resource_updated(uri);
         }
         listed
     }

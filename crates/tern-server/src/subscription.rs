@@ -23,7 +23,8 @@ use crate::server::Server;
 impl Server {
     /// The resource URIs of a listen: at most the configured number, none
     /// twice, each a resource this server has (or a URI one of its
-    /// templates matches) when it offers resources at all. Refusals name
+    /// templates matches, or a file of its skills) when it offers resources
+    /// at all. Refusals name
     /// the position, never echo the URI (attacker input).
     fn check_listen_uris(&self, asked: &SubscriptionFilter) -> Result<(), ErrorObject> {
         let Some(uris) = asked.resource_subscriptions.as_deref() else {
@@ -36,7 +37,9 @@ impl Server {
             )));
         }
         let registry = self.registry();
-        let offered = !registry.resources.is_empty() || !registry.templates.is_empty();
+        let offered = !registry.resources.is_empty()
+            || !registry.templates.is_empty()
+            || registry.skills.is_some();
         let mut seen = std::collections::HashSet::with_capacity(uris.len());
         for (i, uri) in uris.iter().enumerate() {
             if !seen.insert(uri.as_str()) {
@@ -48,7 +51,11 @@ impl Server {
                 || registry
                     .templates
                     .iter()
-                    .any(|t| t.matcher.as_ref().is_some_and(|m| m.matches(uri).is_some()));
+                    .any(|t| t.matcher.as_ref().is_some_and(|m| m.matches(uri).is_some()))
+                || registry
+                    .skills
+                    .as_ref()
+                    .is_some_and(|skills| skills.file(uri).is_some());
             if offered && !known {
                 return Err(ErrorObject::invalid_params(format!(
                     "resourceSubscriptions[{i}] names no resource of this server"

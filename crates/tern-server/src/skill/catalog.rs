@@ -183,6 +183,11 @@ impl SkillCatalog {
         self.inner.files.get(uri).map(|f| &*f.bytes)
     }
 
+    /// The URIs of the catalogue's files, in no particular order.
+    pub(crate) fn file_uris(&self) -> impl Iterator<Item = &str> {
+        self.inner.files.keys().map(String::as_str)
+    }
+
     /// What was skipped while the catalogue was assembled from a folder,
     /// and why (also logged, at warn level); always empty for a
     /// catalogue built in code, which fails instead.

@@ -609,6 +609,54 @@ async fn replacing_the_catalogue_announces_resources_list_changed() {
 }
 
 #[tokio::test]
+async fn a_listen_may_follow_a_skill_file_and_hears_it_change() {
+    let server = server(100);
+    let (input, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, output) = tokio::io::duplex(1 << 16);
+    let handle = server.clone();
+    tokio::spawn(serve(
+        server,
+        server_in,
+        server_out,
+        StdioOptions::default(),
+    ));
+    let mut input = input;
+    let mut lines = BufReader::new(output).lines();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let uri = "skill://git-workflow/SKILL.md";
+    let listen = json!({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": [uri]}, "_meta": meta}});
+    input
+        .write_all(format!("{listen}\n").as_bytes())
+        .await
+        .unwrap();
+    let ack: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!([uri])
+    );
+    // The same files: no update; a changed SKILL.md: its update.
+    handle.replace_skills(catalog());
+    let changed = format!("{GIT}\nOne more line.\n");
+    let next = SkillCatalog::builder()
+        .skill("git-workflow", [("SKILL.md", changed.as_str())])
+        .build()
+        .unwrap();
+    handle.replace_skills(next);
+    let line = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("the update comes within 10 s");
+    let n: Value = serde_json::from_str(&line.unwrap().unwrap()).unwrap();
+    assert_eq!(n["method"], "notifications/resources/updated", "{n}");
+    assert_eq!(n["params"]["uri"], uri);
+}
+
+#[tokio::test]
 async fn a_2025_session_gets_the_declaration_and_the_methods_without_cache_fields() {
     let server = server(100);
     let (mut input, server_in) = tokio::io::duplex(1 << 16);
