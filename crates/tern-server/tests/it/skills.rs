@@ -557,10 +557,20 @@ fn a_folder_of_skills_is_read_and_the_bad_ones_skipped_with_a_warning() {
     assert!(e.is_io(), "{e}");
 }
 
-#[tokio::test]
-async fn replacing_the_catalogue_announces_resources_list_changed() {
+/// The skills server over stdio with one `subscriptions/listen` of
+/// `filter` open: the server's handle, its output lines after the
+/// acknowledgement, the acknowledgement, and its input (held by the test:
+/// a closed input ends the session).
+async fn listening(
+    filter: Value,
+) -> (
+    Server,
+    tokio::io::Lines<BufReader<tokio::io::DuplexStream>>,
+    Value,
+    tokio::io::DuplexStream,
+) {
     let server = server(100);
-    let (input, server_in) = tokio::io::duplex(1 << 16);
+    let (mut input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
     let handle = server.clone();
     tokio::spawn(serve(
@@ -569,17 +579,22 @@ async fn replacing_the_catalogue_announces_resources_list_changed() {
         server_out,
         StdioOptions::default(),
     ));
-    let mut input = input;
-    let mut lines = BufReader::new(output).lines();
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                       "io.modelcontextprotocol/clientCapabilities": {}});
     let listen = json!({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen",
-        "params": {"notifications": {"resourcesListChanged": true}, "_meta": meta}});
+        "params": {"notifications": filter, "_meta": meta}});
     input
         .write_all(format!("{listen}\n").as_bytes())
         .await
         .unwrap();
+    let mut lines = BufReader::new(output).lines();
     let ack: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    (handle, lines, ack, input)
+}
+
+#[tokio::test]
+async fn replacing_the_catalogue_announces_resources_list_changed() {
+    let (handle, mut lines, ack, _input) = listening(json!({"resourcesListChanged": true})).await;
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     // The same listing: nothing to announce.
     assert!(!handle.replace_skills(catalog()));
@@ -610,28 +625,8 @@ async fn replacing_the_catalogue_announces_resources_list_changed() {
 
 #[tokio::test]
 async fn a_listen_may_follow_a_skill_file_and_hears_it_change() {
-    let server = server(100);
-    let (input, server_in) = tokio::io::duplex(1 << 16);
-    let (server_out, output) = tokio::io::duplex(1 << 16);
-    let handle = server.clone();
-    tokio::spawn(serve(
-        server,
-        server_in,
-        server_out,
-        StdioOptions::default(),
-    ));
-    let mut input = input;
-    let mut lines = BufReader::new(output).lines();
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientCapabilities": {}});
     let uri = "skill://git-workflow/SKILL.md";
-    let listen = json!({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen",
-        "params": {"notifications": {"resourceSubscriptions": [uri]}, "_meta": meta}});
-    input
-        .write_all(format!("{listen}\n").as_bytes())
-        .await
-        .unwrap();
-    let ack: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    let (handle, mut lines, ack, _input) = listening(json!({"resourceSubscriptions": [uri]})).await;
     assert_eq!(
         ack["method"], "notifications/subscriptions/acknowledged",
         "{ack}"
