@@ -56,6 +56,7 @@ impl DecodedRequest {
         &self.request
     }
 
+    #[cfg(feature = "http")]
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }

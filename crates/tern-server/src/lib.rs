@@ -63,7 +63,18 @@
 //! [`ServerBuilder::multi_instance`] refuses a random key and a replay store
 //! only one process sees.
 //!
-//! Features: none yet. Stability: pre-1.0.
+//! Features (all on by default; the core is always built: registry,
+//! dispatch, the engine, [`Ctx`], handlers, questions, the task and replay
+//! store contracts, [`transport::stdio`], the 2025-11-25 sessions):
+//!
+//! | feature | adds | pulls |
+//! |---|---|---|
+//! | `http` | `transport::http` (Streamable HTTP, `serve`, the accept loop, trusted proxies), `auth::ResourceServer` with a verifier of your own | axum, hyper, tower |
+//! | `auth` (implies `http`) | `auth::JwtVerifier`, `auth::Introspection` | jsonwebtoken, rustls, webpki-roots |
+//! | `testing` | [`testing`]: the in-process test client, the store contract suites | nothing |
+//!
+//! A stdio-only server: `tern-server = { version = "0.1", default-features
+//! = false }`. Stability: pre-1.0.
 
 pub mod auth;
 pub mod builder;
@@ -94,6 +105,7 @@ pub mod skill;
 pub(crate) mod subscription;
 pub mod task;
 pub(crate) mod template;
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod tool;
 pub mod transport;

@@ -195,6 +195,13 @@ impl ToolDef {
 pub(crate) struct ToolEntry {
     pub(crate) def: ToolDef,
     pub(crate) validator: jsonschema::Validator,
+    #[cfg_attr(
+        not(feature = "http"),
+        expect(
+            dead_code,
+            reason = "`x-mcp-header` arguments are read by the HTTP transport"
+        )
+    )]
     pub(crate) header_params: Vec<HeaderParam>,
 }
 

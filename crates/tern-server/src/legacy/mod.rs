@@ -34,6 +34,7 @@
 //! not).
 
 pub(crate) mod downgrade;
+#[cfg(feature = "http")]
 pub(crate) mod http;
 pub(crate) mod live;
 pub(crate) mod session;

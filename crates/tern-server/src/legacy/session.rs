@@ -56,6 +56,7 @@ impl Sink {
     }
 
     /// Messages for an SSE stream (no newline).
+    #[cfg(feature = "http")]
     pub(crate) fn events(tx: mpsc::Sender<String>) -> Self {
         Self { tx, newline: false }
     }
@@ -199,6 +200,7 @@ impl Session {
     }
 
     /// The negotiated version.
+    #[cfg(feature = "http")]
     pub(crate) fn version(&self) -> &'static str {
         self.version
     }
@@ -288,6 +290,7 @@ impl Session {
 
     /// Registers request `id` as in flight; `None` if that id is in flight
     /// already.
+    #[cfg(feature = "http")]
     pub(crate) fn start(self: &Arc<Self>, id: &RequestId) -> Option<InFlight> {
         let token = self.closed.child_token();
         let mut active = lock(&self.in_flight);
@@ -479,6 +482,7 @@ impl Session {
     }
 
     /// The session is over (ended, or closed as stale by [`Self::keep_alive`]).
+    #[cfg(feature = "http")]
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
     }
@@ -593,6 +597,7 @@ fn decode<T: serde::de::DeserializeOwned>(request: &Request) -> Result<T, ErrorO
 }
 
 /// A request in flight on a session; forgotten when dropped.
+#[cfg(feature = "http")]
 #[derive(Debug)]
 pub(crate) struct InFlight {
     session: Arc<Session>,
@@ -600,6 +605,7 @@ pub(crate) struct InFlight {
     token: CancellationToken,
 }
 
+#[cfg(feature = "http")]
 impl InFlight {
     /// Cancelled by `notifications/cancelled` or the end of the session.
     pub(crate) fn token(&self) -> &CancellationToken {
@@ -607,6 +613,7 @@ impl InFlight {
     }
 }
 
+#[cfg(feature = "http")]
 impl Drop for InFlight {
     fn drop(&mut self) {
         lock(&self.session.in_flight).remove(&self.id);
