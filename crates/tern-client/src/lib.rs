@@ -26,11 +26,22 @@
 //! ```
 //!
 //! Transports: a child process over stdio, and Streamable HTTP (`http://`).
-//! Stability: pre-1.0.
+//! Features (on by default; the core is always built: the client, MRTR
+//! rounds, tasks, handlers, limits, [`transport::stdio`], 2025-11-25
+//! servers over stdio):
+//!
+//! | feature | adds | pulls |
+//! |---|---|---|
+//! | `http` | `transport::http` (Streamable HTTP over HTTPS), `tls`, 2025-11-25 HTTP sessions | hyper, rustls, webpki-roots |
+//! | `auth` (implies `http`) | `auth`: the OAuth 2.1 client (discovery, registration, PKCE, refresh) | url |
+//!
+//! A stdio-only client: `tern-client = { version = "0.1", default-features
+//! = false }`. Stability: pre-1.0.
 
 // The floors, lowest first (a module uses only floors below its own;
 // `tests::layers` holds them): error, limits, future, tls, headers →
 // handler, preset → auth → transport → legacy → client.
+#[cfg(feature = "auth")]
 pub mod auth;
 pub mod client;
 pub mod error;
@@ -40,6 +51,7 @@ pub(crate) mod headers;
 pub mod legacy;
 pub mod limits;
 pub mod preset;
+#[cfg(feature = "http")]
 pub mod tls;
 pub mod transport;
 

@@ -17,11 +17,11 @@ use tern_protocol::{ServerNotification, method, version};
 use tokio::sync::mpsc;
 
 use super::{accept_initialize, era_of_answer};
-use crate::auth::{Challenge, MAX_AUTH_ATTEMPTS, OAuth, wants_flow};
 use crate::error::ClientError;
 use crate::limits::{Limit, Limits};
 use crate::tls::{self, HttpClient, TlsOptions};
 use crate::transport::asks::{ServerAsk, answer_standing, answer_text, response_text, server_ask};
+use crate::transport::authorize::{Authorization, Next};
 use crate::transport::sse::Decoder;
 use crate::transport::{CancelGuard, Exchange, Incoming, Outgoing, SessionListeners};
 
@@ -46,7 +46,7 @@ pub(crate) struct LegacyHttp {
     client: HttpClient,
     headers: Vec<(String, String)>,
     limits: Limits,
-    oauth: Option<OAuth>,
+    auth: Authorization,
     state: Mutex<SessionState>,
     /// Requests in flight: their replies, and whether they may be asked
     /// questions (`tools/call`, `prompts/get`, `resources/read`).
@@ -80,7 +80,7 @@ impl LegacyHttp {
             client: tls::client(&TlsOptions::default())?,
             headers: Vec::new(),
             limits: Limits::default(),
-            oauth: None,
+            auth: Authorization::default(),
             state: Mutex::default(),
             inflight: Mutex::default(),
             roots: Mutex::default(),
@@ -92,8 +92,9 @@ impl LegacyHttp {
         *lock(&self.roots) = Some(roots);
     }
 
-    pub(crate) fn set_oauth(&mut self, oauth: OAuth) {
-        self.oauth = Some(oauth);
+    #[cfg(feature = "auth")]
+    pub(crate) fn set_oauth(&mut self, oauth: crate::auth::OAuth) {
+        self.auth = Authorization::oauth(oauth);
     }
 
     pub(crate) fn set_tls(&mut self, options: &TlsOptions) -> Result<(), ClientError> {
@@ -161,11 +162,11 @@ impl LegacyHttp {
         &self,
         request: Request<Full<Bytes>>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, ClientError> {
-        let Some(oauth) = &self.oauth else {
+        if !self.auth.is_on() {
             return self.client.request(request).await.map_err(|e| {
                 ClientError::transport(format!("cannot reach {}", self.url)).because(e)
             });
-        };
+        }
         // As the modern transport does (`HttpTransport::with_oauth`): the
         // token on every request, the flow on 401 / 403 insufficient_scope.
         let (parts, body) = request.into_parts();
@@ -177,7 +178,7 @@ impl LegacyHttp {
             for (k, v) in &parts.headers {
                 b = b.header(k, v);
             }
-            let token = oauth.access_token().await?;
+            let token = self.auth.token().await?;
             if let Some(token) = &token {
                 b = b.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
             }
@@ -188,26 +189,19 @@ impl LegacyHttp {
                 ClientError::transport(format!("cannot reach {}", self.url)).because(e)
             })?;
             let status = response.status().as_u16();
-            let challenge = Challenge::parse(
-                response
-                    .headers()
-                    .get_all(http::header::WWW_AUTHENTICATE)
-                    .iter()
-                    .filter_map(|v| v.to_str().ok()),
-            );
-            if !wants_flow(status, challenge.as_ref()) {
+            let next = self
+                .auth
+                .after(
+                    &self.url,
+                    &mut attempts,
+                    token.as_deref(),
+                    status,
+                    response.headers(),
+                )
+                .await?;
+            if next == Next::Done {
                 return Ok(response);
             }
-            if attempts == MAX_AUTH_ATTEMPTS {
-                return Err(ClientError::unauthorized(format!(
-                    "{} still refuses the request (HTTP {status}) after {attempts} authorizations",
-                    self.url
-                )));
-            }
-            attempts += 1;
-            oauth
-                .challenged(token.as_deref(), status, challenge.as_ref())
-                .await?;
         }
     }
 

@@ -39,6 +39,7 @@
 //!   its response is resumed with `GET` and `Last-Event-ID` after the
 //!   stream's `retry` (SEP-1699).
 
+#[cfg(feature = "http")]
 pub(crate) mod http;
 mod listen;
 mod task;
@@ -60,6 +61,7 @@ use tokio::sync::{OnceCell, mpsc};
 use crate::error::ClientError;
 use crate::handler::Roots;
 use crate::limits::Limits;
+#[cfg(feature = "http")]
 use crate::transport::http::HttpTransport;
 use crate::transport::stdio::{ChildProcess, ChildWatch, SpawnOptions};
 use crate::transport::{BoxFuture, Exchange, Incoming, Outgoing, Transport};
@@ -194,6 +196,7 @@ enum Wire {
         options: SpawnOptions,
         child: Mutex<Arc<ChildProcess>>,
     },
+    #[cfg(feature = "http")]
     Http {
         modern: HttpTransport,
         legacy: Arc<http::LegacyHttp>,
@@ -208,6 +211,7 @@ enum Leg {
         init: Value,
         child: Arc<ChildProcess>,
     },
+    #[cfg(feature = "http")]
     Http,
 }
 
@@ -233,6 +237,7 @@ impl std::fmt::Debug for DualEra {
 }
 
 /// HTTP eras by URL, for the life of the process (`true`: modern).
+#[cfg(feature = "http")]
 fn http_cache() -> &'static Mutex<std::collections::HashMap<String, bool>> {
     static CACHE: std::sync::OnceLock<Mutex<std::collections::HashMap<String, bool>>> =
         std::sync::OnceLock::new();
@@ -278,6 +283,7 @@ impl DualEra {
     }
 
     /// A Streamable HTTP endpoint, era detected on the first request.
+    #[cfg(feature = "http")]
     pub fn http(url: &str) -> Result<Self, ClientError> {
         Ok(Self {
             wire: Wire::Http {
@@ -294,6 +300,7 @@ impl DualEra {
 
     /// Sends `name: value` on every HTTP request (an `Authorization`
     /// header, say); no effect on stdio.
+    #[cfg(feature = "http")]
     #[must_use]
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         if let Wire::Http { modern, legacy } = &mut self.wire {
@@ -308,6 +315,7 @@ impl DualEra {
 
     /// Trusts the CAs `options` names for `https://` (both legs; no effect
     /// on stdio).
+    #[cfg(feature = "http")]
     pub fn with_tls(mut self, options: &crate::tls::TlsOptions) -> Result<Self, ClientError> {
         if let Wire::Http { modern, legacy } = &mut self.wire {
             *modern = modern.clone().with_tls(options)?;
@@ -320,6 +328,7 @@ impl DualEra {
 
     /// Authorizes both legs with `oauth` (for this endpoint), as
     /// [`HttpTransport::with_oauth`] does; no effect on stdio.
+    #[cfg(feature = "auth")]
     pub fn with_oauth(mut self, oauth: crate::auth::OAuth) -> Result<Self, ClientError> {
         if let Wire::Http { modern, legacy } = &mut self.wire {
             *modern = modern.clone().with_oauth(oauth.clone())?;
@@ -351,6 +360,7 @@ impl DualEra {
     pub fn watch(&self) -> Option<ChildWatch> {
         match &self.wire {
             Wire::Stdio { child, .. } => Some(lock(child).watch()),
+            #[cfg(feature = "http")]
             Wire::Http { .. } => None,
         }
     }
@@ -360,6 +370,7 @@ impl DualEra {
         Some(match self.leg.get()? {
             Leg::Modern => Era::Modern,
             Leg::Stdio { version, .. } => Era::Legacy(version.clone()),
+            #[cfg(feature = "http")]
             Leg::Http => match &self.wire {
                 Wire::Http { legacy, .. } => Era::Legacy(legacy.version()),
                 Wire::Stdio { .. } => return None,
@@ -382,6 +393,7 @@ impl DualEra {
     /// The legacy leg without a probe.
     async fn initialize_at_once(&self, first: &Outgoing) -> Result<Leg, ClientError> {
         match &self.wire {
+            #[cfg(feature = "http")]
             Wire::Http { legacy, .. } => {
                 legacy.initialize(initialize_body(first)).await?;
                 legacy.open_standalone().await;
@@ -396,6 +408,7 @@ impl DualEra {
 
     async fn probe_and_open(&self, first: &Outgoing) -> Result<Leg, ClientError> {
         match &self.wire {
+            #[cfg(feature = "http")]
             Wire::Http { legacy, .. } => {
                 let url = legacy.url();
                 let cached = lock(http_cache()).get(&url).copied();
@@ -570,6 +583,7 @@ impl Transport for DualEra {
         Box::pin(async move {
             let leg = self.leg.get_or_try_init(|| self.detect(&out)).await?;
             match (leg, &self.wire) {
+                #[cfg(feature = "http")]
                 (Leg::Modern, Wire::Http { modern, .. }) => modern.send(out).await,
                 (Leg::Modern, Wire::Stdio { child, .. }) => {
                     let child = Arc::clone(&lock(child));
@@ -596,6 +610,7 @@ impl Transport for DualEra {
                     }
                     child.send(out).await
                 }
+                #[cfg(feature = "http")]
                 (Leg::Http, Wire::Http { legacy, .. }) => {
                     if out.method == method::DISCOVER {
                         let version = legacy.version();
@@ -618,6 +633,7 @@ impl Transport for DualEra {
                     }
                     legacy.send(out).await
                 }
+                #[cfg(feature = "http")]
                 (Leg::Http, Wire::Stdio { .. }) => Err(ClientError::transport(
                     "no HTTP session on a stdio transport",
                 )),
@@ -627,6 +643,7 @@ impl Transport for DualEra {
 
     fn serve_roots(&self, roots: Arc<dyn Roots>) {
         match &self.wire {
+            #[cfg(feature = "http")]
             Wire::Http { legacy, .. } => legacy.serve_roots(Arc::clone(&roots)),
             Wire::Stdio { child, .. } => lock(child).serve_roots(Arc::clone(&roots)),
         }
@@ -636,6 +653,7 @@ impl Transport for DualEra {
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             match &self.wire {
+                #[cfg(feature = "http")]
                 Wire::Http { legacy, .. } => legacy.end().await,
                 Wire::Stdio { child, .. } => {
                     let child = Arc::clone(&lock(child));

@@ -29,6 +29,7 @@ use tern_protocol::jsonrpc::RequestId;
 use tern_protocol::method;
 use tokio::sync::mpsc;
 
+#[cfg(feature = "http")]
 use super::http::LegacyHttp;
 use crate::client::{DEFAULT_POLL, MAX_POLL, MIN_POLL};
 use crate::error::ClientError;
@@ -46,6 +47,7 @@ const NO_TTL_LIMIT: Duration = Duration::from_secs(24 * 3600);
 #[derive(Clone)]
 pub(crate) enum Session {
     Stdio(Arc<ChildProcess>),
+    #[cfg(feature = "http")]
     Http(Arc<LegacyHttp>),
 }
 
@@ -53,6 +55,7 @@ impl Session {
     async fn send(&self, out: Outgoing) -> Result<Exchange, ClientError> {
         match self {
             Self::Stdio(child) => child.send(out).await,
+            #[cfg(feature = "http")]
             Self::Http(http) => http.send(out).await,
         }
     }
@@ -61,6 +64,7 @@ impl Session {
     pub(super) fn listeners(&self) -> &crate::transport::SessionListeners {
         match self {
             Self::Stdio(child) => child.listeners(),
+            #[cfg(feature = "http")]
             Self::Http(http) => http.listeners(),
         }
     }

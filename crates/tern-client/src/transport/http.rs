@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -12,9 +12,9 @@ use tern_protocol::ServerNotification;
 use tern_protocol::jsonrpc::Message;
 use tokio::sync::mpsc;
 
+use super::authorize::{Authorization, Next};
 use super::sse::{Decoder, SseError};
 use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, Transport};
-use crate::auth::{Challenge, MAX_AUTH_ATTEMPTS, OAuth, wants_flow};
 use crate::error::ClientError;
 use crate::headers::encode_value;
 use crate::limits::{Limit, Limits};
@@ -28,7 +28,7 @@ pub struct HttpTransport {
     client: HttpClient,
     headers: Arc<Vec<(String, String)>>,
     limits: Limits,
-    oauth: Option<OAuth>,
+    auth: Authorization,
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -52,7 +52,7 @@ impl HttpTransport {
             client,
             headers: Arc::new(Vec::new()),
             limits: Limits::default(),
-            oauth: None,
+            auth: Authorization::default(),
         })
     }
 
@@ -66,8 +66,9 @@ impl HttpTransport {
     /// Authorizes with `oauth` (which must be for this endpoint): its access
     /// token on every request; a 401, or a 403 `insufficient_scope`, runs
     /// its flow and sends the request again, at most
-    /// [`MAX_AUTH_ATTEMPTS`] times.
-    pub fn with_oauth(mut self, oauth: OAuth) -> Result<Self, ClientError> {
+    /// [`MAX_AUTH_ATTEMPTS`](crate::auth::MAX_AUTH_ATTEMPTS) times.
+    #[cfg(feature = "auth")]
+    pub fn with_oauth(mut self, oauth: crate::auth::OAuth) -> Result<Self, ClientError> {
         // Compared as the URL parser normalises both (host case, default
         // port), the way OAuth itself keys its grants.
         let same =
@@ -79,7 +80,7 @@ impl HttpTransport {
                 self.url
             )));
         }
-        self.oauth = Some(oauth);
+        self.auth = Authorization::oauth(oauth);
         Ok(self)
     }
 
@@ -270,10 +271,7 @@ impl Transport for HttpTransport {
                     let value = HeaderValue::from_str(value).map_err(|e| invalid(e.into()))?;
                     headers.insert(header, value);
                 }
-                let token = match &self.oauth {
-                    Some(oauth) => oauth.access_token().await?,
-                    None => None,
-                };
+                let token = self.auth.token().await?;
                 if let Some(token) = &token {
                     let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| {
                         ClientError::unauthorized("the access token cannot be sent in a header")
@@ -285,30 +283,19 @@ impl Transport for HttpTransport {
                     ClientError::transport(format!("cannot reach {}", self.url)).because(e)
                 })?;
                 let status = response.status().as_u16();
-                let Some(oauth) = &self.oauth else {
-                    break response;
-                };
-                let challenge = Challenge::parse(
-                    response
-                        .headers()
-                        .get_all(WWW_AUTHENTICATE)
-                        .iter()
-                        .filter_map(|v| v.to_str().ok()),
-                );
-                if !wants_flow(status, challenge.as_ref()) {
-                    break response;
-                }
-                if attempts == MAX_AUTH_ATTEMPTS {
-                    return Err(ClientError::unauthorized(format!(
-                        "{} still refuses the request (HTTP {status}) after {attempts} \
-                         authorizations",
-                        self.url
-                    )));
-                }
-                attempts += 1;
-                oauth
-                    .challenged(token.as_deref(), status, challenge.as_ref())
+                let next = self
+                    .auth
+                    .after(
+                        &self.url,
+                        &mut attempts,
+                        token.as_deref(),
+                        status,
+                        response.headers(),
+                    )
                     .await?;
+                if next == Next::Done {
+                    break response;
+                }
             };
             let (tx, rx) = mpsc::channel(64);
             let task = tokio::spawn(pump(response, self.limits, tx));

@@ -11,7 +11,11 @@ use tokio::sync::mpsc;
 use crate::error::ClientError;
 
 pub(crate) mod asks;
+#[cfg(feature = "http")]
+pub(crate) mod authorize;
+#[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
 pub(crate) mod sse;
 pub mod stdio;
 

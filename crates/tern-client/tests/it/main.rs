@@ -48,6 +48,7 @@ macro_rules! each_way {
 mod child;
 mod death;
 mod driver;
+mod features;
 mod handlers;
 mod hardening;
 mod harness;
