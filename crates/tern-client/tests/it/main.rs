@@ -48,6 +48,7 @@ macro_rules! each_way {
 mod child;
 mod death;
 mod driver;
+mod examples;
 mod features;
 mod handlers;
 mod hardening;

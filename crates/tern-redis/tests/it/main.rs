@@ -7,6 +7,7 @@
     reason = "test helpers: a failed unwrap is a failed test"
 )]
 
+mod example;
 mod redis_server;
 mod replay;
 mod tasks;

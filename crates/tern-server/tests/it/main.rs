@@ -18,6 +18,7 @@ mod adversarial;
 mod await_strategy;
 mod call;
 mod exactly_once;
+mod examples;
 mod features;
 mod fixture;
 mod fuzz;

@@ -1,0 +1,184 @@
+//! The examples of `examples/` run as a user runs them: each built binary
+//! started, called with tern's client (answering the questions it asks),
+//! and stopped.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tern_client::transport::BoxFuture;
+use tern_client::transport::http::HttpTransport;
+use tern_client::transport::stdio::ChildProcess;
+use tern_client::{CallOptions, Client, Elicitation, HandlerError, Question};
+use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitResult, ElicitValue};
+use tern_protocol::task::Task;
+use tokio::io::AsyncBufReadExt;
+
+/// `target/<profile>/examples/NAME`, next to this test's `deps/` folder
+/// (`cargo test` builds the examples before it runs the tests).
+fn example(name: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let path: PathBuf = profile.join("examples").join(name);
+    assert!(path.exists(), "{} is not built", path.display());
+    path.to_string_lossy().into_owned()
+}
+
+/// Answers every form with fixed values, and remembers what was asked.
+struct Answers {
+    values: Vec<(&'static str, ElicitValue)>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Elicitation for Answers {
+    fn form(
+        &self,
+        _question: Question,
+        params: ElicitRequestFormParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
+        self.asked.lock().unwrap().push(params.message.clone());
+        let content = self
+            .values
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        Box::pin(async move { Ok(ElicitResult::accept(content)) })
+    }
+}
+
+fn text(result: &tern_protocol::tool::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn bounded<F: Future>(f: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(60), f)
+        .await
+        .expect("the example did not answer within 60 s")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_server_greets() {
+    let child = ChildProcess::spawn(&example("stdio_server"), &[]).unwrap();
+    let watch = child.watch();
+    let client = Client::builder().build(child);
+    let result = bounded(client.call_tool("greet", Some(serde_json::json!({"name": "Ada"}))))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "Hello, Ada!");
+    // Wrong arguments are refused by the schema derived from the type, as
+    // a tool execution error the model can read (Tools › Error Handling).
+    let refused = bounded(client.call_tool("greet", Some(serde_json::json!({"name": 7}))))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("/name"), "{}", text(&refused));
+    client.close().await;
+    drop(watch);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asking_tool_asks_then_creates_once() {
+    let asked = Arc::default();
+    let client = Client::builder()
+        .elicitation(Answers {
+            values: vec![("region", ElicitValue::from("us-east-1"))],
+            asked: Arc::clone(&asked),
+        })
+        .build(ChildProcess::spawn(&example("asking_tool"), &[]).unwrap());
+    let result = bounded(client.call_tool(
+        "provision_database",
+        Some(serde_json::json!({"name": "orders"})),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        text(&result),
+        "Created orders in UsEast1 (id db-orders-useast1)"
+    );
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["Which region should orders live in?"]
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_tool_runs_as_a_task_and_asks() {
+    let created: Arc<Mutex<Vec<Task>>> = Arc::default();
+    let seen = Arc::clone(&created);
+    let asked = Arc::default();
+    let client = Client::builder()
+        .elicitation(Answers {
+            values: vec![("send", ElicitValue::Bool(true))],
+            asked: Arc::clone(&asked),
+        })
+        .tasks(true)
+        .build(ChildProcess::spawn(&example("task_tool"), &[]).unwrap());
+    let options = CallOptions::default().on_task_created(Arc::new(move |t: &Task| {
+        seen.lock().unwrap().push(t.clone());
+    }));
+    let result = bounded(client.call_tool_with(
+        "export_report",
+        Some(serde_json::json!({"pages": 3})),
+        &options,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(text(&result), "Sent the 3-page report.");
+    assert_eq!(created.lock().unwrap().len(), 1, "the call became one task");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["The 3-page report is ready. Send it?"]
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_server_serves_in_axum_and_stops_on_sigint() {
+    let mut child = tokio::process::Command::new(example("http_server"))
+        .arg("127.0.0.1:0")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = bounded(lines.next_line()).await.unwrap().unwrap();
+    let url = line.strip_prefix("listening on ").unwrap().to_owned();
+    let client = Client::builder().build(HttpTransport::new(&url).unwrap());
+    let result = bounded(client.call_tool("add", Some(serde_json::json!({"a": 2, "b": 3}))))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "5");
+    // The application's own route sits beside the endpoint.
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .unwrap();
+    let response = bounded(raw_get(authority, "/healthz")).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.ends_with("\r\n\r\nok"), "{response}");
+    client.close().await;
+    let pid = child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    let exit = bounded(child.wait()).await.unwrap();
+    assert!(exit.success(), "{exit:?}");
+}
+
+/// A plain `GET` on a fresh connection; the whole response as text.
+async fn raw_get(authority: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
