@@ -11,7 +11,7 @@
 
 use serde::Deserialize;
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
-use tern_server::{Answer, Args, Ctx, Elicit, Server, ToolDef, ToolError};
+use tern_server::{Answer, Args, BuildError, Ctx, Elicit, Server, ToolDef, ToolError};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Provision {
@@ -51,9 +51,9 @@ async fn provision_database(ctx: Ctx, Args(a): Args<Provision>) -> Result<String
     Ok(format!("Created {} in {region:?} (id {id})", a.name))
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let server = Server::builder("inventory", "1.0.0")
+/// The server: one tool, which asks.
+pub fn server() -> Result<Server, BuildError> {
+    Server::builder("inventory", "1.0.0")
         .tool(
             ToolDef::new(
                 "provision_database",
@@ -62,7 +62,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
             .elicits::<Region>(),
         )
-        .build()?;
-    serve_stdio(server, StdioOptions::default()).await?;
+        .build()
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    serve_stdio(server()?, StdioOptions::default()).await?;
     Ok(())
 }

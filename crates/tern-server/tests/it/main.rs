@@ -27,6 +27,7 @@ mod layers;
 mod legacy;
 mod limits;
 mod protocol;
+mod readme;
 mod rules;
 mod schema;
 mod skills;
