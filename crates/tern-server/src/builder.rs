@@ -32,6 +32,25 @@ pub const DEFAULT_MAX_LISTENS: usize = 64;
 pub const DEFAULT_MAX_LISTENS_PER_CALLER: usize = 16;
 
 /// Builds a [`Server`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tern_server::{KeyRing, Server, ToolDef};
+///
+/// async fn ping() -> &'static str { "pong" }
+///
+/// let server = Server::builder("inventory", "1.0.0")
+///     .instructions("Inventory of databases; ask before creating one.")
+///     .tool(ToolDef::new("ping", "Answers pong", ping))
+///     // Keys shared by every replica (`tern keys generate`); without them a
+///     // random key serves this process only.
+///     .keys(KeyRing::generate())
+///     .state_ttl(Duration::from_secs(300))
+///     .page_size(50)
+///     .build()?;
+/// assert!(server.serves("tools/list"));
+/// # Ok::<(), tern_server::BuildError>(())
+/// ```
 pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,

@@ -330,6 +330,27 @@ impl Ctx {
     /// travel in one round. Fails with [`AskError`] when the request did not
     /// declare the capability the question needs; propagated with `?`, that
     /// ends the request with `-32021`.
+    ///
+    /// ```
+    /// use serde::Deserialize;
+    /// use tern_server::{Answer, Ctx, Elicit, ToolError};
+    ///
+    /// #[derive(Deserialize, schemars::JsonSchema)]
+    /// struct Confirm {
+    ///     /// Delete it for good.
+    ///     confirm: bool,
+    /// }
+    ///
+    /// async fn delete_branch(ctx: Ctx) -> Result<String, ToolError> {
+    ///     let question = Elicit::<Confirm>::form("Delete the branch `old`? This cannot be undone.");
+    ///     match ctx.ask(question).await? {
+    ///         Answer::Accept(Confirm { confirm: true }) => Ok("Deleted.".into()),
+    ///         // Declined, cancelled, or "no": the handler decides.
+    ///         _ => Ok("Kept.".into()),
+    ///     }
+    /// }
+    /// # let _ = tern_server::ToolDef::new("delete_branch", "Deletes a branch", delete_branch).elicits::<Confirm>();
+    /// ```
     pub async fn ask<Q: Question>(&self, question: Q) -> Result<Q::Output, AskError> {
         std::future::poll_fn(|cx| match self.lookup(&question, question.key()) {
             Lookup::Answered(out) => Poll::Ready(Ok(out)),
@@ -346,6 +367,31 @@ impl Ctx {
     /// in order. Questions whose derived keys are the same (several forms of
     /// one type) are numbered in order: `confirm`, `confirm_2`, …; keys set
     /// with `.key(...)` are kept as they are.
+    ///
+    /// ```
+    /// use serde::Deserialize;
+    /// use tern_server::{Answer, Ctx, Elicit, ToolError};
+    ///
+    /// #[derive(Deserialize, schemars::JsonSchema)]
+    /// struct Approve {
+    ///     /// Approve this step.
+    ///     approve: bool,
+    /// }
+    ///
+    /// async fn deploy(ctx: Ctx) -> Result<String, ToolError> {
+    ///     let steps = ["migrate the database", "switch traffic"];
+    ///     // One round, two questions: keys `approve` and `approve_2`.
+    ///     let answers = ctx
+    ///         .ask_all(steps.iter().map(|s| Elicit::<Approve>::form(format!("Approve: {s}?"))))
+    ///         .await?;
+    ///     let approved = answers
+    ///         .iter()
+    ///         .filter(|a| matches!(a, Answer::Accept(Approve { approve: true })))
+    ///         .count();
+    ///     Ok(format!("{approved} of {} steps approved", steps.len()))
+    /// }
+    /// # let _ = tern_server::ToolDef::new("deploy", "Deploys", deploy).elicits::<Approve>();
+    /// ```
     pub async fn ask_all<Q: Question>(
         &self,
         questions: impl IntoIterator<Item = Q>,
@@ -485,6 +531,27 @@ impl Ctx {
     /// (within its expiry and the call's lifetime). Effects that must happen
     /// once per call belong in the last round of a guarded handler, or take
     /// [`Ctx::call_id`] as a downstream idempotency key.
+    ///
+    /// ```
+    /// use tern_server::{Answer, Ctx, Elicit, ToolError};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Name {
+    ///     /// The ticket's title.
+    ///     title: String,
+    /// }
+    ///
+    /// async fn open_ticket(ctx: Ctx) -> Result<String, ToolError> {
+    ///     // Runs in the first leg; the later leg (after the question) reads the
+    ///     // memo from the sealed state instead of opening a second ticket.
+    ///     let id: u64 = ctx.once("open", async { 4242 }).await;
+    ///     let Answer::Accept(Name { title }) = ctx.ask(Elicit::<Name>::form("Title?")).await? else {
+    ///         return Ok(format!("Ticket {id} opened without a title."));
+    ///     };
+    ///     Ok(format!("Ticket {id}: {title}"))
+    /// }
+    /// # let _ = tern_server::ToolDef::new("open_ticket", "Opens a ticket", open_ticket).elicits::<Name>();
+    /// ```
     pub async fn once<T, F>(&self, name: &str, step: F) -> T
     where
         T: Serialize + DeserializeOwned,
@@ -534,6 +601,27 @@ impl Ctx {
     /// `tasks/cancel` instead of the request's disconnect. The call never
     /// goes back to MRTR. Resolves at once with `false` when the call cannot
     /// be a task (it goes on inline), and with `true` when it already is one.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tern_server::{Ctx, MemoryTaskStore, Server, TaskSupport, ToolDef, ToolError};
+    ///
+    /// async fn rebuild_index(ctx: Ctx) -> Result<String, ToolError> {
+    ///     // From here on the client polls the task; the request has its answer.
+    ///     let as_task = ctx.into_task().await;
+    ///     for shard in 1..=4 {
+    ///         ctx.progress(f64::from(shard), Some(4.0), Some(&format!("shard {shard} of 4")));
+    ///     }
+    ///     Ok(format!("Index rebuilt (as a task: {as_task})."))
+    /// }
+    ///
+    /// let server = Server::builder("search", "1.0.0")
+    ///     .tool(ToolDef::new("rebuild_index", "Rebuilds the index", rebuild_index).task(TaskSupport::Optional))
+    ///     .task_store(Arc::new(MemoryTaskStore::new()))
+    ///     .build()?;
+    /// assert!(server.serves("tools/call"));
+    /// # Ok::<(), tern_server::BuildError>(())
+    /// ```
     pub async fn into_task(&self) -> bool {
         if self.is_task() {
             return true;

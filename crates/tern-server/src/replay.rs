@@ -541,6 +541,16 @@ impl Records {
 /// whole contract (bounds in bytes with [`StoreLimits`], expiry and leases
 /// on the injected [`Clock`]) but only this process sees it, so
 /// [`crate::ServerBuilder::multi_instance`] refuses it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tern_server::{MemoryReplayStore, Server, StoreLimits, SystemClock};
+///
+/// let store = MemoryReplayStore::new(StoreLimits::default(), Arc::new(SystemClock));
+/// let server = Server::builder("app", "1.0.0").replay_store(Arc::new(store)).build()?;
+/// # drop(server);
+/// # Ok::<(), tern_server::BuildError>(())
+/// ```
 pub struct MemoryReplayStore {
     records: Mutex<Records>,
     limits: StoreLimits,

@@ -24,6 +24,34 @@ use crate::task::{TaskMode, TaskSupport};
 
 /// A tool and its handler, ready to register with
 /// [`crate::ServerBuilder::tool`].
+///
+/// ```
+/// use serde::Deserialize;
+/// use tern_server::{Args, Ctx, Server, ToolDef, ToolError};
+///
+/// #[derive(Deserialize, schemars::JsonSchema)]
+/// struct Resize {
+///     /// The volume to grow.
+///     volume: String,
+///     /// The new size in GiB.
+///     gib: u32,
+/// }
+///
+/// async fn resize(ctx: Ctx, Args(r): Args<Resize>) -> Result<String, ToolError> {
+///     // An effect, once per call however many legs it takes.
+///     let done = ctx.once("resize", async { format!("{} is {} GiB", r.volume, r.gib) }).await;
+///     Ok(done)
+/// }
+///
+/// let tool = ToolDef::new("resize_volume", "Grows a volume", resize)
+///     .title("Resize a volume")
+///     // The leg that runs the effect runs once, even if the client's
+///     // connection breaks and it retries (needs a replay store in a fleet).
+///     .idempotent_retry();
+/// let server = Server::builder("storage", "1.0.0").tool(tool).build()?;
+/// assert!(server.serves("tools/call"));
+/// # Ok::<(), tern_server::BuildError>(())
+/// ```
 pub struct ToolDef {
     pub(crate) tool: Tool,
     pub(crate) handler: Erased<ToolOutput>,

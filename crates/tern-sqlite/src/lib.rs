@@ -54,6 +54,19 @@ use tern_server::replay::BoxFuture;
 use tern_server::task::{Created, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
 
 /// Task records in one SQLite file. Cheap to clone (one shared connection).
+///
+/// ```
+/// use std::sync::Arc;
+/// use tern_sqlite::SqliteTaskStore;
+///
+/// let path = std::env::temp_dir().join(format!("tern-doc-{}.sqlite", std::process::id()));
+/// let tasks = SqliteTaskStore::open(&path)?;
+/// let server = tern_server::Server::builder("app", "1.0.0")
+///     .task_store(Arc::new(tasks))
+///     .build()?;
+/// # drop(server); let _ = std::fs::remove_file(&path);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct SqliteTaskStore {
     conn: Arc<Mutex<Connection>>,

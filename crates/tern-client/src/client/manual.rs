@@ -154,6 +154,27 @@ impl Call {
 /// serialises, so it can be parked (a hosted UI waiting for a person) and
 /// resumed by another [`Client`], in another process:
 /// `{"method", "params", "inputRequests", "requestState", "round"}`.
+///
+/// ```no_run
+/// # async fn run(client: tern_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// use tern_client::{CallOptions, Round};
+/// use tern_protocol::InputResponses;
+///
+/// let options = CallOptions::default();
+/// let round = client.call_tool_once("deploy", Some(serde_json::json!({"env": "prod"})), &options).await?;
+/// if let Round::InputRequired(pending) = round {
+///     // Keep the round anywhere (a file, a queue, another process)…
+///     let saved = serde_json::to_string(&pending)?;
+///     // …and finish it later, with the answers under the keys asked.
+///     let pending: tern_client::PendingRound = serde_json::from_str(&saved)?;
+///     let answers: InputResponses = serde_json::from_value(serde_json::json!({
+///         "approve": {"action": "accept", "content": {"approve": true}}
+///     }))?;
+///     let done = client.resume_tool(&pending, &answers, &options).await?;
+///     println!("{done:?}");
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]

@@ -179,6 +179,23 @@ struct Inner {
 
 /// An MCP client of one server. Cheap to clone; calls may run concurrently
 /// and share nothing but the connection (rule `round-isolated`).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use tern_client::Client;
+/// use tern_client::transport::http::HttpTransport;
+/// use tern_client::transport::stdio::ChildProcess;
+///
+/// // A server on standard input and output…
+/// let local = Client::builder().build(ChildProcess::spawn("my-server", &[])?);
+/// // …or at a URL. Install handlers (`elicitation`, `sampling`, `roots`) to
+/// // answer the questions servers ask; the client drives the rounds.
+/// let remote = Client::builder().build(HttpTransport::new("https://mcp.example.com/mcp")?);
+/// let tools = remote.list_tools().await?;
+/// let result = local.call_tool("greet", Some(serde_json::json!({"name": "Ada"}))).await?;
+/// println!("{} tools; {:?}", tools.len(), result.content);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,

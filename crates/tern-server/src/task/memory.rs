@@ -111,6 +111,19 @@ const SWEEP_EVERY_MS: u64 = 1000;
 /// Task records in this process's memory: the default store. Nothing
 /// survives the process (a task's record goes with it); use `tern-sqlite`
 /// for tasks that must survive a restart, `tern-redis` for replicas.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tern_server::{MemoryTaskStore, Server};
+///
+/// // One process: tasks live as long as it does (tern-sqlite keeps them on
+/// // disk, tern-redis across a fleet).
+/// let server = Server::builder("app", "1.0.0")
+///     .task_store(Arc::new(MemoryTaskStore::new()))
+///     .build()?;
+/// # drop(server);
+/// # Ok::<(), tern_server::BuildError>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
     maps: Mutex<Maps>,

@@ -149,6 +149,20 @@ pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Configures the HTTP endpoint of a [`Server`].
+///
+/// ```
+/// use axum::Router;
+/// use tern_server::transport::http::Http;
+/// use tern_server::{Server, ToolDef};
+///
+/// async fn ping() -> &'static str { "pong" }
+///
+/// let server = Server::builder("app", "1.0.0").tool(ToolDef::new("ping", "Answers pong", ping)).build()?;
+/// // The endpoint is a tower service: mount it in your application.
+/// let app: Router = Router::new().route_service("/mcp", Http::new(server).into_service());
+/// # drop(app);
+/// # Ok::<(), tern_server::BuildError>(())
+/// ```
 pub struct Http {
     server: Server,
     /// The body stage: size limit, byte budget, heavy permits.

@@ -70,6 +70,20 @@ impl tower::Service<Request<Body>> for Endpoint {
 /// tern's accept loop and its default limits ([`ServeOptions`]: header,
 /// body and write timeouts, connection and in-flight caps); open
 /// subscriptions are then closed gracefully and connections drained.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use tern_server::transport::http::{Http, serve};
+/// use tern_server::{Server, ToolDef};
+///
+/// async fn ping() -> &'static str { "pong" }
+///
+/// let server = Server::builder("app", "1.0.0").tool(ToolDef::new("ping", "Answers pong", ping)).build()?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// let shutdown = async { let _ = tokio::signal::ctrl_c().await; };
+/// serve(listener, Http::new(server), "/mcp", shutdown).await?;
+/// # Ok(()) }
+/// ```
 pub async fn serve(
     listener: tokio::net::TcpListener,
     http: Http,
