@@ -140,7 +140,7 @@ impl Leg {
 }
 
 /// The fingerprint of an answer given without a `requestState` (see
-/// [`crate::ToolDef::answers_without_state`]): it counts for whichever question
+/// [`crate::ToolDef::accept_unsealed_answers`]): it counts for whichever question
 /// is asked under its key, and is then bound to it.
 pub(crate) const UNBOUND: &str = "*";
 

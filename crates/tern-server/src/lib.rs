@@ -79,9 +79,9 @@
 pub mod auth;
 pub mod builder;
 mod cache;
-pub mod call;
-pub mod completion;
-pub mod ctx;
+mod call;
+mod completion;
+mod ctx;
 pub(crate) mod dispatch;
 pub mod engine;
 pub mod error;
@@ -93,13 +93,13 @@ pub(crate) mod json;
 pub mod legacy;
 pub mod metrics;
 pub(crate) mod paging;
-pub mod principal;
-pub mod prompt;
+mod principal;
+mod prompt;
 pub mod question;
 pub mod registry;
 pub mod replay;
-pub mod resource;
-pub mod server;
+mod resource;
+mod server;
 pub(crate) mod share;
 pub mod skill;
 pub(crate) mod subscription;
@@ -107,7 +107,7 @@ pub mod task;
 pub(crate) mod template;
 #[cfg(feature = "testing")]
 pub mod testing;
-pub mod tool;
+mod tool;
 pub mod transport;
 
 pub use builder::{

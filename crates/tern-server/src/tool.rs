@@ -132,8 +132,10 @@ impl ToolDef {
         self
     }
 
-    /// Accepts answers on a call that carries no `requestState` (a client that
-    /// answers before being asked, or a handler that issued no state): each
+    /// Accepts *unsealed* answers: answers on a call that carries no
+    /// `requestState`, so bound to no question the server is known to have
+    /// asked (a client that answers before being asked, or a handler that
+    /// issued no state). Each
     /// counts for the question asked under its key and is checked against that
     /// question like any answer. Use it only where such an answer is trusted no
     /// more than an argument would be: by default an answer counts only with
@@ -141,8 +143,8 @@ impl ToolDef {
     /// cannot be combined with [`Self::single_use`] or
     /// [`Self::idempotent_retry`] ([`crate::ServerBuilder::build`] refuses).
     #[must_use]
-    pub fn answers_without_state(mut self) -> Self {
-        self.policy.answers_without_state = true;
+    pub fn accept_unsealed_answers(mut self) -> Self {
+        self.policy.accept_unsealed_answers = true;
         self
     }
 

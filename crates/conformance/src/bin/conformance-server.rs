@@ -588,7 +588,7 @@ fn build(
             ToolDef::new("test_input_required_result_elicitation", "MRTR: asks the user's name", mrtr_elicitation)
                 .elicits::<Name>()
                 // The suite answers `user_name` on calls that never saw round 1.
-                .answers_without_state(),
+                .accept_unsealed_answers(),
         )
         .tool(ToolDef::new("test_input_required_result_sampling", "MRTR: asks the client's model", mrtr_sampling))
         .tool(ToolDef::new("test_input_required_result_list_roots", "MRTR: asks the client's roots", mrtr_roots))

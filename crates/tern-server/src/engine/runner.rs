@@ -53,7 +53,7 @@ use crate::replay::BoxFuture;
 pub(crate) const INVALID_STATE: &str = "Invalid or expired requestState";
 
 /// The fingerprint of an answer given without a `requestState` (see
-/// [`crate::ToolDef::answers_without_state`]): it counts for whichever question
+/// [`crate::ToolDef::accept_unsealed_answers`]): it counts for whichever question
 /// is asked under its key, and is then bound to it.
 pub(crate) const UNBOUND: &str = "*";
 
@@ -104,7 +104,7 @@ pub(crate) struct Origin {
 pub(crate) struct LegPolicy {
     pub(crate) single_use: bool,
     pub(crate) idempotent_retry: bool,
-    pub(crate) answers_without_state: bool,
+    pub(crate) accept_unsealed_answers: bool,
     /// The target may become a task (tools only).
     pub(crate) task: Option<crate::task::TaskMode>,
 }
@@ -115,13 +115,13 @@ impl LegPolicy {
         self.single_use || self.idempotent_retry
     }
 
-    /// `answers_without_state` lets a stateless leg carry answers, and a
+    /// `accept_unsealed_answers` lets a stateless leg carry answers, and a
     /// stateless leg cannot be claimed: the two together would let a
     /// "guarded" effect run any number of times.
     pub(crate) fn check(self, what: &str) -> Result<(), crate::error::BuildError> {
-        if self.answers_without_state && self.guarded() {
+        if self.accept_unsealed_answers && self.guarded() {
             return Err(crate::error::BuildError(format!(
-                "{what}: answers_without_state cannot be combined with single_use or \
+                "{what}: accept_unsealed_answers cannot be combined with single_use or \
                  idempotent_retry (a leg without state cannot be claimed)"
             )));
         }
@@ -141,10 +141,10 @@ impl LegPolicy {
 macro_rules! policy_builders {
     () => {
         /// Accepts answers without a `requestState` (see
-        /// [`crate::ToolDef::answers_without_state`]).
+        /// [`crate::ToolDef::accept_unsealed_answers`]).
         #[must_use]
-        pub fn answers_without_state(mut self) -> Self {
-            self.policy.answers_without_state = true;
+        pub fn accept_unsealed_answers(mut self) -> Self {
+            self.policy.accept_unsealed_answers = true;
             self
         }
 
@@ -414,7 +414,7 @@ impl Engine {
         let responses = request.responses.as_ref();
         let Some(token) = request.request_state.as_deref() else {
             let mut payload = Payload::first(CallId::random(), now);
-            if request.policy.answers_without_state {
+            if request.policy.accept_unsealed_answers {
                 // The handler opted in: answers count for whatever it asks
                 // under their keys, each checked against its question when
                 // asked.

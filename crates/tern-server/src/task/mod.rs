@@ -18,7 +18,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`store`] | the [`TaskStore`] contract and the [`TaskRecord`] it keeps |
-//! | [`memory`] | [`MemoryTaskStore`], the embedded default |
+//! | `memory` | [`MemoryTaskStore`], the embedded default |
 //! | `runner` | creating a task from a running leg, and running its body under a lease |
 //! | `wire` | `tasks/get`, `tasks/update`, `tasks/cancel` |
 //!
@@ -46,7 +46,7 @@
 //!   its task). Its *quota* is its peer's, so one anonymous address at its
 //!   quota does not refuse tasks to the others.
 
-pub mod memory;
+mod memory;
 pub(crate) mod runner;
 pub mod store;
 pub(crate) mod wire;

@@ -396,26 +396,26 @@ fn multi_instance_refuses_a_store_only_one_process_sees() {
 }
 
 #[test]
-fn answers_without_state_cannot_be_guarded() {
+fn accept_unsealed_answers_cannot_be_guarded() {
     async fn noop() -> &'static str {
         "x"
     }
     let err = Server::builder("x", "1")
         .tool(
             tern_server::ToolDef::new("t", "d", noop)
-                .answers_without_state()
+                .accept_unsealed_answers()
                 .idempotent_retry(),
         )
         .build()
         .unwrap_err();
-    assert!(err.to_string().contains("answers_without_state"), "{err}");
+    assert!(err.to_string().contains("accept_unsealed_answers"), "{err}");
     async fn text() -> String {
         "x".into()
     }
     let err = Server::builder("x", "1")
         .prompt(
             tern_server::PromptDef::new("p", "d", text)
-                .answers_without_state()
+                .accept_unsealed_answers()
                 .single_use(),
         )
         .build()

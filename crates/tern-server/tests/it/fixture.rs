@@ -757,7 +757,7 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
                 "Accepts answers without state",
                 greet_unbound,
             )
-            .answers_without_state(),
+            .accept_unsealed_answers(),
         )
         .tool(ToolDef::new("no_args", "No arguments", no_args))
         .tool(ToolDef::new("failing", "Fails", failing))

@@ -683,7 +683,7 @@ async fn input_required_not_empty_a_handler_can_ask_for_a_state_only_retry() {
 }
 
 #[tokio::test]
-async fn answers_without_state_count_only_where_the_tool_opted_in() {
+async fn accept_unsealed_answers_count_only_where_the_tool_opted_in() {
     let (c, _, _) = client();
     let cold = c
         .retry_tool(
