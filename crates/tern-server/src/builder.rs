@@ -499,9 +499,15 @@ impl ServerBuilder {
             listen_shares: Arc::default(),
             config: self.config,
         };
-        Ok(Server {
-            inner: Arc::new(inner),
-        })
+        let inner = Arc::new(inner);
+        // Durable tasks whose runner died are taken again here (a store
+        // without `claim_lapsed` never gives one). Needs a runtime: a server
+        // built outside one recovers nothing.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let tools = Arc::new(crate::server::RecoveryTools(Arc::downgrade(&inner)));
+            runtime.spawn(Arc::clone(&inner.engine.tasks).recover_loop(tools));
+        }
+        Ok(Server { inner })
     }
 }
 

@@ -305,3 +305,31 @@ pub(crate) fn serves(registry: &Registry, method: &str) -> bool {
         _ => false,
     }
 }
+
+/// The server's tools as recovery sees them: the registry current when a
+/// lapsed task is taken.
+pub(crate) struct RecoveryTools(pub(crate) std::sync::Weak<Inner>);
+
+impl crate::task::durable::Tools for RecoveryTools {
+    fn rerun(
+        &self,
+        tool: &str,
+        version: &str,
+        ctx: crate::Ctx,
+        arguments: Arc<serde_json::Value>,
+    ) -> Option<crate::task::durable::Rerun> {
+        let inner = self.0.upgrade()?;
+        let registry = Arc::clone(
+            &inner
+                .registry
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let entry = registry.tools.get(tool)?;
+        crate::tool::rerun(Arc::clone(&inner.engine), entry, version, ctx, arguments)
+    }
+
+    fn engine(&self) -> Option<Arc<Engine>> {
+        self.0.upgrade().map(|inner| Arc::clone(&inner.engine))
+    }
+}

@@ -354,6 +354,14 @@ impl Engine {
                         principal: request.origin.principal.clone(),
                         peer: request.call.peer.clone(),
                         capabilities: (*request.meta.client_capabilities).clone(),
+                        durable: task_mode.and_then(|m| m.durable).map(|version| {
+                            crate::task::durable::Seed {
+                                tool: request.origin.target.clone(),
+                                version,
+                                arguments: request.origin.arguments.clone().unwrap_or_default(),
+                                meta: request.meta.clone(),
+                            }
+                        }),
                     };
                     let tasks = Arc::clone(&self.tasks);
                     // Boxed: rare, and large enough to double every leg's
