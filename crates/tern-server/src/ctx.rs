@@ -150,6 +150,13 @@ pub(crate) const UNBOUND: &str = "*";
 pub(crate) trait TaskSink: Send + Sync {
     /// The task's status message is now `message`.
     fn status(&self, message: String);
+    /// The task's id.
+    fn task_id(&self) -> &str;
+    /// Which run of the task this is: 0 the first, then one more each time
+    /// it was taken again from its journal.
+    fn attempt(&self) -> u32 {
+        0
+    }
     /// A durable task journals its `ctx.once` steps through this sink
     /// ([`Self::step_started`], [`Self::step_done`]).
     fn durable(&self) -> bool {
@@ -662,6 +669,23 @@ impl Ctx {
     /// The call runs as a task.
     pub fn is_task(&self) -> bool {
         self.inner.task.get().is_some()
+    }
+
+    /// The id of the task this call runs as (`None` before
+    /// [`Self::into_task`], or when the call is not a task): a downstream
+    /// idempotency key that every run of a durable task shares. Like the id
+    /// itself, a credential for an anonymous task: keep it out of logs.
+    pub fn task_id(&self) -> Option<&str> {
+        self.inner.task.get().map(|s| s.task_id())
+    }
+
+    /// Which run of a durable task this is ([`crate::ToolDef::durable`]): 0
+    /// the first (and outside a task), then one more each time the task was
+    /// taken again after its runner stopped. A handler must not branch on it
+    /// around its `ctx.once` steps (every run must reach the same ones); a
+    /// test hook or a log line may.
+    pub fn attempt(&self) -> u32 {
+        self.inner.task.get().map_or(0, |s| s.attempt())
     }
 
     /// The runner turned the call into a task: `into_task` resolves.

@@ -209,7 +209,7 @@ enum Claimed {
     /// Not served here: left for another replica.
     Passed,
     /// Runs here.
-    Run(Box<Rerun>, Ctx, CancellationToken),
+    Run(Box<Rerun>, Ctx, CancellationToken, u32),
 }
 
 impl Tasks {
@@ -334,12 +334,13 @@ impl Tasks {
                 };
                 let task_id = claimed.task_id.clone();
                 let span = tracing::info_span!("task_recovery", attempt = tracing::field::Empty);
-                let _guard = span.enter();
-                match self.take(&*tools, claimed, &token).await {
-                    Ok(Claimed::Run(body, ctx, cancel)) => {
+                let taken =
+                    tracing::Instrument::instrument(self.take(&*tools, claimed, &token), span)
+                        .await;
+                match taken {
+                    Ok(Claimed::Run(body, ctx, cancel, attempt)) => {
                         crate::metrics::task_recovered("run");
                         let Some(engine) = tools.engine() else { return };
-                        drop(_guard);
                         self.launch(
                             engine,
                             task_id,
@@ -348,7 +349,7 @@ impl Tasks {
                             cancel,
                             *body,
                             finish_rerun(),
-                            true,
+                            Some(attempt),
                         );
                     }
                     Ok(Claimed::Passed) => crate::metrics::task_recovered("passed"),
@@ -486,7 +487,7 @@ impl Tasks {
             tokio::time::sleep(backoff).await;
             body.await
         });
-        Ok(Claimed::Run(Box::new(body), ctx, cancel))
+        Ok(Claimed::Run(Box::new(body), ctx, cancel, attempt))
     }
 
     /// Leaves a claimed task for a replica that serves its tool's version;

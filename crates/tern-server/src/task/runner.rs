@@ -173,13 +173,14 @@ impl Tasks {
             cancel,
             body,
             finish,
-            durable,
+            durable.then_some(0),
         );
         Ok(out)
     }
 
     /// Runs the body of task `task_id` under the lease `token` in a spawned
-    /// task (a new task, or one taken again from its journal).
+    /// task (a new task, or one taken again from its journal). `durable`:
+    /// the task keeps a journal, and this is its run `Some(attempt)`.
     #[allow(clippy::too_many_arguments, reason = "the parts of one running task")]
     pub(crate) fn launch<T: Send + 'static>(
         self: &Arc<Self>,
@@ -190,8 +191,9 @@ impl Tasks {
         cancel: CancellationToken,
         body: BoxFuture<'static, Result<T, ToolError>>,
         finish: FinishLeg<T>,
-        durable: bool,
+        durable: Option<u32>,
     ) {
+        let (durable, attempt) = (durable.is_some(), durable.unwrap_or(0));
         let local = Arc::new(Local {
             bump: watch::Sender::new(0),
         });
@@ -210,6 +212,7 @@ impl Tasks {
                     token: &token,
                     local: &local,
                     durable,
+                    attempt,
                 };
                 tasks.drive(run, ctx, cancel, body, finish).await;
                 let mut locals = tasks
@@ -248,8 +251,11 @@ impl Tasks {
             token,
             local,
             durable,
+            attempt,
         } = run;
         let sink = Arc::new(Sink {
+            task_id: task_id.to_owned(),
+            attempt,
             journal: durable.then(|| Journaled {
                 tasks: Arc::clone(self),
                 engine: Arc::clone(&engine),
@@ -530,12 +536,15 @@ struct Run<'a> {
     token: &'a str,
     local: &'a Arc<Local>,
     durable: bool,
+    attempt: u32,
 }
 
 /// `ctx.progress` inside a task: the latest message, written by the runner;
 /// in a durable task, its `ctx.once` steps too.
 #[derive(Default)]
 struct Sink {
+    task_id: String,
+    attempt: u32,
     message: Mutex<Option<String>>,
     changed: Notify,
     journal: Option<Journaled>,
@@ -569,6 +578,14 @@ impl TaskSink for Sink {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message);
         self.changed.notify_one();
+    }
+
+    fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    fn attempt(&self) -> u32 {
+        self.attempt
     }
 
     fn durable(&self) -> bool {
