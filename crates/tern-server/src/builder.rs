@@ -497,17 +497,19 @@ impl ServerBuilder {
             }),
             listen_slots: Arc::new(tokio::sync::Semaphore::new(self.config.max_listens)),
             listen_shares: Arc::default(),
+            recovering: std::sync::atomic::AtomicBool::new(false),
             config: self.config,
         };
-        let inner = Arc::new(inner);
+        let server = Server {
+            inner: Arc::new(inner),
+        };
         // Durable tasks whose runner died are taken again here (a store
-        // without `claim_lapsed` never gives one). Needs a runtime: a server
-        // built outside one recovers nothing.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let tools = Arc::new(crate::server::RecoveryTools(Arc::downgrade(&inner)));
-            runtime.spawn(Arc::clone(&inner.engine.tasks).recover_loop(tools));
+        // without `claim_lapsed` never gives one); outside a runtime, from
+        // the first request.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            server.recover_tasks();
         }
-        Ok(Server { inner })
+        Ok(server)
     }
 }
 

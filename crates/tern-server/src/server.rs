@@ -28,6 +28,8 @@ pub(crate) struct Inner {
     pub(crate) listen_slots: Arc<tokio::sync::Semaphore>,
     /// Open `subscriptions/listen` streams per caller.
     pub(crate) listen_shares: Arc<crate::share::Shares>,
+    /// [`Server::recover_tasks`] ran.
+    pub(crate) recovering: std::sync::atomic::AtomicBool,
 }
 
 /// What the builder settled: the server's fixed settings.
@@ -239,6 +241,30 @@ impl Server {
         tasks.shutdown.cancel();
         let mut running = tasks.running.subscribe();
         let _ = running.wait_for(|n| *n == 0).await;
+    }
+
+    /// Starts taking durable tasks whose runner died
+    /// ([`crate::ToolDef::durable`]) on the current tokio runtime: a loop
+    /// that claims lapsed tasks from the task store
+    /// ([`crate::task::TaskStore::claim_lapsed`]) and runs them again from
+    /// their journal, until [`Self::stop_tasks`] or the server is dropped.
+    /// [`crate::ServerBuilder::build`] starts it when called inside a
+    /// runtime, and the first request otherwise; call it yourself to
+    /// recover before any request arrives (a process started again on its
+    /// SQLite file). Once per server: later calls do nothing.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn recover_tasks(&self) {
+        use std::sync::atomic::Ordering;
+        // Every request calls this: a plain read first.
+        if self.inner.recovering.load(Ordering::Acquire)
+            || self.inner.recovering.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let tools = Arc::new(RecoveryTools(Arc::downgrade(&self.inner)));
+        tokio::spawn(Arc::clone(&self.inner.engine.tasks).recover_loop(tools));
     }
 
     /// Replaces the `requestState` key ring without a restart (rotation:

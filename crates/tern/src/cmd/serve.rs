@@ -327,6 +327,9 @@ pub(crate) fn command(served: Served) -> ExitCode {
                 }
             };
             let outcome = runtime.block_on(async move {
+                // Durable tasks left by a process that died on the same
+                // --tasks file are taken again without waiting for a request.
+                demo_server.recover_tasks();
                 match http {
                     Some(addr) => {
                         let listener = tokio::net::TcpListener::bind(addr).await?;
