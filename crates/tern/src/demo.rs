@@ -656,7 +656,12 @@ struct ImportId {
 /// The lines of one import.
 async fn imports_text(imports: &Imports, task: &str) -> Result<String, ToolError> {
     let lines = imports.lines(task).await.map_err(ToolError::new)?;
-    Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 /// The nightly report (Tasks extension, required): about a second of work.

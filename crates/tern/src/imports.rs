@@ -30,11 +30,15 @@ return 1
 /// How long an import's lines are kept in Redis: a day.
 const KEPT_MS: u64 = 86_400_000;
 
+/// Each import's lines in memory, with the batch each records (`None`: a
+/// line with no idempotency key).
+pub type MemoryImports = Arc<Mutex<BTreeMap<String, Vec<(Option<u32>, String)>>>>;
+
 /// Where the imports are recorded.
 #[derive(Clone)]
 pub enum Imports {
     /// This process's memory.
-    Memory(Arc<Mutex<BTreeMap<String, Vec<(Option<u32>, String)>>>>),
+    Memory(MemoryImports),
     /// An SQLite file of the demo's own.
     Sqlite(Arc<Mutex<rusqlite::Connection>>),
     /// The fleet's Redis.

@@ -334,10 +334,10 @@ impl Tasks {
                 };
                 let task_id = claimed.task_id.clone();
                 let span = tracing::info_span!("task_recovery", attempt = tracing::field::Empty);
-                let taken =
+                let outcome =
                     tracing::Instrument::instrument(self.take(&*tools, claimed, &token), span)
                         .await;
-                match taken {
+                match outcome {
                     Ok(Claimed::Run(body, ctx, cancel, attempt)) => {
                         crate::metrics::task_recovered("run");
                         let Some(engine) = tools.engine() else { return };
@@ -424,40 +424,10 @@ impl Tasks {
             return self.pass(&record, token).await;
         }
         let engine = tools.engine().ok_or_else(super::internal)?;
-        let call = open(&engine, &record.task_id, record.created_at, &journal.call).and_then(|b| {
-            serde_json::from_slice::<SealedCall>(&b)
-                .map_err(|_| super::runner_gone("its journal does not decode"))
-        });
-        let steps = open_steps(&engine, &record, &journal);
-        let (call, steps) = match (call, steps) {
-            (Ok(c), Ok(s)) => (c, s),
-            (Err(e), _) | (_, Err(e)) => return ending(TaskStatus::Failed, Some(e)).await,
+        let (call, ctx, cancel) = match recovered_ctx(&engine, &record, &journal) {
+            Ok(parts) => parts,
+            Err(e) => return ending(TaskStatus::Failed, Some(e)).await,
         };
-        let Some(call_id) = parse_call_id(&call.call_id) else {
-            return ending(TaskStatus::Failed, Some(super::internal())).await;
-        };
-        let cancel = CancellationToken::new();
-        let ctx = Ctx::new(CtxParts {
-            request_id: tern_protocol::RequestId::String(format!("task-{}", record.task_id)),
-            call_id,
-            round: 1,
-            memo_limit: engine.sealer().options().max_token_len / 2,
-            meta: call.meta,
-            principal: call
-                .principal
-                .map_or_else(Principal::anonymous, Principal::new),
-            access_token: None,
-            server: engine.info.clone(),
-            notifier: None,
-            cancel: cancel.clone(),
-            progress_interval: engine.progress_interval,
-            can_task: true,
-            leg: Leg {
-                answers: steps.answers,
-                memo: steps.memo,
-                ..Leg::default()
-            },
-        });
         let arguments = Arc::new(call.arguments);
         let Some(body) = tools.rerun(&journal.tool, &journal.version, ctx.clone(), arguments)
         else {
@@ -522,6 +492,61 @@ impl Tasks {
         .await?;
         Ok(Claimed::Passed)
     }
+}
+
+/// The call of a claimed task opened from its journal, and the context its
+/// handler runs again with: the principal, the creating request's `_meta`,
+/// the answers and `ctx.once` results recorded.
+fn recovered_ctx(
+    engine: &Engine,
+    record: &TaskRecord,
+    journal: &Journal,
+) -> Result<(SealedCall, Ctx, CancellationToken), ErrorObject> {
+    let bytes = open(engine, &record.task_id, record.created_at, &journal.call)?;
+    let mut call = serde_json::from_slice::<SealedCall>(&bytes)
+        .map_err(|_| super::runner_gone("its journal does not decode"))?;
+    let steps = open_steps(engine, record, journal)?;
+    let call_id = parse_call_id(&call.call_id).ok_or_else(super::internal)?;
+    let cancel = CancellationToken::new();
+    let ctx = Ctx::new(CtxParts {
+        request_id: tern_protocol::RequestId::String(format!("task-{}", record.task_id)),
+        call_id,
+        round: 1,
+        memo_limit: engine.sealer().options().max_token_len / 2,
+        meta: call.meta.clone(),
+        principal: call
+            .principal
+            .take()
+            .map_or_else(Principal::anonymous, Principal::new),
+        access_token: None,
+        server: engine.info.clone(),
+        notifier: None,
+        cancel: cancel.clone(),
+        progress_interval: engine.progress_interval,
+        can_task: true,
+        leg: Leg {
+            answers: steps.answers,
+            memo: steps.memo,
+            ..Leg::default()
+        },
+    });
+    Ok((call, ctx, cancel))
+}
+
+/// The seed of a durable tool's task, when the leg may become one.
+pub(crate) fn seed_of(
+    mode: Option<super::TaskMode>,
+    target: &str,
+    arguments: Option<&Arc<Value>>,
+    meta: &RequestMeta,
+) -> Option<Seed> {
+    let version = mode?.durable?;
+    Some(Seed {
+        tool: target.to_owned(),
+        version,
+        arguments: arguments.cloned().unwrap_or_default(),
+        meta: meta.clone(),
+    })
 }
 
 fn parse_call_id(hex_id: &str) -> Option<CallId> {

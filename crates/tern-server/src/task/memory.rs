@@ -297,7 +297,10 @@ mod tests {
 
     #[tokio::test]
     async fn the_memory_store_claims_lapsed_tasks() {
-        crate::testing::task_store_recovery_contract(|| Arc::new(MemoryTaskStore::new())).await;
+        Box::pin(crate::testing::task_store_recovery_contract(|| {
+            Arc::new(MemoryTaskStore::new())
+        }))
+        .await;
     }
 
     const NOW: u64 = 1_800_000_000_000;

@@ -10,7 +10,11 @@
 //! process-level version (SIGKILL, Redis, SQLite) is in the tern crate's
 //! cluster and demo tests.
 
-#![allow(clippy::too_many_lines, reason = "each scenario is one story")]
+#![allow(
+    clippy::too_many_lines,
+    clippy::many_single_char_names,
+    reason = "each scenario is one story, its servers a, b, c as the docs name them"
+)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -405,7 +405,7 @@ pub(crate) enum Served {
         /// without renewal, in seconds (default 15 in fleet mode, 30 for
         /// tasks otherwise). A process that dies leaves its guarded legs to
         /// read "outcome unknown" within this time, and its durable tasks
-        /// (import_dataset) to be taken again by another replica, or by the
+        /// (`import_dataset`) to be taken again by another replica, or by the
         /// process started again on the same --tasks sqlite:PATH.
         #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
         lease: Option<u64>,
