@@ -22,6 +22,7 @@
 //! | `P:{tasks}:e:Q` | sorted set, expires with its last member | tally `Q`'s task ids, scored by expiry (ms, `+inf`: never) |
 //! | `P:{tasks}:c:Q` | hash, same expiry | each of those ids' charge: `LIVE BYTES` |
 //! | `P:{tasks}:n:Q` | hash, same expiry | the running totals `live` and `bytes` |
+//! | `P:{tasks}:l` | sorted set | recoverable records (durable tasks) by lease deadline (ms), for [`TaskStore::claim_lapsed`] |
 //! | channel `P:tasks` | pub/sub | the id of every record written |
 //!
 //! `Q` is [`TaskRecord::charged_to`]: the owner's digest, an anonymous
@@ -59,7 +60,7 @@ use std::sync::Arc;
 use redis::Script;
 use redis::aio::ConnectionManager;
 use tern_server::replay::BoxFuture;
-use tern_server::task::{Created, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
+use tern_server::task::{Created, Lease, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
 use tokio::sync::broadcast;
 
 use crate::replay::{ConnectError, RedisOptions, connect, once_more, spawn_listener};
@@ -143,12 +144,21 @@ local function score(exp)
   if exp == '' then return '+inf' end
   return exp
 end
+-- Indexes record `id` by its lease deadline ('' : not recoverable) in the
+-- sorted set `P .. 'l'` that claim_lapsed reads.
+local function deadline(P, id, at)
+  if at == '' then
+    redis.call('ZREM', P .. 'l', id)
+  else
+    redis.call('ZADD', P .. 'l', at, id)
+  end
+end
 ";
 
 /// KEYS: record, dedupe key, the tally's `e`, `c`, `n`, the owner set of
 /// stores before the tally (`o`). ARGV: tag prefix (`P:{tasks}:`), now, id,
 /// key, owner, version, live, bytes, exp ('' never), json, max live, max
-/// bytes, channel, the tally's name.
+/// bytes, channel, the tally's name, lease deadline ('' not recoverable).
 const CREATE: &str = r"
 local P, now = ARGV[1], tonumber(ARGV[2])
 local e, c, n = KEYS[3], KEYS[4], KEYS[5]
@@ -192,12 +202,13 @@ if ARGV[9] ~= '' then
   redis.call('PEXPIREAT', KEYS[2], ARGV[9])
 end
 charge(e, c, n, ARGV[3], ARGV[7], ARGV[8], score(ARGV[9]))
+deadline(P, ARGV[3], ARGV[15])
 redis.call('PUBLISH', ARGV[13], ARGV[3])
 return {'new'}
 ";
 
 /// KEYS: record. ARGV: tag prefix, expected version, version, live, bytes,
-/// exp ('' never), json, channel, id.
+/// exp ('' never), json, channel, id, lease deadline ('' not recoverable).
 const REPLACE: &str = r"
 local f = redis.call('HMGET', KEYS[1], 'v', 'key', 'json', 'q', 'owner')
 if not f[1] then return 0 end
@@ -220,6 +231,7 @@ end
 -- tally has no 'q': its owner names the tally.
 local e, c, n = tally_keys(ARGV[1], f[4] or f[5])
 charge(e, c, n, ARGV[9], ARGV[4], ARGV[5], score(ARGV[6]))
+deadline(ARGV[1], ARGV[9], ARGV[10])
 redis.call('PUBLISH', ARGV[8], ARGV[9])
 return 1
 ";
@@ -234,6 +246,7 @@ local q = f[3] or f[2]
 redis.call('SREM', ARGV[1] .. 'o:' .. q, ARGV[2])
 local e, c, n = tally_keys(ARGV[1], q)
 uncharge(e, c, n, ARGV[2])
+redis.call('ZREM', ARGV[1] .. 'l', ARGV[2])
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[3], ARGV[2])
 return 1
@@ -253,6 +266,14 @@ fn redis_err(e: redis::RedisError) -> TaskStoreError {
 
 fn with_tally(body: &str) -> Script {
     Script::new(&format!("{TALLY}\n{body}"))
+}
+
+/// A record's lease deadline as the scripts take it ('' : not recoverable).
+fn deadline_arg(record: &TaskRecord) -> String {
+    record
+        .lease_deadline()
+        .map(|at| at.to_string())
+        .unwrap_or_default()
 }
 
 fn decode(json: &str) -> Result<TaskRecord, TaskStoreError> {
@@ -365,6 +386,7 @@ impl RedisTaskStore {
             format!("{}o:{tally}", self.tag),
         ];
         let exp = record.expires_at.map(|e| e.to_string()).unwrap_or_default();
+        let deadline = deadline_arg(&record);
         let answer: Vec<String> = once_more(|| {
             let mut conn = self.conn.clone();
             let mut call = self.scripts.create.prepare_invoke();
@@ -380,7 +402,7 @@ impl RedisTaskStore {
                 .arg(record.result_bytes);
             call.arg(&exp).arg(&json);
             call.arg(quota.max_live).arg(quota.max_result_bytes);
-            call.arg(&self.channel).arg(tally);
+            call.arg(&self.channel).arg(tally).arg(&deadline);
             async move { call.invoke_async(&mut conn).await }
         })
         .await
@@ -441,6 +463,7 @@ impl RedisTaskStore {
         let json = serde_json::to_string(&record).map_err(err)?;
         let key = self.record_key(&record.task_id);
         let exp = record.expires_at.map(|e| e.to_string()).unwrap_or_default();
+        let deadline = deadline_arg(&record);
         let done: i64 = once_more(|| {
             let mut conn = self.conn.clone();
             let mut call = self.scripts.replace.prepare_invoke();
@@ -452,12 +475,66 @@ impl RedisTaskStore {
             call.arg(&exp)
                 .arg(&json)
                 .arg(&self.channel)
-                .arg(&record.task_id);
+                .arg(&record.task_id)
+                .arg(&deadline);
             async move { call.invoke_async(&mut conn).await }
         })
         .await
         .map_err(redis_err)?;
         Ok(done == 1)
+    }
+
+    /// See [`TaskStore::claim_lapsed`]: the earliest deadline of the sorted
+    /// set, taken with the record's own compare-and-swap (of two replicas
+    /// claiming it, one wins; the other tries the next).
+    async fn claim_record(
+        &self,
+        now: u64,
+        lease: Lease,
+    ) -> Result<Option<TaskRecord>, TaskStoreError> {
+        let index = format!("{}l", self.tag);
+        for _ in 0..16 {
+            let first: Vec<String> = once_more(|| {
+                let mut conn = self.conn.clone();
+                let index = index.clone();
+                async move {
+                    redis::cmd("ZRANGEBYSCORE")
+                        .arg(index)
+                        .arg("-inf")
+                        .arg(now)
+                        .arg("LIMIT")
+                        .arg(0)
+                        .arg(1)
+                        .query_async(&mut conn)
+                        .await
+                }
+            })
+            .await
+            .map_err(redis_err)?;
+            let Some(id) = first.into_iter().next() else {
+                return Ok(None);
+            };
+            let found = self.load_record(&id, now).await?;
+            let Some(mut record) = found.filter(|r| r.lease_deadline().is_some_and(|at| at <= now))
+            else {
+                // Gone, expired, or ended: out of the index. (A record
+                // written since is indexed again by its own write.)
+                let mut conn = self.conn.clone();
+                let _: i64 = redis::cmd("ZREM")
+                    .arg(&index)
+                    .arg(&id)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(redis_err)?;
+                continue;
+            };
+            record.lease = Some(lease.clone());
+            record.version += 1;
+            if self.replace_record(record.clone()).await? {
+                return Ok(Some(record));
+            }
+        }
+        Ok(None)
     }
 
     async fn remove_record(&self, task_id: &str) -> Result<(), TaskStoreError> {
@@ -507,6 +584,14 @@ impl TaskStore for RedisTaskStore {
 
     fn is_durable(&self) -> bool {
         true
+    }
+
+    fn claim_lapsed(
+        &self,
+        now: u64,
+        lease: Lease,
+    ) -> BoxFuture<'_, Result<Option<TaskRecord>, TaskStoreError>> {
+        Box::pin(self.claim_record(now, lease))
     }
 
     fn is_shared(&self) -> bool {

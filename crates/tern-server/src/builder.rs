@@ -516,11 +516,19 @@ impl ServerBuilder {
             }),
             listen_slots: Arc::new(tokio::sync::Semaphore::new(self.config.max_listens)),
             listen_shares: Arc::default(),
+            recovering: std::sync::atomic::AtomicBool::new(false),
             config: self.config,
         };
-        Ok(Server {
+        let server = Server {
             inner: Arc::new(inner),
-        })
+        };
+        // Durable tasks whose runner died are taken again here (a store
+        // without `claim_lapsed` never gives one); outside a runtime, from
+        // the first request.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            server.recover_tasks();
+        }
+        Ok(server)
     }
 }
 

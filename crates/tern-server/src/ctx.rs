@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::payload::StoredAnswer;
 use crate::error::AskError;
+use crate::future::BoxFuture;
 use crate::ids::CallId;
 use crate::principal::Principal;
 use crate::question::{Question, declared, fingerprint, required_capabilities};
@@ -149,6 +150,39 @@ pub(crate) const UNBOUND: &str = "*";
 pub(crate) trait TaskSink: Send + Sync {
     /// The task's status message is now `message`.
     fn status(&self, message: String);
+    /// The task's id.
+    fn task_id(&self) -> &str;
+    /// Which run of the task this is: 0 the first, then one more each time
+    /// it was taken again from its journal.
+    fn attempt(&self) -> u32 {
+        0
+    }
+    /// A durable task journals its `ctx.once` steps through this sink
+    /// ([`Self::step_started`], [`Self::step_done`]).
+    fn durable(&self) -> bool {
+        false
+    }
+    /// Step `name` is about to run: recorded (fenced) before it does.
+    /// `Err`: it must not run (the runner lost its lease, or is stopping),
+    /// with the error the task ends with.
+    fn step_started(
+        &self,
+        name: &str,
+        retry_safe: bool,
+    ) -> BoxFuture<'static, Result<(), ErrorObject>> {
+        let _ = (name, retry_safe);
+        Box::pin(std::future::ready(Ok(())))
+    }
+    /// Step `name` ran and returned `value`: recorded (fenced).
+    fn step_done(&self, name: &str, value: Value) -> BoxFuture<'static, Result<(), ErrorObject>> {
+        let _ = (name, value);
+        Box::pin(std::future::ready(Ok(())))
+    }
+    /// The handler did something no recovery can repeat (it read the raw
+    /// access token): the task is no longer recoverable.
+    fn unrecoverable(&self, why: &'static str) {
+        let _ = why;
+    }
 }
 
 #[derive(Debug, Default)]
@@ -175,6 +209,9 @@ struct Inner {
     can_task: bool,
     /// Set once the call runs as a task.
     task: std::sync::OnceLock<Arc<dyn TaskSink>>,
+    /// The handler read [`Ctx::access_token`]: a durable task made of this
+    /// call cannot be recovered (the raw token is never kept).
+    token_read: std::sync::atomic::AtomicBool,
 }
 
 /// The context of one request to a tool, prompt or resource handler.
@@ -248,6 +285,7 @@ impl Ctx {
                 progress: Mutex::default(),
                 can_task: parts.can_task,
                 task: std::sync::OnceLock::new(),
+                token_read: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -288,8 +326,28 @@ impl Ctx {
     /// server shows tokens to handlers
     /// ([`crate::auth::ResourceServer::token_in_context`]); `None`
     /// otherwise. Each round of a call sees its own request's token.
+    ///
+    /// A durable task's handler that reads it cannot be recovered
+    /// ([`crate::ToolDef::durable`]): a task never keeps the raw token, so a
+    /// recovered run could not see it. Its task fails as a lapsed one
+    /// always did.
     pub fn access_token(&self) -> Option<&crate::auth::AccessToken> {
+        if self.inner.access_token.is_some() {
+            self.inner
+                .token_read
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Some(sink) = self.inner.task.get() {
+                sink.unrecoverable("the handler read the request's access token");
+            }
+        }
         self.inner.access_token.as_deref()
+    }
+
+    /// The handler read [`Self::access_token`] (and there was one).
+    pub(crate) fn token_read(&self) -> bool {
+        self.inner
+            .token_read
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The capabilities this request declared (never inferred from earlier
@@ -532,6 +590,13 @@ impl Ctx {
     /// once per call belong in the last round of a guarded handler, or take
     /// [`Ctx::call_id`] as a downstream idempotency key.
     ///
+    /// In a durable task ([`crate::ToolDef::durable`]) each result is also
+    /// written to the task's journal, and a recovered run gets it without
+    /// running the step. A step that started and whose result was not
+    /// recorded (its runner died inside it) has an unknown outcome: the task
+    /// then ends `failed` naming the step, never a silent second run; use
+    /// [`Self::once_retry_safe`] for a step that may run again.
+    ///
     /// ```
     /// use tern_server::{Answer, Ctx, Elicit, ToolError};
     ///
@@ -557,6 +622,27 @@ impl Ctx {
         T: Serialize + DeserializeOwned,
         F: Future<Output = T>,
     {
+        self.once_inner(name, false, step).await
+    }
+
+    /// [`Self::once`] for a step that may safely run again (an idempotent
+    /// effect, e.g. one that carries its own idempotency key): when a
+    /// durable task's runner dies inside it, the recovered run runs it
+    /// again instead of ending the task `failed`. Outside a durable task it
+    /// is [`Self::once`].
+    pub async fn once_retry_safe<T, F>(&self, name: &str, step: F) -> T
+    where
+        T: Serialize + DeserializeOwned,
+        F: Future<Output = T>,
+    {
+        self.once_inner(name, true, step).await
+    }
+
+    async fn once_inner<T, F>(&self, name: &str, retry_safe: bool, step: F) -> T
+    where
+        T: Serialize + DeserializeOwned,
+        F: Future<Output = T>,
+    {
         let remembered = self.leg().memo.get(name).cloned();
         if let Some(value) = remembered {
             match T::deserialize(value) {
@@ -565,6 +651,12 @@ impl Ctx {
                     tracing::warn!(%name, error = %e, "memoised step no longer decodes; running it again");
                 }
             }
+        }
+        let journal = self.inner.task.get().filter(|s| s.durable()).cloned();
+        if let Some(sink) = &journal
+            && let Err(e) = sink.step_started(name, retry_safe).await
+        {
+            return self.stop_with(e).await;
         }
         let out = step.await;
         let value = match serde_json::to_value(&out) {
@@ -587,7 +679,25 @@ impl Ctx {
                 ));
             }
         }
+        if let Some(sink) = &journal
+            && let Err(e) = sink.step_done(name, value.clone()).await
+        {
+            return self.stop_with(e).await;
+        }
         T::deserialize(value).unwrap_or(out)
+    }
+
+    /// Ends the leg with `error` (its runner reads it) and never resolves.
+    async fn stop_with<T>(&self, error: ErrorObject) -> T {
+        let waker = {
+            let mut leg = self.leg();
+            leg.fatal = Some(error);
+            leg.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        std::future::pending().await
     }
 
     /// Turns this call into a task (Tasks extension), when it can be one:
@@ -647,6 +757,23 @@ impl Ctx {
     /// The call runs as a task.
     pub fn is_task(&self) -> bool {
         self.inner.task.get().is_some()
+    }
+
+    /// The id of the task this call runs as (`None` before
+    /// [`Self::into_task`], or when the call is not a task): a downstream
+    /// idempotency key that every run of a durable task shares. Like the id
+    /// itself, a credential for an anonymous task: keep it out of logs.
+    pub fn task_id(&self) -> Option<&str> {
+        self.inner.task.get().map(|s| s.task_id())
+    }
+
+    /// Which run of a durable task this is ([`crate::ToolDef::durable`]): 0
+    /// the first (and outside a task), then one more each time the task was
+    /// taken again after its runner stopped. A handler must not branch on it
+    /// around its `ctx.once` steps (every run must reach the same ones); a
+    /// test hook or a log line may.
+    pub fn attempt(&self) -> u32 {
+        self.inner.task.get().map_or(0, |s| s.attempt())
     }
 
     /// The runner turned the call into a task: `into_task` resolves.

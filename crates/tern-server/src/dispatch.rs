@@ -244,6 +244,8 @@ impl Server {
         call: CallContext,
         strategy: Strategy,
     ) -> Reply {
+        // A server built outside a runtime recovers from its first request.
+        self.recover_tasks();
         let id = decoded.id.clone();
         let outcome = self.dispatch(decoded, call, strategy).await;
         Reply {

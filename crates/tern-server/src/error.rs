@@ -204,7 +204,16 @@ pub mod codes {
     /// capability; 2025 has no `-32021`). `data.requiredCapabilities` says
     /// what was missing. The call does not go on as if the user agreed.
     pub const QUESTION_UNDELIVERABLE: i64 = -31005;
+    /// `-31006`: a durable task's runner stopped (died, was killed, lost its
+    /// lease) more often than the server recovers a task
+    /// ([`crate::task::TaskConfig::recoveries`], `data.recoveries`): a handler
+    /// that kills its runner is not run for ever.
+    pub const RECOVERY_LIMIT: i64 = -31006;
 }
+
+/// The prefix of every `_meta` key tern itself defines (keys outside the
+/// `io.modelcontextprotocol/` ones the spec names): `dev.tern/`.
+pub const META_PREFIX: &str = "dev.tern/";
 
 /// Attacker text echoed in an error, cut to 64 characters: a 3 MiB method
 /// name is not sent back whole.

@@ -10,6 +10,7 @@
 //! | `tern.refused_states` | counter | `reason` (a fixed set: `seal:<OpenFailure>`, `payload`, `lifetime`, `answer`, `redeemed`, `vanished`) |
 //! | `tern.replay_outcomes` | counter | `outcome` (`first`, `done`, `in_flight`, `unknown`, `redeemed`) |
 //! | `tern.task_states` | counter | `status` (each terminal status reached) |
+//! | `tern.task_recoveries` | counter | `outcome`: `run` (taken again from its journal), `passed` (left for a replica serving its version), `ended` (cancelled, over its recoveries, or a step's outcome unknown) |
 
 /// A call ended (its final leg answered) after `rounds` rounds.
 pub(crate) fn rounds_per_call(method: &'static str, rounds: u32) {
@@ -33,6 +34,15 @@ pub(crate) fn refused_state(reason: &str) {
 pub(crate) fn replay_outcome(outcome: &'static str) {
     tracing::debug!(
         monotonic_counter.tern.replay_outcomes = 1_u64,
+        outcome = outcome,
+        "metric"
+    );
+}
+
+/// A lapsed durable task was claimed, with what became of it.
+pub(crate) fn task_recovered(outcome: &'static str) {
+    tracing::debug!(
+        monotonic_counter.tern.task_recoveries = 1_u64,
         outcome = outcome,
         "metric"
     );

@@ -28,6 +28,8 @@ pub(crate) struct Inner {
     pub(crate) listen_slots: Arc<tokio::sync::Semaphore>,
     /// Open `subscriptions/listen` streams per caller.
     pub(crate) listen_shares: Arc<crate::share::Shares>,
+    /// [`Server::recover_tasks`] ran.
+    pub(crate) recovering: std::sync::atomic::AtomicBool,
 }
 
 /// What the builder settled: the server's fixed settings.
@@ -241,6 +243,30 @@ impl Server {
         let _ = running.wait_for(|n| *n == 0).await;
     }
 
+    /// Starts taking durable tasks whose runner died
+    /// ([`crate::ToolDef::durable`]) on the current tokio runtime: a loop
+    /// that claims lapsed tasks from the task store
+    /// ([`crate::task::TaskStore::claim_lapsed`]) and runs them again from
+    /// their journal, until [`Self::stop_tasks`] or the server is dropped.
+    /// [`crate::ServerBuilder::build`] starts it when called inside a
+    /// runtime, and the first request otherwise; call it yourself to
+    /// recover before any request arrives (a process started again on its
+    /// SQLite file). Once per server: later calls do nothing.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn recover_tasks(&self) {
+        use std::sync::atomic::Ordering;
+        // Every request calls this: a plain read first.
+        if self.inner.recovering.load(Ordering::Acquire)
+            || self.inner.recovering.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let tools = Arc::new(RecoveryTools(Arc::downgrade(&self.inner)));
+        tokio::spawn(Arc::clone(&self.inner.engine.tasks).recover_loop(tools));
+    }
+
     /// Replaces the `requestState` key ring without a restart (rotation:
     /// put the new key first and keep the old ones, so states sealed before
     /// still open; drop an old key once states sealed with it have expired).
@@ -303,5 +329,33 @@ pub(crate) fn serves(registry: &Registry, method: &str) -> bool {
             caps.tools.is_some() || caps.prompts.is_some() || caps.resources.is_some()
         }
         _ => false,
+    }
+}
+
+/// The server's tools as recovery sees them: the registry current when a
+/// lapsed task is taken.
+pub(crate) struct RecoveryTools(pub(crate) std::sync::Weak<Inner>);
+
+impl crate::task::durable::Tools for RecoveryTools {
+    fn rerun(
+        &self,
+        tool: &str,
+        version: &str,
+        ctx: crate::Ctx,
+        arguments: Arc<serde_json::Value>,
+    ) -> Option<crate::task::durable::Rerun> {
+        let inner = self.0.upgrade()?;
+        let registry = Arc::clone(
+            &inner
+                .registry
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let entry = registry.tools.get(tool)?;
+        crate::tool::rerun(Arc::clone(&inner.engine), entry, version, ctx, arguments)
+    }
+
+    fn engine(&self) -> Option<Arc<Engine>> {
+        self.0.upgrade().map(|inner| Arc::clone(&inner.engine))
     }
 }

@@ -187,9 +187,58 @@ impl ToolDef {
     #[must_use]
     pub fn task(mut self, support: TaskSupport) -> Self {
         let from_start = self.policy.task.is_some_and(|m| m.from_start);
+        let durable = self.policy.task.and_then(|m| m.durable);
         self.policy.task = Some(TaskMode {
             support,
             from_start,
+            durable,
+        });
+        self
+    }
+
+    /// Its tasks are durable (docs/design.md, "Durable tasks"): each keeps
+    /// a journal in the task store (the call, its answers, every
+    /// [`crate::Ctx::once`] result), and when its runner's lease lapses —
+    /// the process died, was killed, was cut off from the store — another
+    /// replica (or the same process restarted, with a store on disk) runs
+    /// the handler again from it: `ctx.once` steps return their recorded
+    /// values without running, questions answered are not asked again.
+    /// Code outside `ctx.once` runs again, so effects belong inside it, and
+    /// the handler must reach the same `ctx.once` names and questions on
+    /// every run. `version` names the handler's code: a replica serving
+    /// another version does not take the task. Implies
+    /// [`TaskSupport::Optional`] unless [`Self::task`] said otherwise.
+    ///
+    /// ```
+    /// use tern_server::{Args, Ctx, ToolDef, ToolError};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Import { rows: u32 }
+    /// async fn import(ctx: Ctx, Args(a): Args<Import>) -> Result<String, ToolError> {
+    ///     ctx.into_task().await;
+    ///     for batch in 0..a.rows.div_ceil(100) {
+    ///         // Recorded once done; a recovered run skips it. Retry-safe:
+    ///         // the effect carries its own idempotency key.
+    ///         ctx.once_retry_safe(&format!("batch-{batch}"), async move {
+    ///             // insert rows with key (call id, batch) …
+    ///         })
+    ///         .await;
+    ///     }
+    ///     Ok("imported".into())
+    /// }
+    /// let tool = ToolDef::new("import", "Imports rows", import).durable("v1");
+    /// # let _ = tool;
+    /// ```
+    #[must_use]
+    pub fn durable(mut self, version: &'static str) -> Self {
+        let (support, from_start) = self
+            .policy
+            .task
+            .map_or((TaskSupport::Optional, false), |m| {
+                (m.support, m.from_start)
+            });
+        self.policy.task = Some(TaskMode {
+            support,
+            from_start,
+            durable: Some(version),
         });
         self
     }
@@ -203,9 +252,11 @@ impl ToolDef {
             .policy
             .task
             .map_or(TaskSupport::Optional, |m| m.support);
+        let durable = self.policy.task.and_then(|m| m.durable);
         self.policy.task = Some(TaskMode {
             support,
             from_start: true,
+            durable,
         });
         self
     }
@@ -324,14 +375,42 @@ pub(crate) async fn call(
                     uri: None,
                 })
             }),
-            Box::new(|engine, out| match out {
-                Ok(ToolOutput(Output::Result(r))) => Ok(stamp(engine, r)),
-                Ok(ToolOutput(Output::Structured(raw))) => Ok(stamp_structured(engine, &raw)),
-                Err(e) => Ok(stamp(engine, tool_error(&e)?)),
-            }),
+            Box::new(finish),
             strategy,
         )
         .await
+}
+
+/// A tool handler's output as the `tools/call` result.
+fn finish(engine: &Engine, out: Result<ToolOutput, ToolError>) -> Result<Json, ErrorObject> {
+    match out {
+        Ok(ToolOutput(Output::Result(r))) => Ok(stamp(engine, r)),
+        Ok(ToolOutput(Output::Structured(raw))) => Ok(stamp_structured(engine, &raw)),
+        Err(e) => Ok(stamp(engine, tool_error(&e)?)),
+    }
+}
+
+/// The handler of `entry` run again for a recovered durable task, if it is
+/// durable at `version`: its output finished as `tools/call` would.
+pub(crate) fn rerun(
+    engine: Arc<Engine>,
+    entry: &Arc<ToolEntry>,
+    version: &str,
+    ctx: crate::Ctx,
+    arguments: Arc<Value>,
+) -> Option<crate::task::durable::Rerun> {
+    if entry.def.policy.task.and_then(|m| m.durable) != Some(version) {
+        return None;
+    }
+    let running = (entry.def.handler)(CallParts {
+        ctx,
+        arguments,
+        uri: None,
+    });
+    Some(Box::pin(async move {
+        let out = running.await;
+        Ok(finish(&engine, out))
+    }))
 }
 
 fn stamp(engine: &Engine, mut result: CallToolResult) -> Json {

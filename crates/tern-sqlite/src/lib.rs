@@ -3,11 +3,17 @@
 //! server: a client that polls after the restart still reads the result of
 //! a task that completed before it.
 //!
-//! A task's *handler* does not survive a restart (it was a future in the old
+//! A durable tool's task ([`tern_server::ToolDef::durable`]) survives the
+//! process too: its journal is in the row, and the process started again on
+//! the file takes it once its lease lapses
+//! ([`tern_server::task::TaskStore::claim_lapsed`], through an index on the
+//! lease deadline) and runs its handler again from the journal. Any other
+//! task's handler does not survive a restart (it was a future in the old
 //! process): a task that was still running reads `failed` with
 //! [`tern_server::error::codes::OUTCOME_UNKNOWN`] once its lease lapses, or
 //! at once when the server stopped cleanly
-//! ([`tern_server::Server::stop_tasks`]).
+//! ([`tern_server::Server::stop_tasks`]). The file is one host's: processes
+//! on it share it, a fleet needs `tern-redis`.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -51,7 +57,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use tern_server::replay::BoxFuture;
-use tern_server::task::{Created, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
+use tern_server::task::{Created, Lease, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
 
 /// Task records in one SQLite file. Cheap to clone (one shared connection).
 ///
@@ -149,8 +155,28 @@ fn migrate(conn: &mut Connection) -> Result<(), TaskStoreError> {
     if !has_tally {
         tx.execute_batch(TALLY).map_err(err)?;
     }
+    // Durable tasks: recoverable rows by lease deadline, for claim_lapsed.
+    let has_deadline: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('tern_tasks_v1') \
+             WHERE name = 'lease_deadline')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(err)?;
+    if !has_deadline {
+        tx.execute_batch(LEASE_DEADLINE).map_err(err)?;
+    }
     tx.commit().map_err(err)
 }
+
+/// The lease deadline of recoverable records (`NULL` for the others), and
+/// its index: a lapsed task is found without a scan.
+const LEASE_DEADLINE: &str = "
+ALTER TABLE tern_tasks_v1 ADD COLUMN lease_deadline INTEGER;
+CREATE INDEX tern_tasks_v1_lease_deadline ON tern_tasks_v1(lease_deadline)
+    WHERE lease_deadline IS NOT NULL;
+";
 
 fn err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> TaskStoreError {
     TaskStoreError::new(e)
@@ -189,6 +215,31 @@ impl SqliteTaskStore {
             .map_err(err)?
         })
     }
+}
+
+/// The compare-and-swap write of `record` (its stored version is
+/// `version - 1`).
+fn write(conn: &Connection, record: &TaskRecord) -> Result<bool, TaskStoreError> {
+    let json = serde_json::to_string(record).map_err(err)?;
+    let changed = conn
+        .prepare_cached(
+            "UPDATE tern_tasks_v1 SET version = ?1, live = ?2, result_bytes = ?3, \
+             expires_at = ?4, record = ?5, lease_deadline = ?8 \
+             WHERE task_id = ?6 AND version = ?7",
+        )
+        .map_err(err)?
+        .execute(params![
+            int(record.version),
+            i64::from(!record.status.is_terminal()),
+            int(record.result_bytes),
+            record.expires_at.map(int),
+            json,
+            record.task_id,
+            int(record.version.saturating_sub(1)),
+            record.lease_deadline().map(int)
+        ])
+        .map_err(err)?;
+    Ok(changed == 1)
 }
 
 fn decode(json: &str) -> Result<TaskRecord, TaskStoreError> {
@@ -241,8 +292,8 @@ impl TaskStore for SqliteTaskStore {
             }
             tx.prepare_cached(
                 "INSERT INTO tern_tasks_v1 \
-                 (task_id, key, owner, version, live, result_bytes, expires_at, record) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 (task_id, key, owner, version, live, result_bytes, expires_at, record, \
+                 lease_deadline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .map_err(err)?
             .execute(params![
@@ -253,7 +304,8 @@ impl TaskStore for SqliteTaskStore {
                 i64::from(!record.status.is_terminal()),
                 int(record.result_bytes),
                 record.expires_at.map(int),
-                json
+                json,
+                record.lease_deadline().map(int)
             ])
             .map_err(err)?;
             tx.commit().map_err(err)?;
@@ -282,25 +334,42 @@ impl TaskStore for SqliteTaskStore {
     }
 
     fn replace(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, TaskStoreError>> {
+        self.with(move |conn| write(conn, &record))
+    }
+
+    fn claim_lapsed(
+        &self,
+        now: u64,
+        lease: Lease,
+    ) -> BoxFuture<'_, Result<Option<TaskRecord>, TaskStoreError>> {
         self.with(move |conn| {
-            let json = serde_json::to_string(&record).map_err(err)?;
-            let changed = conn
+            // One transaction taking the write lock first: two processes
+            // on the file never claim the same row.
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(err)?;
+            let found: Option<String> = tx
                 .prepare_cached(
-                    "UPDATE tern_tasks_v1 SET version = ?1, live = ?2, result_bytes = ?3, \
-                     expires_at = ?4, record = ?5 WHERE task_id = ?6 AND version = ?7",
+                    "SELECT record FROM tern_tasks_v1 \
+                     WHERE lease_deadline IS NOT NULL AND lease_deadline <= ?1 \
+                     AND (expires_at IS NULL OR expires_at > ?1) \
+                     ORDER BY lease_deadline LIMIT 1",
                 )
                 .map_err(err)?
-                .execute(params![
-                    int(record.version),
-                    i64::from(!record.status.is_terminal()),
-                    int(record.result_bytes),
-                    record.expires_at.map(int),
-                    json,
-                    record.task_id,
-                    int(record.version.saturating_sub(1))
-                ])
+                .query_row(params![int(now)], |row| row.get(0))
+                .optional()
                 .map_err(err)?;
-            Ok(changed == 1)
+            let Some(found) = found else {
+                return Ok(None);
+            };
+            let mut record = decode(&found)?;
+            record.lease = Some(lease);
+            record.version += 1;
+            if !write(&tx, &record)? {
+                return Ok(None);
+            }
+            tx.commit().map_err(err)?;
+            Ok(Some(record))
         })
     }
 

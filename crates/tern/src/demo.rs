@@ -15,10 +15,11 @@ use tern_protocol::{ContentBlock, Implementation};
 use tern_server::skill::SkillCatalog;
 use tern_server::task::{MemoryTaskStore, TaskConfig, TaskStore};
 
+use crate::imports::{IMPORTS_TEMPLATE, Imports};
 use crate::ledger::{LEDGER_URI, Ledger};
 use tern_server::{
-    Answer, Args, BuildError, Ctx, Elicit, PromptDef, ResourceDef, Server, ServerBuilder,
-    TaskSupport, ToolDef, ToolError, Uri,
+    Answer, Args, BuildError, Ctx, Elicit, PromptDef, ResourceDef, ResourceTemplateDef, Server,
+    ServerBuilder, TaskSupport, ToolDef, ToolError, Uri,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -469,6 +470,21 @@ async fn greeting(ctx: Ctx, Uri(uri): Uri) -> Result<String, ToolError> {
 struct Import {
     /// How many rows to import (4 to 10000).
     rows: u32,
+    /// A test's synchronisation point: once batch N is recorded, the
+    /// import waits (its status says "paused after batch N") until it is
+    /// cancelled or its process is killed. On the task's first run only,
+    /// unless `pause_every_run`.
+    #[serde(default)]
+    pause_after_batch: Option<u32>,
+    /// Pause at `pause_after_batch` on every run of the task (a task whose
+    /// runner is killed each time it gets there).
+    #[serde(default)]
+    pause_every_run: bool,
+    /// A test's synchronisation point inside the final step, which is not
+    /// retry-safe: on the first run the import waits there (status
+    /// "paused in commit") after its effect, until it is killed.
+    #[serde(default)]
+    pause_in_commit: bool,
 }
 
 /// What to do with the rows that failed validation.
@@ -494,6 +510,8 @@ struct OnError {
 const ROW_TIME: Duration = Duration::from_millis(50);
 /// How many rows of the first half fail validation.
 const BAD_ROWS: u32 = 2;
+/// Rows per batch: each batch is one retry-safe step, recorded once.
+const BATCH_ROWS: u32 = 10;
 
 /// Imports rows `from..to` of `total`, one [`ROW_TIME`] each, reporting
 /// progress (a task's `statusMessage`); stops at the next row once the call
@@ -514,19 +532,79 @@ async fn import_rows(ctx: &Ctx, from: u32, to: u32, total: u32) -> (u32, bool) {
     (to, false)
 }
 
-/// A bulk import (Tasks extension, optional): a task when the client
-/// declares the extension, else inline through MRTR, where `ctx.once` keeps
-/// the rows of the first half from being imported again on the retry.
-async fn import_dataset(ctx: Ctx, Args(a): Args<Import>) -> Result<String, ToolError> {
+/// A test's synchronisation point: says so in the status, then waits until
+/// the call is cancelled (or the process is killed).
+async fn pause(ctx: &Ctx, at: &str) {
+    ctx.progress(f64::MAX, None, Some(&format!("paused {at}")));
+    ctx.cancelled().await;
+}
+
+/// The rows `from..to` in batches of [`BATCH_ROWS`], numbered from
+/// `first`: each batch a retry-safe step made once by its idempotency key
+/// (the task and the batch), recorded in `imports`. The rows done, whether
+/// it stopped early, and the next batch number.
+async fn import_batches(
+    ctx: &Ctx,
+    args: &Import,
+    imports: &Imports,
+    (from, to, first): (u32, u32, u32),
+) -> Result<(u32, bool, u32), ToolError> {
+    let total = args.rows;
+    let key = import_key(ctx);
+    let mut batch = first;
+    let mut row = from;
+    while row < to {
+        let end = (row + BATCH_ROWS).min(to);
+        let step = async {
+            let (done, stopped) = import_rows(ctx, row, end, total).await;
+            let line = format!("batch {batch} rows {row}-{}", done.saturating_sub(1));
+            if done > row {
+                imports.record(&key, batch, &line).await?;
+            }
+            Ok::<_, String>((done, stopped))
+        };
+        let (done, stopped) = ctx
+            .once_retry_safe(&format!("batch-{batch}"), step)
+            .await
+            .map_err(ToolError::new)?;
+        if stopped {
+            return Ok((done, true, batch + 1));
+        }
+        if args.pause_after_batch == Some(batch) && (ctx.attempt() == 0 || args.pause_every_run) {
+            pause(ctx, &format!("after batch {batch}")).await;
+            return Ok((done, true, batch + 1));
+        }
+        row = end;
+        batch += 1;
+    }
+    Ok((to, false, batch))
+}
+
+/// The key of this import's batches: its task id (every run of the task
+/// shares it), or the call id inline.
+fn import_key(ctx: &Ctx) -> String {
+    ctx.task_id()
+        .map_or_else(|| ctx.call_id().to_string(), str::to_owned)
+}
+
+/// A bulk import (Tasks extension, optional; durable): a task when the
+/// client declares the extension, else inline through MRTR, where `ctx.once`
+/// keeps the rows of the first half from being imported again on the retry.
+/// As a task it survives its runner: each batch is a retry-safe `ctx.once`
+/// step recorded once in the demo's imports (`demo://imports/{taskId}`),
+/// and the final commit a step that is not retry-safe.
+async fn import_dataset(
+    ctx: Ctx,
+    Args(a): Args<Import>,
+    imports: Imports,
+) -> Result<String, ToolError> {
     if !(4..=10_000).contains(&a.rows) {
         return Err(ToolError::new("rows must be between 4 and 10000"));
     }
     let total = a.rows;
     ctx.into_task().await;
     let half = total / 2;
-    let (first, stopped) = ctx
-        .once("first_half", import_rows(&ctx, 0, half, total))
-        .await;
+    let (first, stopped, next) = import_batches(&ctx, &a, &imports, (0, half, 0)).await?;
     if stopped {
         return Err(ToolError::new(format!(
             "Import cancelled after {first} rows."
@@ -542,17 +620,48 @@ async fn import_dataset(ctx: Ctx, Args(a): Args<Import>) -> Result<String, ToolE
         }) => {}
         _ => return Ok(format!("Import aborted after {first} rows.")),
     }
-    let (done, stopped) = import_rows(&ctx, half, total, total).await;
+    let (done, stopped, _) = import_batches(&ctx, &a, &imports, (half, total, next)).await?;
     if stopped {
         return Err(ToolError::new(format!(
             "Import cancelled after {} rows.",
             done - BAD_ROWS
         )));
     }
-    Ok(format!(
-        "Imported {} rows (skipped {BAD_ROWS}).",
-        done - BAD_ROWS
-    ))
+    let imported = done - BAD_ROWS;
+    // Not retry-safe (the line has no idempotency key): a runner that dies
+    // in it leaves the task failed, naming it, never a second commit.
+    let key = import_key(&ctx);
+    ctx.once("commit", async {
+        imports
+            .append(&key, &format!("commit {imported} rows"))
+            .await?;
+        if a.pause_in_commit && ctx.attempt() == 0 {
+            pause(&ctx, "in commit").await;
+            return Err("Import cancelled while committing.".to_owned());
+        }
+        Ok::<_, String>(())
+    })
+    .await
+    .map_err(ToolError::new)?;
+    Ok(format!("Imported {imported} rows (skipped {BAD_ROWS})."))
+}
+
+/// `demo://imports/{taskId}`'s variable.
+#[derive(Deserialize, JsonSchema)]
+struct ImportId {
+    #[serde(rename = "taskId")]
+    task_id: String,
+}
+
+/// The lines of one import.
+async fn imports_text(imports: &Imports, task: &str) -> Result<String, ToolError> {
+    let lines = imports.lines(task).await.map_err(ToolError::new)?;
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 /// The nightly report (Tasks extension, required): about a second of work.
@@ -609,10 +718,23 @@ pub fn task_config() -> TaskConfig {
 /// The demo's builder; with a ledger (fleet mode), `transfer_funds` records
 /// each transfer in it and `demo://ledger` reads them back.
 pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
+    builder_with_stores(ledger, Imports::memory())
+}
+
+/// [`builder_with_ledger`], `import_dataset` recording its batches in
+/// `imports` (read back at `demo://imports/{taskId}`).
+pub fn builder_with_stores(ledger: Option<Ledger>, imports: Imports) -> ServerBuilder {
     let info = Implementation {
         title: Some("tern demo".into()),
         description: Some("Every kind of question a 2026-07-28 server can ask: forms (one or two per round, dependent rounds), a sign-in page, a completion and the roots, with progress".into()),
         ..Implementation::new("tern-demo", env!("CARGO_PKG_VERSION"))
+    };
+    let import_imports = imports.clone();
+    let import =
+        move |ctx: Ctx, args: Args<Import>| import_dataset(ctx, args, import_imports.clone());
+    let read_imports = move |Args(v): Args<ImportId>| {
+        let imports = imports.clone();
+        async move { imports_text(&imports, &v.task_id).await }
     };
     let transfer_ledger = ledger.clone();
     let local = LocalLedger::default();
@@ -638,9 +760,14 @@ pub fn builder_with_ledger(ledger: Option<Ledger>) -> ServerBuilder {
         .tool(ToolDef::new("connect_account", "Connects an account through a sign-in page (URL-mode elicitation)", connect_account))
         .tool(ToolDef::new("summarize", "Summarises text with the client's model (sampling; deprecated)", summarize))
         .tool(ToolDef::new("workspace_files", "Lists the folders the client shares (roots; deprecated)", workspace_files))
-        .tool(ToolDef::new("import_dataset", "Imports rows (about 50 ms each); halfway asks what to do with the 2 that failed validation; a task when the client declares the Tasks extension", import_dataset).elicits::<OnError>().task(TaskSupport::Optional))
+        .tool(ToolDef::new("import_dataset", "Imports rows (about 50 ms each) in batches of 10; halfway asks what to do with the 2 that failed validation; a task when the client declares the Tasks extension, durable: a task whose server dies is finished by another, each batch once (see demo://imports/{taskId})", import).elicits::<OnError>().task(TaskSupport::Optional).durable("v1"))
         .tool(ToolDef::new("nightly_report", "Builds the nightly report (about 1 s); runs only as a task", nightly_report).task(TaskSupport::Required).task_from_start())
         .prompt(PromptDef::new("incident_report", "An incident report prompt; asks the severity first", incident_report).elicits::<Severity>())
+        .resource_template(
+            ResourceTemplateDef::new(IMPORTS_TEMPLATE, "imports", read_imports)
+                .description("The batches of one import_dataset task, one line each: each batch once, however often its server died")
+                .mime_type("text/plain"),
+        )
         .resource(
             ResourceDef::new("demo://greeting", "greeting", greeting)
                 .description("A greeting that asks who is reading it")

@@ -1,7 +1,9 @@
 //! The demo as one replica of a fleet (`tern serve demo --http ADDR --redis
 //! URL --keys FILE`): shared keys, the replay and task stores in Redis
 //! (`tern-redis`), `transfer_funds` recording each transfer in a Redis
-//! ledger that `demo://ledger` reads back (its updates published on the
+//! ledger that `demo://ledger` reads back, `import_dataset` recording each
+//! batch once in a Redis list that `demo://imports/{taskId}` reads back
+//! (its updates published on the
 //! fleet's change bus, so a `subscriptions/listen` on any replica hears
 //! them), health endpoints for a load balancer, and the key ring reloaded
 //! on `SIGHUP`.
@@ -73,7 +75,8 @@ pub async fn fleet(
         .await
         .map_err(|e| unreachable(url, &e))?;
     let ledger = Ledger::connect(url, &options).await?;
-    let builder = crate::demo::builder_with_ledger(Some(ledger.clone()));
+    let imports = crate::imports::Imports::redis(url, &options).await?;
+    let builder = crate::demo::builder_with_stores(Some(ledger.clone()), imports);
     // Resource updates reach the listen streams of every replica.
     let changes = builder.changes();
     let bus = RedisChangeBus::connect(url, options.clone(), changes.clone())
@@ -85,8 +88,9 @@ pub async fn fleet(
         .keys(keys)
         .replay_store(Arc::new(replay))
         .task_store(Arc::new(tasks))
-        // A replica that dies leaves its guarded legs and tasks to lapse
-        // into "outcome unknown" within `lease`.
+        // A replica that dies leaves its guarded legs to lapse into
+        // "outcome unknown" within `lease`, and its durable tasks to be
+        // taken again by another replica.
         .call_limits(CallLimits::default().lease(lease))
         .task_config(task_config.lease(lease))
         .multi_instance();

@@ -7,6 +7,7 @@
 
 pub mod demo;
 pub mod demo_fleet;
+pub mod imports;
 pub mod ledger;
 pub mod login;
 pub mod safe;

@@ -10,7 +10,7 @@ use tern_protocol::ClientCapabilities;
 use tern_protocol::task::TASKS_EXTENSION;
 use tern_redis::{RedisOptions, RedisTaskStore};
 use tern_server::error::codes;
-use tern_server::testing::{TestClient, task_store_contract};
+use tern_server::testing::{TestClient, task_store_contract, task_store_recovery_contract};
 use tern_server::{
     Answer, Ctx, Elicit, KeyRing, Server, TaskConfig, TaskSupport, ToolDef, ToolError,
 };
@@ -39,6 +39,23 @@ async fn the_redis_task_store_meets_the_task_store_contract() {
     }
     let stores = Mutex::new(stores);
     task_store_contract(|| stores.lock().unwrap().pop().expect("nine stores suffice")).await;
+}
+
+#[tokio::test]
+async fn the_redis_task_store_claims_lapsed_tasks() {
+    let redis = RedisServer::start().await;
+    let mut stores = Vec::new();
+    for _ in 0..2 {
+        let options = RedisOptions::new().prefix(prefix());
+        stores.push(Arc::new(
+            RedisTaskStore::connect(&redis.url(), options)
+                .await
+                .unwrap(),
+        ));
+    }
+    let stores = Mutex::new(stores);
+    task_store_recovery_contract(|| stores.lock().unwrap().pop().expect("two stores suffice"))
+        .await;
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

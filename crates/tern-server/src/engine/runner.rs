@@ -205,6 +205,26 @@ pub(crate) type RunHandler<T> =
 pub(crate) type FinishLeg<T> =
     Box<dyn FnOnce(&Engine, Result<T, ToolError>) -> Result<Json, ErrorObject> + Send>;
 
+/// Who creates the task a leg becomes, and what a durable tool's task keeps.
+fn start_spec(
+    request: &LegRequest,
+    call_id: CallId,
+    task_mode: Option<crate::task::TaskMode>,
+) -> crate::task::runner::StartSpec {
+    crate::task::runner::StartSpec {
+        call_id,
+        principal: request.origin.principal.clone(),
+        peer: request.call.peer.clone(),
+        capabilities: (*request.meta.client_capabilities).clone(),
+        durable: crate::task::durable::seed_of(
+            task_mode,
+            &request.origin.target,
+            request.origin.arguments.as_ref(),
+            &request.meta,
+        ),
+    }
+}
+
 impl Engine {
     /// Runs one leg: see the module docs.
     pub(crate) async fn run<T: Send + 'static>(
@@ -349,12 +369,7 @@ impl Engine {
                     // From here the request's cancellation no longer reaches
                     // the handler; `tasks/cancel` does.
                     drop(forwarding);
-                    let spec = crate::task::runner::StartSpec {
-                        call_id,
-                        principal: request.origin.principal.clone(),
-                        peer: request.call.peer.clone(),
-                        capabilities: (*request.meta.client_capabilities).clone(),
-                    };
+                    let spec = start_spec(&request, call_id, task_mode);
                     let tasks = Arc::clone(&self.tasks);
                     // Boxed: rare, and large enough to double every leg's
                     // future if held inline.

@@ -1,9 +1,9 @@
 //! [`MemoryTaskStore`]: the embedded default, in this process's memory.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
-use super::store::{Created, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
+use super::store::{Created, Lease, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
 use crate::future::BoxFuture;
 
 #[derive(Debug, Default)]
@@ -17,6 +17,9 @@ struct Maps {
     /// included): a create under quota is told so without a scan of every
     /// record; only a refusal counts exactly.
     usage: HashMap<Option<String>, Usage>,
+    /// Recoverable records by lease deadline, for
+    /// [`TaskStore::claim_lapsed`].
+    deadlines: BTreeSet<(u64, String)>,
     /// No sweep before this (ms since the epoch): at most one a second.
     next_sweep: u64,
 }
@@ -80,12 +83,13 @@ impl Maps {
             return;
         }
         self.next_sweep = now.saturating_add(SWEEP_EVERY_MS);
-        let (keys, usage) = (&mut self.keys, &mut self.usage);
+        let (keys, usage, deadlines) = (&mut self.keys, &mut self.usage, &mut self.deadlines);
         self.records.retain(|id, r| {
             let keep = live(r, now);
             if !keep {
                 forget_key(keys, &r.key, id);
                 untally(usage, r);
+                unindex(deadlines, r);
             }
             keep
         });
@@ -94,6 +98,19 @@ impl Maps {
             self.records.shrink_to(self.records.len() * 2);
             self.keys.shrink_to(self.keys.len() * 2);
         }
+    }
+}
+
+/// Indexes `r` by its lease deadline when it is recoverable.
+fn index(deadlines: &mut BTreeSet<(u64, String)>, r: &TaskRecord) {
+    if let Some(at) = r.lease_deadline() {
+        deadlines.insert((at, r.task_id.clone()));
+    }
+}
+
+fn unindex(deadlines: &mut BTreeSet<(u64, String)>, r: &TaskRecord) {
+    if let Some(at) = r.lease_deadline() {
+        deadlines.remove(&(at, r.task_id.clone()));
     }
 }
 
@@ -189,6 +206,7 @@ impl TaskStore for MemoryTaskStore {
                 Created::OverQuota
             } else {
                 tally(&mut maps.usage, &record);
+                index(&mut maps.deadlines, &record);
                 maps.keys.insert(record.key.clone(), record.task_id.clone());
                 maps.records
                     .insert(record.task_id.clone(), Box::new(record));
@@ -215,11 +233,18 @@ impl TaskStore for MemoryTaskStore {
 
     fn replace(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, TaskStoreError>> {
         let mut maps = self.maps();
-        let Maps { records, usage, .. } = &mut *maps;
+        let Maps {
+            records,
+            usage,
+            deadlines,
+            ..
+        } = &mut *maps;
         let swapped = match records.get_mut(&record.task_id) {
             Some(current) if current.version + 1 == record.version => {
                 untally(usage, current);
+                unindex(deadlines, current);
                 tally(usage, &record);
+                index(deadlines, &record);
                 **current = record;
                 true
             }
@@ -233,8 +258,37 @@ impl TaskStore for MemoryTaskStore {
         if let Some(r) = maps.records.remove(task_id) {
             forget_key(&mut maps.keys, &r.key, task_id);
             untally(&mut maps.usage, &r);
+            unindex(&mut maps.deadlines, &r);
         }
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn claim_lapsed(
+        &self,
+        now: u64,
+        lease: Lease,
+    ) -> BoxFuture<'_, Result<Option<TaskRecord>, TaskStoreError>> {
+        let mut maps = self.maps();
+        let Maps {
+            records, deadlines, ..
+        } = &mut *maps;
+        let mut claimed = None;
+        while let Some((at, id)) = deadlines.first().cloned() {
+            if at > now {
+                break;
+            }
+            deadlines.pop_first();
+            let Some(r) = records.get_mut(&id).filter(|r| live(r, now)) else {
+                // Expired: the next sweep drops it.
+                continue;
+            };
+            r.lease = Some(lease);
+            r.version += 1;
+            index(deadlines, r);
+            claimed = Some(TaskRecord::clone(r));
+            break;
+        }
+        Box::pin(std::future::ready(Ok(claimed)))
     }
 
     fn is_durable(&self) -> bool {
@@ -252,6 +306,14 @@ mod tests {
     #[tokio::test]
     async fn the_memory_store_meets_the_task_store_contract() {
         crate::testing::task_store_contract(|| Arc::new(MemoryTaskStore::new())).await;
+    }
+
+    #[tokio::test]
+    async fn the_memory_store_claims_lapsed_tasks() {
+        Box::pin(crate::testing::task_store_recovery_contract(|| {
+            Arc::new(MemoryTaskStore::new())
+        }))
+        .await;
     }
 
     const NOW: u64 = 1_800_000_000_000;

@@ -46,6 +46,7 @@
 //!   its task). Its *quota* is its peer's, so one anonymous address at its
 //!   quota does not refuse tasks to the others.
 
+pub(crate) mod durable;
 mod memory;
 pub(crate) mod runner;
 pub mod store;
@@ -63,7 +64,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use memory::MemoryTaskStore;
-pub use store::{Created, Lease, TaskQuota, TaskRecord, TaskStore, TaskStoreError};
+pub use store::{
+    Created, JOURNAL_FORMAT, Journal, Lease, TaskQuota, TaskRecord, TaskStore, TaskStoreError,
+};
 
 use crate::error::codes;
 use crate::ids::Clock;
@@ -119,6 +122,22 @@ pub struct TaskConfig {
     /// Largest result one task may store: default 1 MiB. A larger one ends
     /// the task `failed` with [`crate::error::codes::STORE_FULL`].
     pub max_result_bytes: u64,
+    /// How many times a durable task is taken again after its runner's
+    /// lease lapsed before it ends `failed` with
+    /// [`crate::error::codes::RECOVERY_LIMIT`]: default 3.
+    pub recoveries: u32,
+    /// How many leases a lapsed durable task waits for a replica that
+    /// serves its tool's version before it reads `failed` (outcome
+    /// unknown): default 3.
+    pub unclaimed_leases: u32,
+    /// Largest journal one durable task keeps (its sealed call and steps):
+    /// default 256 KiB. A step whose result would grow it past this ends the
+    /// task `failed` with [`crate::error::codes::STORE_FULL`].
+    pub max_journal_bytes: u64,
+    /// On [`crate::Server::stop_tasks`], how long a durable task's running
+    /// `ctx.once` steps may take to finish and be recorded before its lease
+    /// is released for another replica: default 10 s.
+    pub drain: Duration,
 }
 
 impl Default for TaskConfig {
@@ -133,6 +152,10 @@ impl Default for TaskConfig {
             max_live_per_principal: 64,
             max_result_bytes_per_principal: 16 << 20,
             max_result_bytes: 1 << 20,
+            recoveries: 3,
+            unclaimed_leases: 3,
+            max_journal_bytes: 256 << 10,
+            drain: Duration::from_secs(10),
         }
     }
 }
@@ -193,6 +216,34 @@ impl TaskConfig {
         self
     }
 
+    /// Sets [`Self::recoveries`].
+    #[must_use]
+    pub fn recoveries(mut self, recoveries: u32) -> Self {
+        self.recoveries = recoveries;
+        self
+    }
+
+    /// Sets [`Self::unclaimed_leases`] (at least 1).
+    #[must_use]
+    pub fn unclaimed_leases(mut self, leases: u32) -> Self {
+        self.unclaimed_leases = leases.max(1);
+        self
+    }
+
+    /// Sets [`Self::drain`].
+    #[must_use]
+    pub fn drain(mut self, drain: Duration) -> Self {
+        self.drain = drain;
+        self
+    }
+
+    /// Sets [`Self::max_journal_bytes`].
+    #[must_use]
+    pub fn max_journal_bytes(mut self, bytes: u64) -> Self {
+        self.max_journal_bytes = bytes;
+        self
+    }
+
     /// Sets [`Self::max_result_bytes`].
     #[must_use]
     pub fn max_result_bytes(mut self, bytes: u64) -> Self {
@@ -206,6 +257,8 @@ impl TaskConfig {
 pub(crate) struct TaskMode {
     pub(crate) support: TaskSupport,
     pub(crate) from_start: bool,
+    /// The tool is durable at this version ([`crate::ToolDef::durable`]).
+    pub(crate) durable: Option<&'static str>,
 }
 
 /// A runner this process holds: how to wake it.
@@ -297,7 +350,7 @@ impl Tasks {
                 return Ok(None);
             };
             let was_terminal = record.status.is_terminal();
-            let lapsed = lapse(&mut record, now, self.config.retention);
+            let lapsed = lapse(&mut record, now, &self.config);
             let out = change(&mut record, now);
             if out.is_none() && !lapsed {
                 return Ok(Some((record, None)));
@@ -374,10 +427,36 @@ pub(crate) fn runner_gone(why: &str) -> ErrorObject {
 
 /// A non-terminal task whose lease lapsed turns `failed` (outcome unknown),
 /// kept `retention` from now like any finished task. Returns whether it
-/// changed.
-pub(crate) fn lapse(record: &mut TaskRecord, now: u64, retention: Duration) -> bool {
-    if record.status.is_terminal() || record.lease.as_ref().is_none_or(|l| l.expires_at > now) {
+/// changed. A recoverable one (a durable task with its journal) waits for
+/// a replica to take it again ([`TaskStore::claim_lapsed`]): it keeps its
+/// status, unless it was cancelled meanwhile (then `cancelled`: it is not
+/// run again) or no replica took it within
+/// [`TaskConfig::unclaimed_leases`] leases.
+pub(crate) fn lapse(record: &mut TaskRecord, now: u64, config: &TaskConfig) -> bool {
+    let retention = config.retention;
+    let Some(lapsed_at) = record
+        .lease
+        .as_ref()
+        .map(|l| l.expires_at)
+        .filter(|at| *at <= now && !record.status.is_terminal())
+    else {
         return false;
+    };
+    if record.recoverable() {
+        if record.cancel_requested {
+            end(
+                record,
+                now,
+                TaskStatus::Cancelled,
+                None,
+                None,
+                Some(retention),
+            );
+            return true;
+        }
+        if now < lapsed_at.saturating_add(durable::unclaimed_grace(config)) {
+            return false;
+        }
     }
     end(
         record,
@@ -388,6 +467,17 @@ pub(crate) fn lapse(record: &mut TaskRecord, now: u64, retention: Duration) -> b
         Some(retention),
     );
     true
+}
+
+pub(crate) fn internal() -> ErrorObject {
+    ErrorObject::new(code::INTERNAL_ERROR, "Internal error")
+}
+
+/// The `_meta` key of `tasks/get` that says which run of a durable task
+/// this is: `0` the first, then one more for each time it was taken again
+/// after its runner stopped.
+pub fn attempt_meta_key() -> String {
+    format!("{}attempt", crate::error::META_PREFIX)
 }
 
 /// What each kept task record counts against its owner's byte quota beside
@@ -430,6 +520,14 @@ pub(crate) fn end(
     record.input_requests.clear();
     record.answers.clear();
     record.lease = None;
+    // Nothing runs again from a finished task: its journal goes, but for
+    // the attempt it ended in (`tasks/get` shows it).
+    if let Some(j) = record.journal.as_mut() {
+        j.call.clear();
+        j.steps.clear();
+        j.started.clear();
+        j.keys.clear();
+    }
     record.last_updated_at = now;
     // Keep the record `retention` past its end, shorter than the ttl given at
     // creation too: ttlMs "may change" (Tasks extension › Tasks). Kept at least

@@ -45,6 +45,8 @@ pub(crate) struct StartSpec {
     /// caller's tasks count against its peer's quota.
     pub(crate) peer: Option<Arc<str>>,
     pub(crate) capabilities: ClientCapabilities,
+    /// A durable tool's call: its task keeps a journal.
+    pub(crate) durable: Option<super::durable::Seed>,
 }
 
 /// The wire view of a record (`Task`).
@@ -110,7 +112,33 @@ impl Tasks {
             result_bytes: super::RECORD_CHARGE,
             cancel_requested: false,
             lease: Some(Lease::new(token.clone(), now + ms(self.config.lease))),
+            journal: None,
         };
+        let mut record = record;
+        let durable = spec.durable.is_some();
+        if let Some(seed) = &spec.durable {
+            let journal = {
+                let leg = ctx.leg();
+                super::durable::seed(
+                    &engine,
+                    &record,
+                    seed,
+                    spec.call_id,
+                    &spec.principal,
+                    &leg,
+                    ctx.token_read(),
+                )?
+            };
+            let max = self.config.max_journal_bytes;
+            if super::durable::journal_bytes(&journal) > max {
+                return Err(ErrorObject::new(
+                    codes::STORE_FULL,
+                    format!("The task's journal would be larger than the {max} bytes kept"),
+                ));
+            }
+            record.result_bytes = super::RECORD_CHARGE + super::durable::journal_bytes(&journal);
+            record.journal = Some(journal);
+        }
         let quota = TaskQuota::new(
             self.config.max_live_per_principal,
             self.config.max_result_bytes_per_principal,
@@ -133,36 +161,74 @@ impl Tasks {
                 ));
             }
         }
+        let out = create_result(&record);
+        // A task id is a bearer credential for an anonymous task: it goes
+        // to debug-level logs only.
+        tracing::info!("task created");
+        self.launch(
+            engine,
+            record.task_id,
+            token,
+            ctx,
+            cancel,
+            body,
+            finish,
+            durable.then_some(0),
+        );
+        Ok(out)
+    }
+
+    /// Runs the body of task `task_id` under the lease `token` in a spawned
+    /// task (a new task, or one taken again from its journal). `durable`:
+    /// the task keeps a journal, and this is its run `Some(attempt)`.
+    #[allow(clippy::too_many_arguments, reason = "the parts of one running task")]
+    pub(crate) fn launch<T: Send + 'static>(
+        self: &Arc<Self>,
+        engine: Arc<Engine>,
+        task_id: String,
+        token: String,
+        ctx: Ctx,
+        cancel: CancellationToken,
+        body: BoxFuture<'static, Result<T, ToolError>>,
+        finish: FinishLeg<T>,
+        durable: Option<u32>,
+    ) {
+        let (durable, attempt) = (durable.is_some(), durable.unwrap_or(0));
         let local = Arc::new(Local {
             bump: watch::Sender::new(0),
         });
         self.local
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(record.task_id.clone(), Arc::clone(&local));
+            .insert(task_id.clone(), Arc::clone(&local));
         self.running.send_modify(|n| *n += 1);
-        let out = create_result(&record);
-        // A task id is a bearer credential for an anonymous task: it goes
-        // to debug-level logs only.
-        tracing::info!("task created");
         let tasks = Arc::clone(self);
-        let task_id = record.task_id;
         let span = tracing::debug_span!("task", %task_id);
         tokio::spawn(tracing::Instrument::instrument(
             async move {
-                tasks
-                    .drive(engine, &task_id, &token, &local, ctx, cancel, body, finish)
-                    .await;
-                tasks
+                let run = Run {
+                    engine,
+                    task_id: &task_id,
+                    token: &token,
+                    local: &local,
+                    durable,
+                    attempt,
+                };
+                tasks.drive(run, ctx, cancel, body, finish).await;
+                let mut locals = tasks
                     .local
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .remove(&task_id);
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // A later runner of the task in this process (it was taken
+                // again) keeps its own.
+                if locals.get(&task_id).is_some_and(|l| Arc::ptr_eq(l, &local)) {
+                    locals.remove(&task_id);
+                }
+                drop(locals);
                 tasks.running.send_modify(|n| *n = n.saturating_sub(1));
             },
             span,
         ));
-        Ok(out)
     }
 
     /// Runs a task's body to its end and records the outcome.
@@ -173,25 +239,62 @@ impl Tasks {
     )]
     async fn drive<T: Send + 'static>(
         self: &Arc<Self>,
-        engine: Arc<Engine>,
-        task_id: &str,
-        token: &str,
-        local: &Arc<Local>,
+        run: Run<'_>,
         ctx: Ctx,
         cancel: CancellationToken,
         body: BoxFuture<'static, Result<T, ToolError>>,
         finish: FinishLeg<T>,
     ) {
-        let sink = Arc::new(Sink::default());
+        let Run {
+            engine,
+            task_id,
+            token,
+            local,
+            durable,
+            attempt,
+        } = run;
+        let sink = Arc::new(Sink {
+            task_id: task_id.to_owned(),
+            attempt,
+            journal: durable.then(|| Journaled {
+                tasks: Arc::clone(self),
+                engine: Arc::clone(&engine),
+                task_id: task_id.to_owned(),
+                token: token.to_owned(),
+                steps: watch::Sender::new(0),
+                draining: CancellationToken::new(),
+            }),
+            ..Sink::default()
+        });
         ctx.become_task(Arc::clone(&sink) as Arc<dyn TaskSink>);
+        // A question outstanding when the last runner stopped keeps its
+        // wire key, and no key is reused.
+        let keys = if durable {
+            self.store
+                .load(task_id, self.now_ms())
+                .await
+                .ok()
+                .flatten()
+                .map(|r| Keys {
+                    current: r
+                        .journal
+                        .map(|j| j.keys.into_iter().collect())
+                        .unwrap_or_default(),
+                    used: r.used_keys.into_iter().collect(),
+                })
+                .unwrap_or_default()
+        } else {
+            Keys::default()
+        };
         let source = Answers {
             inner: Arc::new(AnswersInner {
                 tasks: Arc::clone(self),
+                engine: durable.then(|| Arc::clone(&engine)),
                 task_id: task_id.to_owned(),
                 token: token.to_owned(),
                 local: Arc::clone(local),
                 cancel: cancel.clone(),
-                keys: Mutex::default(),
+                keys: Mutex::new(keys),
             }),
         };
         let body_ctx = ctx.clone();
@@ -257,6 +360,29 @@ impl Tasks {
                     }
                 }
                 () = self.shutdown.cancelled() => {
+                    if let Some(j) = &sink.journal {
+                        // Graceful hand-off: no new step starts; running
+                        // ones finish (and are recorded) within the drain
+                        // deadline, then the lease is released.
+                        j.draining.cancel();
+                        let mut steps = j.steps.subscribe();
+                        let drained = tokio::time::timeout_at(
+                            deadline.min(tokio::time::Instant::now() + self.config.drain),
+                            steps.wait_for(|n| *n == 0),
+                        );
+                        tokio::select! {
+                            joined = &mut join => break joined,
+                            _ = drained => {}
+                        }
+                        join.abort();
+                        let released = self.fenced(task_id, token, |r, now| {
+                            if let Some(l) = r.lease.as_mut() {
+                                l.expires_at = now;
+                            }
+                        }).await;
+                        tracing::info!(released = matches!(released, Ok(true)), "task handed off");
+                        return;
+                    }
                     join.abort();
                     let error = runner_gone("the server stopped before it ended");
                     let retention = self.config.retention;
@@ -403,11 +529,37 @@ fn create_result(record: &TaskRecord) -> Json {
     to_json(&CreateTaskResult::new(task_view(record)))
 }
 
-/// `ctx.progress` inside a task: the latest message, written by the runner.
-#[derive(Debug, Default)]
+/// One running task, as [`Tasks::drive`] holds it.
+struct Run<'a> {
+    engine: Arc<Engine>,
+    task_id: &'a str,
+    token: &'a str,
+    local: &'a Arc<Local>,
+    durable: bool,
+    attempt: u32,
+}
+
+/// `ctx.progress` inside a task: the latest message, written by the runner;
+/// in a durable task, its `ctx.once` steps too.
+#[derive(Default)]
 struct Sink {
+    task_id: String,
+    attempt: u32,
     message: Mutex<Option<String>>,
     changed: Notify,
+    journal: Option<Journaled>,
+}
+
+/// A durable task's journal writer.
+struct Journaled {
+    tasks: Arc<Tasks>,
+    engine: Arc<Engine>,
+    task_id: String,
+    token: String,
+    /// Steps running now.
+    steps: watch::Sender<usize>,
+    /// The server is stopping: no new step starts.
+    draining: CancellationToken,
 }
 
 impl Sink {
@@ -426,6 +578,89 @@ impl TaskSink for Sink {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message);
         self.changed.notify_one();
+    }
+
+    fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    fn durable(&self) -> bool {
+        self.journal.is_some()
+    }
+
+    fn step_started(
+        &self,
+        name: &str,
+        retry_safe: bool,
+    ) -> BoxFuture<'static, Result<(), ErrorObject>> {
+        let Some(j) = &self.journal else {
+            return Box::pin(std::future::ready(Ok(())));
+        };
+        let (tasks, task_id, token) = (Arc::clone(&j.tasks), j.task_id.clone(), j.token.clone());
+        let (name, draining, steps) = (name.to_owned(), j.draining.clone(), j.steps.clone());
+        Box::pin(async move {
+            if draining.is_cancelled() {
+                // Handing off: the step runs on the next runner.
+                return std::future::pending().await;
+            }
+            steps.send_modify(|n| *n += 1);
+            match tasks
+                .step_started(&task_id, &token, &name, retry_safe)
+                .await
+            {
+                Ok(true) => Ok(()),
+                Ok(false) => {
+                    steps.send_modify(|n| *n = n.saturating_sub(1));
+                    Err(runner_gone("the task's runner lost its lease"))
+                }
+                Err(e) => {
+                    steps.send_modify(|n| *n = n.saturating_sub(1));
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    fn step_done(&self, name: &str, value: Value) -> BoxFuture<'static, Result<(), ErrorObject>> {
+        let Some(j) = &self.journal else {
+            return Box::pin(std::future::ready(Ok(())));
+        };
+        let (tasks, engine) = (Arc::clone(&j.tasks), Arc::clone(&j.engine));
+        let (task_id, token, name, steps) = (
+            j.task_id.clone(),
+            j.token.clone(),
+            name.to_owned(),
+            j.steps.clone(),
+        );
+        Box::pin(async move {
+            let done = tasks
+                .step_done(&engine, &task_id, &token, &name, &value)
+                .await;
+            steps.send_modify(|n| *n = n.saturating_sub(1));
+            match done {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(runner_gone("the task's runner lost its lease")),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    fn unrecoverable(&self, why: &'static str) {
+        let Some(j) = &self.journal else { return };
+        let (tasks, task_id, token) = (Arc::clone(&j.tasks), j.task_id.clone(), j.token.clone());
+        tokio::spawn(async move {
+            let _ = tasks
+                .fenced(&task_id, &token, |r, _| {
+                    if let Some(j) = r.journal.as_mut() {
+                        j.unrecoverable.get_or_insert_with(|| why.to_owned());
+                    }
+                })
+                .await;
+        });
     }
 }
 
@@ -457,6 +692,8 @@ impl Keys {
 
 struct AnswersInner {
     tasks: Arc<Tasks>,
+    /// A durable task's engine: answers taken go into its journal.
+    engine: Option<Arc<Engine>>,
     task_id: String,
     token: String,
     local: Arc<Local>,
@@ -511,6 +748,11 @@ impl AnswerSource for Answers {
                             .map(|(k, q)| (k.clone(), q.clone()))
                             .collect();
                         r.used_keys.extend(wire.keys().cloned());
+                        if let Some(j) = r.journal.as_mut() {
+                            for (w, (key, _)) in &kinds {
+                                j.keys.insert(key.clone(), w.clone());
+                            }
+                        }
                         r.status = if r.input_requests.is_empty() {
                             TaskStatus::Working
                         } else {
@@ -530,6 +772,7 @@ impl AnswerSource for Answers {
                     let mut remote = this.tasks.store.changes();
                     let mut taken = Vec::new();
                     let mut cancel_asked = false;
+                    let mut journal_failed = None;
                     let done = this
                         .tasks
                         .modify(&this.task_id, |r, _| {
@@ -546,13 +789,32 @@ impl AnswerSource for Answers {
                             if mine.is_empty() {
                                 return None;
                             }
-                            taken = mine
-                                .into_iter()
-                                .filter_map(|k| r.answers.remove(&k).map(|v| (k, v)))
+                            let picked: Vec<(String, Value)> = mine
+                                .iter()
+                                .filter_map(|k| r.answers.get(k).map(|v| (k.clone(), v.clone())))
                                 .collect();
+                            if let Some(engine) = &this.engine {
+                                let by_key: Vec<(String, Value)> = picked
+                                    .iter()
+                                    .filter_map(|(w, v)| {
+                                        kinds.get(w).map(|(k, _)| (k.clone(), v.clone()))
+                                    })
+                                    .collect();
+                                if let Err(e) = Tasks::journal_answers(engine, r, &by_key) {
+                                    journal_failed = Some(e);
+                                    return None;
+                                }
+                            }
+                            for k in &mine {
+                                r.answers.remove(k);
+                            }
+                            taken = picked;
                             Some(())
                         })
                         .await?;
+                    if let Some(e) = journal_failed {
+                        return Err(e);
+                    }
                     let Some((record, _)) = done else {
                         return Err(runner_gone("the task's record is gone"));
                     };

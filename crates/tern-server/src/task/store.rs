@@ -14,6 +14,7 @@
 //! | [`TaskStore::load`] | one record, as last written; `None` once expired |
 //! | [`TaskStore::replace`] | writes only if the stored version is still the one read (`version - 1`) |
 //! | [`TaskStore::remove`] | drops a record |
+//! | [`TaskStore::claim_lapsed`] | takes one recoverable record whose lease lapsed, with a new lease (default: none, no recovery) |
 //!
 //! Every record carries its own expiry (`expires_at`, derived from `ttlMs`):
 //! a store never returns an expired record and may drop it at any time
@@ -120,7 +121,82 @@ pub struct TaskRecord {
     pub cancel_requested: bool,
     /// The runner's lease while the task is not terminal.
     pub lease: Option<Lease>,
+    /// What another runner needs to run the task again when this one's
+    /// lease lapses (a durable tool's task, [`crate::ToolDef::durable`]);
+    /// `None`: the task cannot be recovered, and a lapsed lease ends it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<Journal>,
 }
+
+impl TaskRecord {
+    /// The record may be taken by [`TaskStore::claim_lapsed`] once its lease
+    /// lapses: it is not terminal, and it has a journal to run again from.
+    /// A store indexes these records by [`Self::lease_deadline`].
+    pub fn recoverable(&self) -> bool {
+        !self.status.is_terminal()
+            && self.lease.is_some()
+            && self
+                .journal
+                .as_ref()
+                .is_some_and(|j| j.unrecoverable.is_none())
+    }
+
+    /// When the lease of a [`Self::recoverable`] record lapses (ms since the
+    /// epoch): the key a store indexes it by. `None` for other records.
+    pub fn lease_deadline(&self) -> Option<u64> {
+        self.recoverable()
+            .then(|| self.lease.as_ref().map(|l| l.expires_at))
+            .flatten()
+    }
+}
+
+/// A durable task's journal (docs/design.md, "Durable tasks"): what a
+/// runner recorded so another can run the handler again from it. Kept in
+/// the [`TaskRecord`], so every store writes it under the record's
+/// compare-and-swap and lease fencing. The call and the steps are sealed
+/// with the server's key ring (the principal, the arguments and the
+/// answers are the caller's data): a store holds them encrypted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Journal {
+    /// The journal's format: [`JOURNAL_FORMAT`]. A runner that does not know
+    /// the format does not take the task.
+    pub format: u32,
+    /// The tool whose handler runs.
+    pub tool: String,
+    /// The tool's durable version ([`crate::ToolDef::durable`]): a replica
+    /// serving another version does not take the task.
+    pub version: String,
+    /// The call, sealed at `into_task`: the arguments, the creating
+    /// request's `_meta` (its capabilities included) and the principal.
+    pub call: String,
+    /// What the handler did, sealed again at each step: the `ctx.once`
+    /// results and the answers taken so far.
+    pub steps: String,
+    /// `ctx.once` steps that started and whose result is not recorded, with
+    /// whether each was declared retry-safe ([`crate::Ctx::once_retry_safe`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub started: BTreeMap<String, bool>,
+    /// The wire key of each question outstanding, by the handler's key: a
+    /// question outstanding at a crash keeps its key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub keys: BTreeMap<String, String>,
+    /// How many times the task was taken again after its runner's lease
+    /// lapsed.
+    pub attempt: u32,
+    /// How many replicas took the task since it was last run and left it
+    /// (they do not serve its tool at its version).
+    #[serde(default)]
+    pub passed: u32,
+    /// Why the task cannot run again (the handler read the raw access
+    /// token, which is never kept), when it cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrecoverable: Option<String>,
+}
+
+/// The [`Journal::format`] this build writes and reads.
+pub const JOURNAL_FORMAT: u32 = 1;
 
 impl TaskRecord {
     /// The tally this record counts against: its `quota_key`, else its
@@ -242,5 +318,25 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
     /// runners and subscribers directly.
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         None
+    }
+
+    /// Takes one [`TaskRecord::recoverable`] record whose lease lapsed at
+    /// `now` (its [`TaskRecord::lease_deadline`] is at or before it) for a
+    /// new runner, atomically: its lease becomes `lease`, its `version` one
+    /// more, and the record as written is returned. Two callers never take
+    /// the same lapsed lease. A store finds the record through an index on
+    /// the lease deadline (never a scan of every record). `None`: no record
+    /// has lapsed.
+    ///
+    /// The default takes nothing: a store that does not implement it runs
+    /// no recovery, and a task whose runner dies reads `failed`
+    /// ([`crate::error::codes::OUTCOME_UNKNOWN`]) as it always did.
+    fn claim_lapsed(
+        &self,
+        now: u64,
+        lease: Lease,
+    ) -> BoxFuture<'_, Result<Option<TaskRecord>, TaskStoreError>> {
+        let _ = (now, lease);
+        Box::pin(std::future::ready(Ok(None)))
     }
 }

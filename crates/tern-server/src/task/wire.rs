@@ -69,7 +69,14 @@ impl Tasks {
         let found = self.modify(&params.task_id, |_, _| None::<()>).await?;
         match found {
             Some((record, _)) if Self::owns(&record, call) => {
-                Ok(to_json(&GetTaskResult::new(detailed(&record))))
+                let mut result = GetTaskResult::new(detailed(&record));
+                if let Some(j) = &record.journal {
+                    let mut meta = tern_protocol::meta::ResultMeta::default();
+                    meta.extra
+                        .insert(super::attempt_meta_key(), serde_json::json!(j.attempt));
+                    result.meta = Some(meta);
+                }
+                Ok(to_json(&result))
             }
             _ => Err(unknown_task()),
         }

@@ -18,7 +18,9 @@ mod store;
 mod task_store;
 
 pub use store::{Advance, ManualClock, RealTime, replay_store_contract};
-pub use task_store::{task_record, task_store_contract};
+pub use task_store::{
+    task_journal, task_record, task_store_contract, task_store_recovery_contract,
+};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -14,7 +14,7 @@ use tern_protocol::mrtr::InputRequest;
 use tern_protocol::task::TaskStatus;
 use tern_protocol::{ClientCapabilities, InputRequests};
 
-use crate::task::{Created, Lease, TaskQuota, TaskRecord, TaskStore};
+use crate::task::{Created, Journal, Lease, TaskQuota, TaskRecord, TaskStore};
 
 const NOW: u64 = 1_800_000_000_000;
 
@@ -51,7 +51,156 @@ pub fn task_record(id: &str, key: &str, now: u64) -> TaskRecord {
         result_bytes: 0,
         cancel_requested: false,
         lease: Some(Lease::new("00ff", now + 30_000)),
+        journal: None,
     }
+}
+
+/// A journal for tests of a store's [`TaskStore::claim_lapsed`]: a record
+/// with it (not terminal, with a lease) is recoverable.
+pub fn task_journal() -> Journal {
+    Journal {
+        format: crate::task::JOURNAL_FORMAT,
+        tool: "import".to_owned(),
+        version: "v1".to_owned(),
+        call: "sealed-call".to_owned(),
+        steps: "sealed-steps".to_owned(),
+        started: std::collections::BTreeMap::from([("batch-1".to_owned(), true)]),
+        keys: std::collections::BTreeMap::new(),
+        attempt: 0,
+        passed: 0,
+        unrecoverable: None,
+    }
+}
+
+fn durable(id: &str, lease_until: u64) -> TaskRecord {
+    TaskRecord {
+        journal: Some(task_journal()),
+        lease: Some(Lease::new("0a", lease_until)),
+        ..record(id, &format!("key-{id}"), Some("o"))
+    }
+}
+
+/// The recovery part of the contract ([`TaskStore::claim_lapsed`]), for a
+/// store that implements it (the default claims nothing: no recovery).
+/// Panics on the first broken rule, naming it.
+///
+/// # Panics
+///
+/// When the store breaks the contract, or fails.
+pub async fn task_store_recovery_contract<S: TaskStore>(fresh: impl Fn() -> Arc<S>) {
+    // Boxed: the cases hold several records each.
+    Box::pin(lapsed_records_are_claimed_in_deadline_order(&*fresh())).await;
+    Box::pin(a_lapsed_lease_is_claimed_once(&*fresh())).await;
+}
+
+async fn lapsed_records_are_claimed_in_deadline_order(store: &dyn TaskStore) {
+    let mut plain = record("plain", "k-plain", Some("o"));
+    plain.lease = Some(Lease::new("0a", NOW + 1_000));
+    let mut done = durable("done", NOW + 1_000);
+    done.status = TaskStatus::Completed;
+    let mut unrecoverable = durable("token", NOW + 1_000);
+    unrecoverable.journal.as_mut().unwrap().unrecoverable = Some("token".into());
+    for r in [
+        durable("late", NOW + 30_000),
+        durable("early", NOW + 10_000),
+        plain,
+        done,
+        unrecoverable,
+    ] {
+        assert_eq!(store.create(r, ROOMY, NOW).await.unwrap(), Created::New);
+    }
+    let claim =
+        |at: u64, token: &'static str| store.claim_lapsed(at, Lease::new(token, at + 30_000));
+    assert!(
+        claim(NOW + 5_000, "t1").await.unwrap().is_none(),
+        "claimed a record whose lease holds, or one with no journal or a terminal one"
+    );
+    let early = claim(NOW + 20_000, "t2")
+        .await
+        .unwrap()
+        .expect("the lapsed record");
+    assert_eq!(early.task_id, "early", "not the earliest deadline");
+    assert_eq!(
+        early.lease,
+        Some(Lease::new("t2", NOW + 50_000)),
+        "the new lease"
+    );
+    assert_eq!(early.version, 2, "a claim is a write: the version moves");
+    assert_eq!(
+        early.journal,
+        Some(task_journal()),
+        "the journal comes back whole"
+    );
+    assert_eq!(
+        store.load("early", NOW + 20_000).await.unwrap(),
+        Some(early.clone()),
+        "the claimed record is what is stored"
+    );
+    assert!(
+        claim(NOW + 20_000, "t3").await.unwrap().is_none(),
+        "a record claimed again under its new lease"
+    );
+    // The old runner's compare-and-swap loses to the claim.
+    let mut stale = durable("early", NOW + 40_000);
+    stale.version = 2;
+    assert!(
+        !store.replace(stale).await.unwrap(),
+        "a write over the claim"
+    );
+    // A replace that moves a deadline is indexed again: "late" renewed.
+    let mut late = store.load("late", NOW).await.unwrap().unwrap();
+    late.version += 1;
+    late.lease = Some(Lease::new("0a", NOW + 55_000));
+    assert!(store.replace(late).await.unwrap());
+    assert!(
+        claim(NOW + 40_000, "t4").await.unwrap().is_none(),
+        "claimed by its old deadline after a renewal"
+    );
+    // A record that became recoverable through a replace is claimable.
+    let mut plain = store.load("plain", NOW).await.unwrap().unwrap();
+    plain.version += 1;
+    plain.journal = Some(task_journal());
+    assert!(store.replace(plain).await.unwrap());
+    let got = claim(NOW + 40_000, "t5")
+        .await
+        .unwrap()
+        .expect("plain, now durable");
+    assert_eq!(got.task_id, "plain");
+    // One that ended is not.
+    let mut early = store.load("early", NOW).await.unwrap().unwrap();
+    early.version += 1;
+    early.status = TaskStatus::Completed;
+    assert!(store.replace(early).await.unwrap());
+    assert_eq!(
+        claim(NOW + 56_000, "t6").await.unwrap().map(|r| r.task_id),
+        Some("late".to_owned()),
+        "after late's renewed lease lapsed, late (early ended)"
+    );
+    // Expired records (at NOW + 60 s) are never claimed.
+    assert!(
+        claim(NOW + 90_000, "t7").await.unwrap().is_none(),
+        "an expired record was claimed"
+    );
+}
+
+async fn a_lapsed_lease_is_claimed_once(store: &dyn TaskStore) {
+    for i in 0..3 {
+        let r = durable(&format!("r{i}"), NOW + 1_000);
+        assert_eq!(store.create(r, ROOMY, NOW).await.unwrap(), Created::New);
+    }
+    let at = NOW + 2_000;
+    let claim = |i: u32| store.claim_lapsed(at, Lease::new(format!("c{i}"), at + 30_000));
+    let got = tokio::join!(claim(0), claim(1), claim(2), claim(3), claim(4), claim(5));
+    let mut ids: Vec<String> = [got.0, got.1, got.2, got.3, got.4, got.5]
+        .into_iter()
+        .filter_map(|r| r.unwrap().map(|r| r.task_id))
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        ["r0", "r1", "r2"],
+        "each lapsed record claimed exactly once"
+    );
 }
 
 const ROOMY: TaskQuota = TaskQuota {

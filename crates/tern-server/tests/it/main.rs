@@ -17,6 +17,7 @@ mod accept;
 mod adversarial;
 mod await_strategy;
 mod call;
+mod durable;
 mod exactly_once;
 mod examples;
 mod features;

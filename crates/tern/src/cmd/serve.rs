@@ -29,21 +29,37 @@ fn read_key_file(path: &std::path::Path) -> Option<KeyRing> {
         .ok()
 }
 
-/// `--state-ttl` and `--task-retention`.
+/// `--state-ttl`, `--task-retention` and `--recoveries`.
 #[derive(Debug, Clone, Copy)]
 struct Lifetimes {
     state_ttl: Option<u64>,
     task_retention: Option<u64>,
+    recoveries: Option<u32>,
 }
 
 impl Lifetimes {
-    /// The demo's task settings with `--task-retention` applied.
+    /// The demo's task settings with `--task-retention` and `--recoveries`
+    /// applied.
     fn tasks(self) -> tern_server::TaskConfig {
-        let tasks = demo::task_config();
-        match self.task_retention {
-            Some(secs) => tasks.retention(Duration::from_secs(secs)),
-            None => tasks,
+        let mut tasks = demo::task_config();
+        if let Some(secs) = self.task_retention {
+            tasks = tasks.retention(Duration::from_secs(secs));
         }
+        if let Some(n) = self.recoveries {
+            tasks = tasks.recoveries(n);
+        }
+        tasks
+    }
+}
+
+/// The demo's own imports beside the task store `spec`: an SQLite file
+/// `PATH.imports` beside `sqlite:PATH`, else this process's memory.
+fn imports_beside(spec: &str) -> Result<tern::imports::Imports, String> {
+    match spec.strip_prefix("sqlite:") {
+        Some(path) if !path.is_empty() => {
+            tern::imports::Imports::sqlite(std::path::Path::new(&format!("{path}.imports")))
+        }
+        _ => Ok(tern::imports::Imports::memory()),
     }
 }
 
@@ -202,6 +218,7 @@ pub(crate) fn command(served: Served) -> ExitCode {
             redis,
             redis_ca,
             lease,
+            recoveries,
             issuer,
             audience,
             scopes,
@@ -225,6 +242,7 @@ pub(crate) fn command(served: Served) -> ExitCode {
             let lifetimes = Lifetimes {
                 state_ttl,
                 task_retention,
+                recoveries,
             };
             let proxies = match forwarded_header
                 .map(|h| {
@@ -273,16 +291,25 @@ pub(crate) fn command(served: Served) -> ExitCode {
                 };
                 return serve_fleet(&runtime, redis, addr, &keys, lifetimes, lease, access);
             }
-            let store = match demo::task_store(tasks.as_deref().unwrap_or("memory")) {
-                Ok(store) => store,
-                Err(e) => {
-                    eprintln!("tern serve demo: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let mut builder = demo::builder()
-                .task_config(lifetimes.tasks())
-                .task_store(store);
+            let spec = tasks.as_deref().unwrap_or("memory");
+            let (store, imports) =
+                match demo::task_store(spec).and_then(|store| Ok((store, imports_beside(spec)?))) {
+                    Ok(both) => both,
+                    Err(e) => {
+                        eprintln!("tern serve demo: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+            let mut task_config = lifetimes.tasks();
+            let mut builder = demo::builder_with_stores(None, imports);
+            if let Some(secs) = lease {
+                // A process that dies leaves its tasks (durable ones are
+                // taken again) and guarded legs within the lease.
+                let lease = Duration::from_secs(secs);
+                task_config = task_config.lease(lease);
+                builder = builder.call_limits(tern_server::CallLimits::default().lease(lease));
+            }
+            let mut builder = builder.task_config(task_config).task_store(store);
             if let Some(secs) = state_ttl {
                 builder = builder.state_ttl(Duration::from_secs(secs));
             }
@@ -300,6 +327,9 @@ pub(crate) fn command(served: Served) -> ExitCode {
                 }
             };
             let outcome = runtime.block_on(async move {
+                // Durable tasks left by a process that died on the same
+                // --tasks file are taken again without waiting for a request.
+                demo_server.recover_tasks();
                 match http {
                     Some(addr) => {
                         let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -371,11 +401,18 @@ pub(crate) enum Served {
         /// private CA.
         #[arg(long, value_name = "FILE", requires = "redis")]
         redis_ca: Option<PathBuf>,
-        /// Fleet mode: how long a replica's claim on a guarded leg or a task
-        /// holds without renewal, in seconds (default 15). A replica that
-        /// dies leaves them to read "outcome unknown" within this time.
-        #[arg(long, value_name = "SECONDS", requires = "redis", value_parser = clap::value_parser!(u64).range(1..=3600))]
+        /// How long a process's claim on a guarded leg or a task holds
+        /// without renewal, in seconds (default 15 in fleet mode, 30 for
+        /// tasks otherwise). A process that dies leaves its guarded legs to
+        /// read "outcome unknown" within this time, and its durable tasks
+        /// (`import_dataset`) to be taken again by another replica, or by the
+        /// process started again on the same --tasks sqlite:PATH.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
         lease: Option<u64>,
+        /// How many times a durable task is taken again after its server
+        /// died before it ends failed (-31006): default 3.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+        recoveries: Option<u32>,
         /// Over HTTP, require `Authorization: Bearer TOKEN`: the file has
         /// one `TOKEN PRINCIPAL` per line, the token naming the principal
         /// (who owns tasks and requestStates). Without it the demo is open

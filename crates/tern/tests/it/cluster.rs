@@ -1,9 +1,11 @@
 //! The cluster test (issue 13): three replicas of `tern serve demo --redis`
 //! behind a real nginx (round robin, no stickiness, buffering off) sharing a
 //! real Redis (AOF on, `appendfsync always`, `noeviction`), all on loopback;
-//! replicas killed with SIGKILL between and inside legs, a task's runner
-//! killed, Redis restarted under load. Effects are counted in the fleet's
-//! ledger (`demo://ledger`). Every loop is bounded in count and in time; the
+//! replicas killed with SIGKILL between and inside legs, a durable task's
+//! runner killed (SIGKILL) and another's cut off (SIGSTOP, then SIGCONT),
+//! each task finished by another replica, Redis restarted under load.
+//! Effects are counted in the fleet's ledger (`demo://ledger`) and the
+//! imports' batches in `demo://imports/{taskId}`. Every loop is bounded in count and in time; the
 //! fleet is torn down on drop, also when an assertion fails. The figures
 //! (calls, kills, restarts, effects, errors by kind) are written to stderr
 //! past the test harness's capture, so `.ci/run`'s log carries them.
@@ -42,6 +44,13 @@ struct Figures {
     /// stored): each at most once.
     uncertain: usize,
     by_kind: BTreeMap<String, u64>,
+    /// Durable tasks whose runner was killed or cut off, each recovered.
+    durable_tasks: u64,
+    recoveries: u64,
+    /// Batches counted in `demo://imports/…`, each once.
+    batches: u64,
+    /// Runners cut off (SIGSTOP) and resumed.
+    partitions: u64,
 }
 
 struct Cluster {
@@ -391,9 +400,8 @@ async fn task_until(c: &Cluster, base: &str, task_id: &str, want: &[&str]) -> Va
 }
 
 /// A task created through one replica, polled and answered through the
-/// others; then a task whose runner is killed reads `failed` (outcome
-/// unknown) from the others.
-async fn tasks_span_replicas_and_outlive_their_runner(c: &mut Cluster) {
+/// others.
+async fn tasks_span_replicas(c: &mut Cluster) {
     let created = c
         .call(
             &c.direct(0),
@@ -426,37 +434,215 @@ async fn tasks_span_replicas_and_outlive_their_runner(c: &mut Cluster) {
         done["result"]["content"][0]["text"],
         "Imported 18 rows (skipped 2)."
     );
+}
 
-    // 10000 rows: its first half alone takes minutes; the runner dies in it.
+/// The lines of `demo://imports/{task_id}`.
+async fn imports(c: &Cluster, base: &str, task_id: &str) -> Vec<String> {
+    let r = c
+        .call(
+            base,
+            "e-imports",
+            "resources/read",
+            json!({"uri": format!("demo://imports/{task_id}")}),
+        )
+        .await;
+    r.result()["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Answers the import's question ("skip") through `base`.
+async fn skip(c: &Cluster, base: &str, task_id: &str, asking: &Value) {
+    let key = asking["inputRequests"]
+        .as_object()
+        .and_then(|q| q.keys().next())
+        .expect("a question")
+        .clone();
+    let update = c
+        .call(
+            base,
+            "e-skip",
+            "tasks/update",
+            json!({"taskId": task_id, "inputResponses": {key: {"action": "accept", "content": {"on_error": "skip"}}}}),
+        )
+        .await;
+    assert!(matches!(update, Reply::Result(_)), "{update:?}");
+}
+
+/// Polls through `base` until the task's status is one of `want`, within
+/// `within`.
+async fn task_within(
+    c: &Cluster,
+    base: &str,
+    task_id: &str,
+    want: &[&str],
+    within: Duration,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut last = Value::Null;
+    while tokio::time::Instant::now() < deadline {
+        if let Reply::Result(t) = c
+            .call(base, "e-poll", "tasks/get", json!({"taskId": task_id}))
+            .await
+        {
+            if want.iter().any(|w| t["status"] == *w) {
+                return t;
+            }
+            last = t;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("task {task_id}: not {want:?} within {within:?}; last {last}");
+}
+
+/// The batches of 40 rows and the commit, each once.
+const IMPORT_40: [&str; 5] = [
+    "batch 0 rows 0-9",
+    "batch 1 rows 10-19",
+    "batch 2 rows 20-29",
+    "batch 3 rows 30-39",
+    "commit 38 rows",
+];
+
+/// Recovery takes the lease, then the work (40 rows of 50 ms) and the
+/// polls: lease + 10 s, plus the rows.
+fn recovered_within() -> Duration {
+    Duration::from_secs(LEASE_SECS + 10) + Duration::from_secs(2)
+}
+
+/// A durable task (`import_dataset`) whose runner is killed with SIGKILL
+/// at a known point completes on another replica within lease + 10 s,
+/// every batch in `demo://imports/…` once.
+async fn a_killed_runners_task_completes_on_another_replica(c: &mut Cluster) {
     let created = c
         .call(
             &c.direct(0),
             "e-2",
             "tools/call",
-            json!({"name": "import_dataset", "arguments": {"rows": 10000}}),
+            json!({"name": "import_dataset", "arguments": {"rows": 40, "pause_after_batch": 0}}),
         )
         .await;
     let task_id = created.result()["taskId"].as_str().unwrap().to_owned();
-    task_until(c, &c.direct(1), &task_id, &["working"]).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = task_until(c, &c.direct(1), &task_id, &["working"]).await;
+        if t["statusMessage"] == "paused after batch 0" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never paused: {t}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     c.kill(0).await;
-    let failed = task_until(
+    let asking = task_within(
         c,
         &c.direct(1),
         &task_id,
-        &["failed", "completed", "cancelled"],
+        &["input_required", "failed"],
+        recovered_within(),
     )
     .await;
-    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    assert_eq!(asking["_meta"]["dev.tern/attempt"], 1, "{asking}");
+    skip(c, &c.direct(2), &task_id, &asking).await;
+    let done = task_within(
+        c,
+        &c.lb(),
+        &task_id,
+        &["completed", "failed", "cancelled"],
+        recovered_within(),
+    )
+    .await;
+    assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
-        failed["error"]["code"],
-        tern_server::error::codes::OUTCOME_UNKNOWN
+        done["result"]["content"][0]["text"],
+        "Imported 38 rows (skipped 2)."
     );
-    let seen = task_until(c, &c.direct(2), &task_id, &["failed"]).await;
     assert_eq!(
-        seen["error"], failed["error"],
-        "one outcome, seen from every replica"
+        imports(c, &c.lb(), &task_id).await,
+        IMPORT_40,
+        "a batch twice, or lost"
     );
+    {
+        let mut f = c.figures();
+        f.durable_tasks += 1;
+        f.recoveries += 1;
+        f.batches += 4;
+    }
     c.restart(0).await;
+}
+
+/// A runner cut off mid-batch (its process stopped with SIGSTOP: it neither
+/// renews nor writes) loses its lease; another replica takes the task and
+/// runs the batch again (retry-safe: its idempotency key keeps one line).
+/// Resumed (SIGCONT), the old runner's late writes are fenced: the record
+/// is the new runner's, every batch once.
+async fn a_partitioned_runners_late_writes_are_fenced(c: &mut Cluster) {
+    let created = c
+        .call(
+            &c.direct(1),
+            "e-3",
+            "tools/call",
+            json!({"name": "import_dataset", "arguments": {"rows": 40}}),
+        )
+        .await;
+    let task_id = created.result()["taskId"].as_str().unwrap().to_owned();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = task_until(c, &c.direct(2), &task_id, &["working"]).await;
+        // Inside batch 0 (rows 1 to 8 of its 10 done).
+        let rows: Option<u32> = t["statusMessage"]
+            .as_str()
+            .and_then(|m| m.strip_prefix("imported "))
+            .and_then(|m| m.split(' ').next())
+            .and_then(|n| n.parse().ok());
+        if rows.is_some_and(|n| (1..=8).contains(&n)) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never got into batch 0: {t}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    c.replicas[1].signal("STOP").await;
+    let asking = task_within(
+        c,
+        &c.direct(2),
+        &task_id,
+        &["input_required", "failed"],
+        recovered_within(),
+    )
+    .await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    assert_eq!(asking["_meta"]["dev.tern/attempt"], 1, "{asking}");
+    c.replicas[1].signal("CONT").await;
+    skip(c, &c.direct(0), &task_id, &asking).await;
+    let done = task_within(
+        c,
+        &c.direct(1),
+        &task_id,
+        &["completed", "failed", "cancelled"],
+        recovered_within(),
+    )
+    .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["_meta"]["dev.tern/attempt"], 1,
+        "the old runner wrote over the new: {done}"
+    );
+    assert_eq!(
+        imports(c, &c.lb(), &task_id).await,
+        IMPORT_40,
+        "a batch twice, or lost"
+    );
+    let mut f = c.figures();
+    f.durable_tasks += 1;
+    f.recoveries += 1;
+    f.batches += 4;
+    f.partitions += 1;
 }
 
 /// Redis killed under load, then started again: transfers during the
@@ -663,7 +849,9 @@ async fn the_fleet_run() {
     a_listen_stream_hears_other_replicas(&c).await;
     a_kill_between_legs_loses_nothing(&mut c).await;
     a_kill_inside_a_guarded_leg_is_outcome_unknown(&mut c).await;
-    tasks_span_replicas_and_outlive_their_runner(&mut c).await;
+    tasks_span_replicas(&mut c).await;
+    a_killed_runners_task_completes_on_another_replica(&mut c).await;
+    a_partitioned_runners_late_writes_are_fenced(&mut c).await;
     a_redis_restart_under_load(&mut c).await;
     let lines = c.ledger(&c.lb()).await.len();
     let mut f = c.figures();
@@ -679,7 +867,8 @@ async fn the_fleet_run() {
         "cluster figures: {} calls, {} replica kills (SIGKILL), {} replica restarts, {} Redis restarts; \
          {} of {} MRTR flows had legs on two replicas; {} transfers confirmed, {} ledger lines \
          (2 recorded inside killed legs, {} uncertain after the Redis restart); {} transfer flows during the \
-         Redis outage, each failed in at most {} ms ({}); answers by kind: {}\n",
+         Redis outage, each failed in at most {} ms ({}); {} durable tasks survived their runner ({} recoveries, \
+         {} of them a runner cut off and resumed; {} batches counted, each once); answers by kind: {}\n",
         f.calls,
         f.replica_kills,
         f.replica_restarts,
@@ -692,6 +881,10 @@ async fn the_fleet_run() {
         f.outage_calls,
         f.outage_slowest.as_millis(),
         f.outage_error,
+        f.durable_tasks,
+        f.recoveries,
+        f.partitions,
+        f.batches,
         kinds.join(", ")
     );
     // Past the harness's capture: the run's log carries the figures.

@@ -108,6 +108,28 @@ impl Replica {
         replica
     }
 
+    /// Starts `tern serve demo --http 127.0.0.1:PORT` with `extra` (no
+    /// Redis: one process, e.g. `--tasks sqlite:PATH`) on a free port, and
+    /// waits (bounded) for it to serve.
+    pub async fn start_single(extra: &[String], log_dir: &Path) -> Self {
+        let port = free_port();
+        let mut args: Vec<String> = vec![
+            "serve".into(),
+            "demo".into(),
+            "--http".into(),
+            format!("127.0.0.1:{port}"),
+        ];
+        args.extend(extra.iter().cloned());
+        let mut replica = Self {
+            port,
+            child: None,
+            args,
+            log: log_dir.join(format!("single-{port}.log")),
+        };
+        replica.spawn().await;
+        replica
+    }
+
     async fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -124,8 +146,12 @@ impl Replica {
             .unwrap();
         self.child = Some(child);
         for _ in 0..400 {
-            if let Ok((200, _)) = get(&self.url("/healthz")).await {
-                return;
+            // A replica serves /healthz; a single process only /mcp (any
+            // answer to a GET of it means it listens).
+            match get(&self.url(self.ready_path())).await {
+                Ok((200, _)) => return,
+                Ok(_) if self.ready_path() == "/mcp" => return,
+                _ => {}
             }
             if let Some(status) = self
                 .child
@@ -145,6 +171,14 @@ impl Replica {
             self.port,
             self.log_text()
         );
+    }
+
+    fn ready_path(&self) -> &'static str {
+        if self.args.iter().any(|a| a == "--redis") {
+            "/healthz"
+        } else {
+            "/mcp"
+        }
     }
 
     pub fn log_text(&self) -> String {

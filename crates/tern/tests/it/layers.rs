@@ -7,7 +7,7 @@
 const FLOORS: &[&[&str]] = &[
     // Leaves: exit codes, "did you mean", config files, the era cache,
     // results as text, argument schemas; the library's sanitiser, logs,
-    // token store and the fleet's ledger.
+    // token store, the fleet's ledger and the demo's imports.
     &[
         "exit",
         "suggest",
@@ -19,6 +19,7 @@ const FLOORS: &[&[&str]] = &[
         "telemetry",
         "login",
         "ledger",
+        "imports",
     ],
     // Forms and preset answers; the demo's tools.
     &["form", "answers", "demo"],

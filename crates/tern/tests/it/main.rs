@@ -19,6 +19,7 @@ mod cli;
 mod cluster;
 mod demo;
 mod demo_tasks;
+mod durable;
 mod fake;
 mod fleet;
 mod fleet_mode;
