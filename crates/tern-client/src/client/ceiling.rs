@@ -90,7 +90,10 @@ mod tests {
         for (ceiling, expected) in [
             (json!({}), json!({})),
             // `elicitation: {}` is form mode only.
-            (json!({"elicitation": {}}), json!({"elicitation": {"form": {}}})),
+            (
+                json!({"elicitation": {}}),
+                json!({"elicitation": {"form": {}}}),
+            ),
             (
                 json!({"elicitation": {"url": {}}}),
                 json!({"elicitation": {"url": {}}}),
@@ -106,7 +109,11 @@ mod tests {
                 json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
             ),
         ] {
-            assert_eq!(wire(&within(all(), &caps(ceiling.clone()))), expected, "{ceiling}");
+            assert_eq!(
+                wire(&within(all(), &caps(ceiling.clone()))),
+                expected,
+                "{ceiling}"
+            );
         }
         // A full ceiling takes nothing away.
         assert_eq!(within(all(), &all()), all());
@@ -115,8 +122,14 @@ mod tests {
     #[test]
     fn the_ceiling_never_adds() {
         let form_only = ClientCapabilities::default().with_elicitation_form();
-        assert_eq!(wire(&within(form_only.clone(), &all())), json!({"elicitation": {"form": {}}}));
-        assert_eq!(wire(&within(ClientCapabilities::default(), &all())), json!({}));
+        assert_eq!(
+            wire(&within(form_only.clone(), &all())),
+            json!({"elicitation": {"form": {}}})
+        );
+        assert_eq!(
+            wire(&within(ClientCapabilities::default(), &all())),
+            json!({})
+        );
         // A bare `elicitation: {}` of the handlers is form mode, and stays so.
         let bare = caps(json!({"elicitation": {}}));
         assert_eq!(

@@ -30,8 +30,8 @@ use crate::limits::Limits;
 use crate::preset::Presets;
 use crate::transport::Transport;
 
-mod list;
 mod ceiling;
+mod list;
 mod live;
 mod manual;
 mod mrtr;

@@ -25,6 +25,7 @@ mod layers;
 mod legacy;
 mod limits;
 mod protocol;
+mod relay;
 mod rules;
 mod schema;
 mod skills;
