@@ -651,7 +651,12 @@ async fn a_2025_session_answers_the_relayed_rounds_live() {
         .map(|r| r["method"].as_str().unwrap())
         .collect();
     assert_eq!(asked, ["elicitation/create", "elicitation/create"]);
-    assert!(seen.requests[1]["params"]["message"].as_str().unwrap().contains("Ada"));
+    assert!(
+        seen.requests[1]["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Ada")
+    );
     // The upstream saw three MRTR legs: its own rounds, driven by the relay.
     let sent = relay.sent();
     assert_eq!(sent.len(), 3);
