@@ -30,6 +30,18 @@ impl Cursors {
         Self { key }
     }
 
+    /// Cursors under a key derived from `secret` (a replica set's shared
+    /// key file, say): HMAC-SHA256 of it under a label of their own, so the
+    /// secret itself never signs a cursor.
+    pub fn from_secret(secret: &[u8]) -> Self {
+        let mut mac = <Hmac<Sha256>>::new_from_slice(b"tern-gateway cursor key")
+            .unwrap_or_else(|_| unreachable!("any key length"));
+        mac.update(secret);
+        let mut key = [0u8; 32];
+        key.copy_from_slice(&mac.finalize().into_bytes());
+        Self { key }
+    }
+
     /// Cursors under a random key: this process only.
     ///
     /// # Panics

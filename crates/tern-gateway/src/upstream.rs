@@ -79,6 +79,8 @@ pub struct Upstream {
     listed: Mutex<Option<Arc<Listed>>>,
     ids: AtomicI64,
     permits: Option<Semaphore>,
+    /// [`Self::close`] was called: no more restarts.
+    closing: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -119,6 +121,7 @@ impl Upstream {
             listed: Mutex::new(None),
             ids: AtomicI64::new(1),
             permits,
+            closing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -278,6 +281,9 @@ impl Upstream {
                     return;
                 };
                 let exit = child.exited().await;
+                if self.closing.load(Ordering::SeqCst) {
+                    return;
+                }
                 let reason = exit.status.map_or_else(
                     || "its output closed".to_owned(),
                     |s| format!("it exited, {s}"),
@@ -290,6 +296,9 @@ impl Upstream {
                 changed();
             }
             tokio::time::sleep(backoff).await;
+            if self.closing.load(Ordering::SeqCst) {
+                return;
+            }
             backoff = (backoff * 2).min(MAX_BACKOFF);
             match self.connect().await {
                 Ok(next) => {
@@ -505,8 +514,9 @@ impl Upstream {
         live.respond(answer);
     }
 
-    /// Stops it (a stdio child is asked to exit).
+    /// Stops it (a stdio child is asked to exit) for good.
     pub async fn close(&self) {
+        self.closing.store(true, Ordering::SeqCst);
         let link = lock(&self.link).take();
         if let Some(link) = link {
             link.transport.close().await;

@@ -89,7 +89,7 @@ pub struct CallOptions {
     /// The most this call declares, member by member (elicitation by mode,
     /// sampling with or without tools, roots, each extension): the
     /// handlers' capabilities cut down to it. `None`: no ceiling.
-    pub ceiling: Option<ClientCapabilities>,
+    pub ceiling: Option<Arc<ClientCapabilities>>,
 }
 
 impl CallOptions {
@@ -171,7 +171,7 @@ impl CallOptions {
     /// ```
     #[must_use]
     pub fn with_ceiling(mut self, ceiling: ClientCapabilities) -> Self {
-        self.ceiling = Some(ceiling);
+        self.ceiling = Some(Arc::new(ceiling));
         self
     }
 }

@@ -22,6 +22,7 @@ mod demo_tasks;
 mod fake;
 mod fleet;
 mod fleet_mode;
+mod gateway;
 mod hostile;
 mod layers;
 mod limits;
