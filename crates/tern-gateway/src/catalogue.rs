@@ -36,6 +36,8 @@ pub struct Section {
     pub items: Vec<Value>,
     /// Public name → route.
     pub routes: HashMap<String, Route>,
+    /// Tools with `x-mcp-header` arguments: their header parameters.
+    pub headers: HashMap<String, Vec<tern_protocol::header::HeaderParam>>,
     /// The names of upstreams that are down, as they last listed them:
     /// not listed, but a call to one fails fast with a retry hint rather
     /// than "unknown".
@@ -304,6 +306,13 @@ fn add(
         };
     }
     section.dormant.remove(&public);
+    if let Some(params) = entry["inputSchema"]
+        .as_object()
+        .and_then(|schema| tern_protocol::header::header_params(schema).ok())
+        .filter(|p| !p.is_empty())
+    {
+        section.headers.insert(public.clone(), params);
+    }
     let mut listed = entry.clone();
     listed["name"] = Value::String(public.clone());
     section.items.push(listed);

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use serde_json::{Value, json};
 use tern_protocol::error::ErrorObject;
 use tern_protocol::result::CacheScope;
-use tern_protocol::{ClientCapabilities, Implementation, InputRequests, method};
+use tern_protocol::{
+    ClientCapabilities, Implementation, InputRequests, ServerNotification, method,
+};
 use tern_server::relay::{ListKind, ListPage, ListRequest, Relay, RelayLeg, RelayOutcome};
 use tern_server::replay::BoxFuture;
 use tern_server::{Changes, ServerBuilder};
@@ -18,7 +20,7 @@ use tern_server::{Changes, ServerBuilder};
 use crate::catalogue::{Catalogue, Strictness};
 use crate::config::GatewayConfig;
 use crate::cursor::Cursors;
-use crate::upstream::Upstream;
+use crate::upstream::{Extras, Upstream};
 
 /// The default page size of the merged lists: 100.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -243,6 +245,8 @@ impl Gateway {
         let info = self.inner.options.info.clone();
         let builder = tern_server::Server::builder(info.name.clone(), info.version.clone())
             .info(info)
+            // An upstream's progress is relayed as it comes: it paced it.
+            .progress_interval(std::time::Duration::ZERO)
             .relay(self.relay());
         let _ = self.inner.changes.set(builder.changes());
         builder
@@ -328,6 +332,25 @@ async fn futures_join(
     out
 }
 
+/// An upstream's notification of a relayed request, to the client: its
+/// progress under the client's own token, its logs at the level the client
+/// asked for.
+fn relay_notification(ctx: &tern_server::Ctx, n: ServerNotification) {
+    match n {
+        ServerNotification::Progress(p) => {
+            ctx.progress(p.progress, p.total, p.message.as_deref());
+        }
+        ServerNotification::LoggingMessage(m) => {
+            #[allow(
+                deprecated,
+                reason = "relaying an upstream's logs where the client asked"
+            )]
+            ctx.log(m.level, m.logger.as_deref(), m.data);
+        }
+        _ => {}
+    }
+}
+
 fn tag(kind: ListKind) -> u8 {
     match kind {
         ListKind::Tools => 1,
@@ -407,9 +430,58 @@ impl Relay for Gateway {
         let gateway = self.clone();
         Box::pin(async move { gateway.relay_leg(leg).await })
     }
+
+    fn header_params(&self, name: &str) -> Option<Vec<tern_protocol::header::HeaderParam>> {
+        self.catalogue().tools.headers.get(name).cloned()
+    }
+
+    fn completes(&self) -> bool {
+        true
+    }
+
+    fn complete(
+        &self,
+        params: Value,
+        _principal: tern_server::Principal,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let gateway = self.clone();
+        Box::pin(async move { gateway.complete_for(params).await })
+    }
 }
 
 impl Gateway {
+    /// `completion/complete`, routed by its reference: a prompt by its
+    /// name, a resource template by the upstream that serves its URI.
+    async fn complete_for(&self, mut params: Value) -> Result<Value, ErrorObject> {
+        let catalogue = self.catalogue();
+        let reference = &params["ref"];
+        let index = match reference["type"].as_str() {
+            Some("ref/prompt") => {
+                let name = reference["name"].as_str().unwrap_or_default();
+                let route = catalogue.prompts.route(name).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Unknown prompt: {name}"))
+                })?;
+                params["ref"]["name"] = json!(route.name);
+                route.upstream
+            }
+            Some("ref/resource") => {
+                let uri = reference["uri"].as_str().unwrap_or_default();
+                catalogue
+                    .templates
+                    .iter()
+                    .find(|(t, _)| t["uriTemplate"] == uri)
+                    .map(|(_, i)| *i)
+                    .or_else(|| catalogue.resource_upstream(uri))
+                    .ok_or_else(|| ErrorObject::invalid_params("Resource not found"))?
+            }
+            _ => return Err(ErrorObject::invalid_params("Unknown reference type")),
+        };
+        let capabilities = ClientCapabilities::default();
+        self.inner.upstreams[index]
+            .request(method::COMPLETION_COMPLETE, params, &capabilities)
+            .await
+    }
+
     async fn relay_leg(&self, leg: RelayLeg) -> Result<RelayOutcome, ErrorObject> {
         let catalogue = self.catalogue();
         let (index, mut params) = match leg.method {
@@ -456,7 +528,24 @@ impl Gateway {
             params["inputResponses"] = serde_json::to_value(responses).unwrap_or_default();
         }
         let capabilities = forwarded(leg.ctx.client_capabilities());
-        let result = upstream.request(leg.method, params, &capabilities).await?;
+        let header_params = catalogue
+            .tools
+            .headers
+            .get(&leg.target)
+            .filter(|_| leg.method == method::TOOLS_CALL)
+            .map(|h| tern_client::param_headers(h, leg.arguments.as_object()))
+            .unwrap_or_default();
+        let ctx = leg.ctx.clone();
+        let tell = move |n: ServerNotification| relay_notification(&ctx, n);
+        let extras = Extras {
+            header_params,
+            progress: leg.ctx.meta().progress_token.is_some(),
+            log_level: leg.ctx.meta().log_level,
+            on_notification: Some(&tell),
+        };
+        let result = upstream
+            .relay(leg.method, params, &capabilities, extras)
+            .await?;
         if result["resultType"] == "input_required" {
             let requests: InputRequests = match result.get("inputRequests") {
                 None | Some(Value::Null) => InputRequests::new(),

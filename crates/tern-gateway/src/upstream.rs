@@ -19,7 +19,9 @@ use tern_client::transport::{Incoming, LiveRequest, Outgoing, Transport};
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::meta::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY};
 use tern_protocol::mrtr::{InputKind, InputRequest, InputResponse};
-use tern_protocol::{ClientCapabilities, ClientRequest, Implementation, RequestId, version};
+use tern_protocol::{
+    ClientCapabilities, ClientRequest, Implementation, RequestId, ServerNotification, version,
+};
 use tokio::sync::Semaphore;
 
 use crate::config::{EraPin, UpstreamConfig, Wire};
@@ -50,6 +52,28 @@ pub struct Listed {
     pub private: bool,
     /// The era it speaks.
     pub era: String,
+}
+
+/// What a relayed request carries besides its params.
+#[derive(Default)]
+pub struct Extras<'a> {
+    /// `Mcp-Param-*` headers (name after the prefix, encoded value).
+    pub header_params: Vec<(String, String)>,
+    /// Ask the upstream for progress (the client asked the gateway).
+    pub progress: bool,
+    /// The log level the client asked for, asked of the upstream in turn.
+    pub log_level: Option<tern_protocol::logging::LoggingLevel>,
+    /// Where the request's notifications go (progress, logs).
+    pub on_notification: Option<&'a (dyn Fn(ServerNotification) + Send + Sync)>,
+}
+
+impl std::fmt::Debug for Extras<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extras")
+            .field("header_params", &self.header_params.len())
+            .field("progress", &self.progress)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How an upstream is doing.
@@ -394,8 +418,21 @@ impl Upstream {
     pub async fn request(
         &self,
         method: &str,
+        params: Value,
+        capabilities: &ClientCapabilities,
+    ) -> Result<Value, ErrorObject> {
+        self.relay(method, params, capabilities, Extras::default())
+            .await
+    }
+
+    /// [`Self::request`] with `extras`: the `Mcp-Param-*` headers of the
+    /// call, a progress token, and where the request's notifications go.
+    pub async fn relay(
+        &self,
+        method: &str,
         mut params: Value,
         capabilities: &ClientCapabilities,
+        extras: Extras<'_>,
     ) -> Result<Value, ErrorObject> {
         if let Health::Down { reason, retry_at } = &*lock(&self.health) {
             let retry_in = retry_at.saturating_duration_since(Instant::now());
@@ -405,7 +442,15 @@ impl Upstream {
             return Err(unavailable(&self.config.name, "not started", FIRST_BACKOFF));
         };
         if let Some(p) = params.as_object_mut() {
-            p.insert("_meta".into(), self.meta(capabilities));
+            let mut meta = self.meta(capabilities);
+            if let Some(level) = extras.log_level {
+                meta[tern_protocol::meta::LOG_LEVEL_KEY] = json!(level);
+            }
+            if extras.progress {
+                let n = self.ids.fetch_add(1, Ordering::Relaxed);
+                meta["progressToken"] = json!(format!("tern-gateway-{n}"));
+            }
+            p.insert("_meta".into(), meta);
         }
         let _permit = match &self.permits {
             Some(p) => Some(p.acquire().await.map_err(|_| {
@@ -414,7 +459,14 @@ impl Upstream {
             None => None,
         };
         let timeout = self.config.timeout;
-        match tokio::time::timeout(timeout, self.send(&link, method, params)).await {
+        let sending = self.send_with(
+            &link,
+            method,
+            params,
+            extras.header_params,
+            extras.on_notification,
+        );
+        match tokio::time::timeout(timeout, sending).await {
             Ok(answer) => answer,
             Err(_) => Err(ErrorObject::new(
                 tern_server::error::codes::OUTCOME_UNKNOWN,
@@ -428,12 +480,23 @@ impl Upstream {
     }
 
     async fn send(&self, link: &Link, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        self.send_with(link, method, params, Vec::new(), None).await
+    }
+
+    async fn send_with(
+        &self,
+        link: &Link,
+        method: &str,
+        params: Value,
+        header_params: Vec<(String, String)>,
+        on_notification: Option<&(dyn Fn(ServerNotification) + Send + Sync)>,
+    ) -> Result<Value, ErrorObject> {
         let raw = serde_json::value::to_raw_value(&params)
             .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
         let request = ClientRequest::decode(method, Some(&raw))
             .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
         let id = RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed));
-        let outgoing = Outgoing::new(id, &request, Vec::new())
+        let outgoing = Outgoing::new(id, &request, header_params)
             .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
         let lost = |why: String| {
             ErrorObject::new(
@@ -480,7 +543,11 @@ impl Upstream {
                     exchange.disarm();
                     return Err(e);
                 }
-                Some(Ok(Incoming::Notification(_))) => {}
+                Some(Ok(Incoming::Notification(n))) => {
+                    if let Some(tell) = on_notification {
+                        tell(n);
+                    }
+                }
                 Some(Ok(Incoming::Request(live))) => self.answer_undeclared(*live),
             }
         }

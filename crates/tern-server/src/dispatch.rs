@@ -309,6 +309,15 @@ impl Server {
             ClientRequest::ReadResource(p) => {
                 self.read_resource(&registry, id, p, call, strategy).await
             }
+            ClientRequest::Completion(p)
+                if !registry
+                    .completions
+                    .contains_key(&CompletionDef::key(&p.reference))
+                    && registry.relay.as_ref().is_some_and(|r| r.completes()) =>
+            {
+                let relay = registry.relay.clone().expect("checked just above");
+                relay::complete(engine, &*relay, &p, call.principal).await
+            }
             ClientRequest::Completion(p) => Ok(to_json(&self.complete(&registry, p).await)),
             ClientRequest::Listen(p) => self.listen(&id, p, call).await,
             ClientRequest::GetTask(p) => engine.tasks.get(p, &call).await,

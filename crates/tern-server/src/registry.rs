@@ -110,7 +110,9 @@ impl Registry {
                     list_changed: Some(true),
                     ..ResourcesCapability::default()
                 }),
-            completions: (!self.completions.is_empty()).then(JsonObject::new),
+            completions: (!self.completions.is_empty()
+                || self.relay.as_ref().is_some_and(|r| r.completes()))
+            .then(JsonObject::new),
             // Log messages work for requests that set a level (deprecated, SEP-2577).
             logging: Some(JsonObject::new()),
             ..ServerCapabilities::default()

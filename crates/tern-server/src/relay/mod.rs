@@ -207,4 +207,34 @@ pub trait Relay: Send + Sync + 'static {
     /// One leg of a call the registry has no entry for. An error ends the
     /// request with it.
     fn call(&self, leg: RelayLeg) -> BoxFuture<'static, Result<RelayOutcome, ErrorObject>>;
+
+    /// The `x-mcp-header` parameters of the relayed tool `name`, so the
+    /// Streamable HTTP transport checks the request's `Mcp-Param-*`
+    /// headers against its arguments as for a registered tool. Default:
+    /// none.
+    fn header_params(&self, name: &str) -> Option<Vec<tern_protocol::header::HeaderParam>> {
+        let _ = name;
+        None
+    }
+
+    /// It answers `completion/complete` (the `completions` capability is
+    /// then declared). Default: no.
+    fn completes(&self) -> bool {
+        false
+    }
+
+    /// `completion/complete` with `params` as the client sent them (their
+    /// `_meta` included), for a reference no registered completer serves:
+    /// the result object, passed on but for `_meta.serverInfo`. Called
+    /// only when [`Self::completes`] says so.
+    fn complete(
+        &self,
+        params: Value,
+        principal: Principal,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let _ = (params, principal);
+        Box::pin(std::future::ready(Err(ErrorObject::method_not_found(
+            "completion/complete",
+        ))))
+    }
 }

@@ -533,3 +533,16 @@ pub(crate) async fn list(
     );
     Ok(to_json(&result))
 }
+
+/// A relayed `completion/complete`, with this server's `serverInfo`.
+pub(crate) async fn complete(
+    engine: &Engine,
+    relay: &dyn Relay,
+    params: &tern_protocol::completion::CompleteRequestParams,
+    principal: crate::principal::Principal,
+) -> Result<Json, ErrorObject> {
+    let params = serde_json::to_value(params)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    let result = relay.complete(params, principal).await?;
+    stamp(engine, result)
+}
