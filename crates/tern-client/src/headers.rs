@@ -9,7 +9,7 @@ pub(crate) use tern_protocol::header::{HeaderParam, encode_value, header_params}
 
 /// The `Mcp-Param-*` headers for `arguments`: nulls and absent values get
 /// none; integers in decimal, booleans as `true`/`false`.
-pub(crate) fn param_headers(
+pub fn param_headers(
     params: &[HeaderParam],
     arguments: Option<&JsonObject>,
 ) -> Vec<(String, String)> {

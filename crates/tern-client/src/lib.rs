@@ -62,5 +62,6 @@ pub use client::{
 pub use client::{DEFAULT_POLL, MAX_POLL, MAX_POLL_FAILURES, MIN_POLL};
 pub use error::{ClientError, ErrorKind};
 pub use handler::{Elicitation, HandlerError, Question, Roots, Sampling, StaticRoots};
+pub use headers::param_headers;
 pub use limits::{Limit, Limits};
 pub use preset::{PresetError, Presets};

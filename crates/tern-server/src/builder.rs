@@ -73,6 +73,7 @@ pub struct ServerBuilder {
     task_store: Option<Arc<dyn TaskStore>>,
     task_config: TaskConfig,
     skills: Option<crate::skill::SkillCatalog>,
+    relay: Option<Arc<dyn crate::relay::Relay>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -113,6 +114,7 @@ impl ServerBuilder {
             task_store: None,
             task_config: TaskConfig::default(),
             skills: None,
+            relay: None,
             config: Config {
                 page_size: DEFAULT_PAGE_SIZE,
                 list_cache: CacheHints::new(Duration::from_secs(60), CacheScope::Public),
@@ -377,6 +379,17 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves the lists `relay` names, and answers the `tools/call`,
+    /// `prompts/get` and `resources/read` no registered entry serves, through
+    /// `relay` (a gateway's upstreams; see [`crate::relay`]). Entries of a
+    /// kind the relay lists cannot be registered too: [`Self::build`]
+    /// refuses.
+    #[must_use]
+    pub fn relay(mut self, relay: Arc<dyn crate::relay::Relay>) -> Self {
+        self.relay = Some(relay);
+        self
+    }
+
     /// The change announcer of the server being built, for handlers that
     /// change what the server offers (see [`Changes`]).
     pub fn changes(&self) -> Changes {
@@ -493,6 +506,10 @@ impl ServerBuilder {
         let tasks_advertised = self.task_store.is_some();
         registry.tasks_advertised = tasks_advertised;
         registry.skills = self.skills;
+        if let Some(relay) = &self.relay {
+            check_relay(&registry, relay.lists())?;
+        }
+        registry.relay = self.relay;
         registry.refresh();
         let tasks = Arc::new(Tasks::new(
             self.task_store
@@ -530,6 +547,28 @@ impl ServerBuilder {
         }
         Ok(server)
     }
+}
+
+/// A list the relay serves has no registered entries: one source per list,
+/// so its pages and cursors are the relay's alone.
+fn check_relay(registry: &Registry, lists: &[crate::relay::ListKind]) -> Result<(), BuildError> {
+    use crate::relay::ListKind;
+    for kind in lists {
+        let registered = match kind {
+            ListKind::Tools => !registry.tools.is_empty(),
+            ListKind::Prompts => !registry.prompts.is_empty(),
+            ListKind::Resources => !registry.resources.is_empty() || registry.skills.is_some(),
+            ListKind::ResourceTemplates => !registry.templates.is_empty(),
+        };
+        if registered {
+            return Err(BuildError(format!(
+                "the relay serves the {} list: register no {} of your own beside it",
+                kind.member(),
+                kind.member()
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl Server {

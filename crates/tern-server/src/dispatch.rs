@@ -24,6 +24,7 @@ use crate::error::short;
 use crate::json::{Json, to_json};
 use crate::paging::page;
 use crate::registry::Registry;
+use crate::relay::{ListKind, run as relay};
 use crate::server::{Server, serves};
 
 /// A request decoded once: its id and its typed params. Get one from
@@ -94,6 +95,11 @@ fn skills(registry: &Registry) -> Result<&crate::skill::SkillCatalog, ErrorObjec
         .skills
         .as_ref()
         .ok_or_else(|| ErrorObject::method_not_found("skills"))
+}
+
+/// The relay, when it serves `kind`.
+fn relayed(registry: &Registry, kind: ListKind) -> Option<Arc<dyn crate::relay::Relay>> {
+    registry.relay.clone().filter(|r| r.lists().contains(&kind))
 }
 
 /// The version check (spec: Versioning and Compatibility › Protocol Version
@@ -280,64 +286,40 @@ impl Server {
                 cache_scope: Some(hints.scope),
                 meta: meta(),
             })),
-            ClientRequest::ListTools(p) => {
-                let (tools, next_cursor) =
-                    page(p.cursor.as_deref(), &registry.tool_list, page_size)?;
-                Ok(to_json(&ListToolsResult {
-                    tools,
-                    next_cursor,
-                    ttl_ms: Some(hints.ttl_ms),
-                    cache_scope: Some(hints.scope),
-                    meta: meta(),
-                    ..ListToolsResult::default()
-                }))
-            }
+            ClientRequest::ListTools(p) => self.list(&registry, ListKind::Tools, p, call).await,
             ClientRequest::ListResources(p) => {
-                let (resources, next_cursor) =
-                    page(p.cursor.as_deref(), &registry.resource_list, page_size)?;
-                Ok(to_json(&ListResourcesResult {
-                    resources,
-                    next_cursor,
-                    ttl_ms: Some(hints.ttl_ms),
-                    cache_scope: Some(hints.scope),
-                    meta: meta(),
-                    ..ListResourcesResult::default()
-                }))
+                self.list(&registry, ListKind::Resources, p, call).await
             }
             ClientRequest::ListResourceTemplates(p) => {
-                let (resource_templates, next_cursor) =
-                    page(p.cursor.as_deref(), &registry.template_list, page_size)?;
-                Ok(to_json(&ListResourceTemplatesResult {
-                    resource_templates,
-                    next_cursor,
-                    ttl_ms: Some(hints.ttl_ms),
-                    cache_scope: Some(hints.scope),
-                    meta: meta(),
-                    ..ListResourceTemplatesResult::default()
-                }))
+                self.list(&registry, ListKind::ResourceTemplates, p, call)
+                    .await
             }
-            ClientRequest::ListPrompts(p) => {
-                let (prompts, next_cursor) =
-                    page(p.cursor.as_deref(), &registry.prompt_list, page_size)?;
-                Ok(to_json(&ListPromptsResult {
-                    prompts,
-                    next_cursor,
-                    ttl_ms: Some(hints.ttl_ms),
-                    cache_scope: Some(hints.scope),
-                    meta: meta(),
-                    ..ListPromptsResult::default()
-                }))
-            }
+            ClientRequest::ListPrompts(p) => self.list(&registry, ListKind::Prompts, p, call).await,
             ClientRequest::CallTool(p) => {
                 let entry = registry.tools.get(&p.name).cloned();
+                if let (None, Some(relay)) = (&entry, relayed(&registry, ListKind::Tools)) {
+                    return relay::call_tool(engine, relay, id, p, call, strategy).await;
+                }
                 crate::tool::call(engine, entry, id, p, call, strategy).await
             }
             ClientRequest::GetPrompt(p) => {
                 let def = registry.prompts.get(&p.name).cloned();
+                if let (None, Some(relay)) = (&def, relayed(&registry, ListKind::Prompts)) {
+                    return relay::get_prompt(engine, relay, id, p, call, strategy).await;
+                }
                 crate::prompt::get(engine, def, id, p, call, strategy).await
             }
             ClientRequest::ReadResource(p) => {
                 self.read_resource(&registry, id, p, call, strategy).await
+            }
+            ClientRequest::Completion(p)
+                if !registry
+                    .completions
+                    .contains_key(&CompletionDef::key(&p.reference))
+                    && registry.relay.as_ref().is_some_and(|r| r.completes()) =>
+            {
+                let relay = registry.relay.clone().expect("checked just above");
+                relay::complete(engine, &*relay, &p, call.principal).await
             }
             ClientRequest::Completion(p) => Ok(to_json(&self.complete(&registry, p).await)),
             ClientRequest::Listen(p) => self.listen(&id, p, call).await,
@@ -353,6 +335,74 @@ impl Server {
                 .and_then(|s| crate::skill::read_directory(s, &p, page_size, hints, meta())),
             other => Err(ErrorObject::method_not_found(&short(other.method()))),
         }
+    }
+}
+
+impl Server {
+    /// One page of a list: the relay's when it serves the list, else the
+    /// registry's.
+    async fn list(
+        &self,
+        registry: &Registry,
+        kind: ListKind,
+        p: tern_protocol::pagination::PaginatedRequestParams,
+        call: CallContext,
+    ) -> Result<Json, ErrorObject> {
+        let engine = &self.inner.engine;
+        let page_size = self.inner.config.page_size;
+        let hints = self.inner.config.list_cache;
+        if let Some(relay) = relayed(registry, kind) {
+            return relay::list(engine, &*relay, kind, p, call.principal, hints).await;
+        }
+        let meta = || Some(ResultMeta::with_server_info(engine.info.clone()));
+        let cursor = p.cursor.as_deref();
+        Ok(match kind {
+            ListKind::Tools => {
+                let (tools, next_cursor) = page(cursor, &registry.tool_list, page_size)?;
+                to_json(&ListToolsResult {
+                    tools,
+                    next_cursor,
+                    ttl_ms: Some(hints.ttl_ms),
+                    cache_scope: Some(hints.scope),
+                    meta: meta(),
+                    ..ListToolsResult::default()
+                })
+            }
+            ListKind::Resources => {
+                let (resources, next_cursor) = page(cursor, &registry.resource_list, page_size)?;
+                to_json(&ListResourcesResult {
+                    resources,
+                    next_cursor,
+                    ttl_ms: Some(hints.ttl_ms),
+                    cache_scope: Some(hints.scope),
+                    meta: meta(),
+                    ..ListResourcesResult::default()
+                })
+            }
+            ListKind::ResourceTemplates => {
+                let (resource_templates, next_cursor) =
+                    page(cursor, &registry.template_list, page_size)?;
+                to_json(&ListResourceTemplatesResult {
+                    resource_templates,
+                    next_cursor,
+                    ttl_ms: Some(hints.ttl_ms),
+                    cache_scope: Some(hints.scope),
+                    meta: meta(),
+                    ..ListResourceTemplatesResult::default()
+                })
+            }
+            ListKind::Prompts => {
+                let (prompts, next_cursor) = page(cursor, &registry.prompt_list, page_size)?;
+                to_json(&ListPromptsResult {
+                    prompts,
+                    next_cursor,
+                    ttl_ms: Some(hints.ttl_ms),
+                    cache_scope: Some(hints.scope),
+                    meta: meta(),
+                    ..ListPromptsResult::default()
+                })
+            }
+        })
     }
 }
 
@@ -379,6 +429,12 @@ impl Server {
             return answer;
         }
         let found = registry.resource_for(&p.uri);
+        if found.is_none()
+            && let Some(relay) = relayed(registry, ListKind::Resources)
+                .or_else(|| relayed(registry, ListKind::ResourceTemplates))
+        {
+            return relay::read_resource(engine, relay, id, p, call, strategy).await;
+        }
         crate::resource::read(engine, found, id, p, call, strategy, read_cache).await
     }
 }

@@ -97,6 +97,15 @@ impl PromptDef {
         self
     }
 
+    /// Its `_meta` (the schema's `_meta` on the definition: any members a
+    /// client or a gateway reads, kept as given; the `io.modelcontextprotocol/`
+    /// prefix is the spec's own).
+    #[must_use]
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.prompt.meta = Some(meta);
+        self
+    }
+
     crate::engine::runner::policy_builders!();
 
     /// Registers a form type this prompt asks (see

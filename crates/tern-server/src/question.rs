@@ -478,3 +478,62 @@ impl Question for ListRoots {
         }
     }
 }
+
+/// Any input request as it came — an upstream server's, which a gateway
+/// relays — answered with the client's [`InputResponse`] as it is, of the
+/// request's kind. The key is the one given (an upstream's own key), never
+/// derived. Under MRTR it is asked like any question; under the *await*
+/// strategy (a 2025-11-25 session, a task) it goes to the session as an
+/// `elicitation/create`, `sampling/createMessage` or `roots/list`, or into
+/// the task's `inputRequests`.
+///
+/// ```
+/// use tern_protocol::mrtr::InputRequest;
+/// use tern_server::question::AskInput;
+///
+/// let upstream: InputRequest = serde_json::from_value(serde_json::json!({
+///     "method": "elicitation/create",
+///     "params": {"mode": "form", "message": "Region?", "requestedSchema": {
+///         "type": "object", "properties": {"region": {"type": "string"}}}}
+/// })).unwrap();
+/// let question = AskInput::new("region", upstream);
+/// # let _ = question;
+/// ```
+#[derive(Debug, Clone)]
+pub struct AskInput {
+    key: String,
+    request: InputRequest,
+}
+
+impl AskInput {
+    /// `request`, asked under `key`.
+    pub fn new(key: impl Into<String>, request: InputRequest) -> Self {
+        Self {
+            key: key.into(),
+            request,
+        }
+    }
+}
+
+impl sealed::Sealed for AskInput {}
+
+impl Question for AskInput {
+    type Output = InputResponse;
+
+    fn request(&self) -> &InputRequest {
+        &self.request
+    }
+
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn explicit_key(&self) -> bool {
+        true
+    }
+
+    fn decode(&self, response: InputResponse) -> Result<InputResponse, String> {
+        // Already decoded as the request's kind (`Ctx::ask`).
+        Ok(response)
+    }
+}

@@ -14,6 +14,7 @@ use tokio::sync::broadcast;
 
 use crate::completion::CompletionDef;
 use crate::prompt::PromptDef;
+use crate::relay::ListKind;
 use crate::resource::{ResourceDef, ResourceTemplateDef};
 use crate::tool::ToolEntry;
 
@@ -37,6 +38,17 @@ pub(crate) struct Registry {
     pub(crate) tasks_advertised: bool,
     /// The skills served (Skills extension), when any are.
     pub(crate) skills: Option<crate::skill::SkillCatalog>,
+    /// The catalogue served by someone else, when there is one.
+    pub(crate) relay: Option<Arc<dyn crate::relay::Relay>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.tools.len())
+            .field("relay", &self.relay.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Registry {
@@ -72,22 +84,35 @@ impl Registry {
             self.resource_list.extend_from_slice(skills.listing());
         }
         self.template_list = self.templates.iter().map(|t| t.template.clone()).collect();
+        let relayed = |kinds: &[ListKind]| {
+            self.relay
+                .as_ref()
+                .is_some_and(|r| r.lists().iter().any(|k| kinds.contains(k)))
+        };
+        let (relay_tools, relay_prompts, relay_resources) = (
+            relayed(&[ListKind::Tools]),
+            relayed(&[ListKind::Prompts]),
+            relayed(&[ListKind::Resources, ListKind::ResourceTemplates]),
+        );
         let list_changed = || ListChangedCapability {
             list_changed: Some(true),
             ..ListChangedCapability::default()
         };
         self.capabilities = ServerCapabilities {
-            tools: (!self.tools.is_empty()).then(list_changed),
-            prompts: (!self.prompts.is_empty()).then(list_changed),
+            tools: (!self.tools.is_empty() || relay_tools).then(list_changed),
+            prompts: (!self.prompts.is_empty() || relay_prompts).then(list_changed),
             resources: (!self.resources.is_empty()
                 || !self.templates.is_empty()
-                || self.skills.is_some())
-            .then(|| ResourcesCapability {
-                subscribe: Some(true),
-                list_changed: Some(true),
-                ..ResourcesCapability::default()
-            }),
-            completions: (!self.completions.is_empty()).then(JsonObject::new),
+                || self.skills.is_some()
+                || relay_resources)
+                .then(|| ResourcesCapability {
+                    subscribe: Some(true),
+                    list_changed: Some(true),
+                    ..ResourcesCapability::default()
+                }),
+            completions: (!self.completions.is_empty()
+                || self.relay.as_ref().is_some_and(|r| r.completes()))
+            .then(JsonObject::new),
             // Log messages work for requests that set a level (deprecated, SEP-2577).
             logging: Some(JsonObject::new()),
             ..ServerCapabilities::default()

@@ -86,6 +86,15 @@ impl ResourceDef {
         self
     }
 
+    /// Its `_meta` (the schema's `_meta` on the definition: any members a
+    /// client or a gateway reads, kept as given; the `io.modelcontextprotocol/`
+    /// prefix is the spec's own).
+    #[must_use]
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.resource.meta = Some(meta);
+        self
+    }
+
     crate::engine::runner::policy_builders!();
 
     pub(crate) fn finish(mut self) -> Result<Self, BuildError> {
@@ -166,6 +175,15 @@ impl ResourceTemplateDef {
     #[must_use]
     pub fn icons(mut self, icons: Vec<tern_protocol::Icon>) -> Self {
         self.template.icons = Some(icons);
+        self
+    }
+
+    /// Its `_meta` (the schema's `_meta` on the definition: any members a
+    /// client or a gateway reads, kept as given; the `io.modelcontextprotocol/`
+    /// prefix is the spec's own).
+    #[must_use]
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.template.meta = Some(meta);
         self
     }
 

@@ -101,6 +101,15 @@ impl ToolDef {
         self
     }
 
+    /// Its `_meta` (the schema's `_meta` on the definition: any members a
+    /// client or a gateway reads, kept as given; the `io.modelcontextprotocol/`
+    /// prefix is the spec's own).
+    #[must_use]
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.tool.meta = Some(meta);
+        self
+    }
+
     /// Behaviour hints.
     #[must_use]
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {

@@ -287,6 +287,13 @@ pub(crate) enum Command {
     /// every check passed or did not apply, 1 a check failed, 2 usage
     /// error, 4 the server cannot be reached.
     Audit(crate::cmd::audit::AuditArgs),
+    /// One MRTR-aware endpoint in front of the servers of a config file,
+    /// of either era: tools and prompts namespaced `{upstream}__{name}`,
+    /// questions relayed with the gateway's own sealed requestState.
+    ///
+    /// Example: `tern gateway --config servers.json --http 127.0.0.1:8080`;
+    /// `--check` prints each upstream's era and the catalogue.
+    Gateway(crate::cmd::gateway::GatewayArgs),
     /// Serve a built-in server.
     Serve {
         #[command(subcommand)]

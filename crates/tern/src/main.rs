@@ -185,6 +185,7 @@ fn main() -> ExitCode {
         } => return cmd::login::login(&url, ca_file, client_id, client_secret),
         Command::Logout { url } => return cmd::login::logout(&url),
         Command::Serve { server } => return cmd::serve::command(server),
+        Command::Gateway(args) => return cmd::gateway::command(args),
         Command::Audit(args) => return cmd::audit::command(args),
     };
     let runtime = match cmd::runtime() {

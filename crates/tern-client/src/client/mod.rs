@@ -30,6 +30,7 @@ use crate::limits::Limits;
 use crate::preset::Presets;
 use crate::transport::Transport;
 
+mod ceiling;
 mod list;
 mod live;
 mod manual;
@@ -85,6 +86,10 @@ pub struct CallOptions {
     pub on_task_created: Option<TaskFn>,
     /// Told each time a poll finds the task's status or message changed.
     pub on_task_status: Option<TaskFn>,
+    /// The most this call declares, member by member (elicitation by mode,
+    /// sampling with or without tools, roots, each extension): the
+    /// handlers' capabilities cut down to it. `None`: no ceiling.
+    pub ceiling: Option<Arc<ClientCapabilities>>,
 }
 
 impl CallOptions {
@@ -150,6 +155,25 @@ impl CallOptions {
         self.on_task_status = Some(f);
         self
     }
+
+    /// Declares at most `ceiling` on this call (a gateway forwarding its
+    /// own client's capabilities, never more): form-mode elicitation only,
+    /// URL mode only, sampling without tools, and so on. The ceiling never
+    /// adds a capability the client has no handler for.
+    ///
+    /// ```
+    /// use tern_client::CallOptions;
+    /// use tern_protocol::ClientCapabilities;
+    ///
+    /// let form_only = CallOptions::default()
+    ///     .with_ceiling(ClientCapabilities::default().with_elicitation_form());
+    /// assert!(form_only.ceiling.is_some());
+    /// ```
+    #[must_use]
+    pub fn with_ceiling(mut self, ceiling: ClientCapabilities) -> Self {
+        self.ceiling = Some(Arc::new(ceiling));
+        self
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -160,6 +184,7 @@ impl std::fmt::Debug for CallOptions {
             .field("drop_roots", &self.drop_roots)
             .field("answers", &self.answers)
             .field("drop_tasks", &self.drop_tasks)
+            .field("ceiling", &self.ceiling)
             .finish_non_exhaustive()
     }
 }
@@ -401,7 +426,10 @@ impl Client {
         if self.inner.tasks && !options.drop_tasks {
             caps = caps.with_extension(tern_protocol::task::TASKS_EXTENSION);
         }
-        caps
+        match &options.ceiling {
+            Some(ceiling) => ceiling::within(caps, ceiling),
+            None => caps,
+        }
     }
 
     fn next_id(&self) -> RequestId {

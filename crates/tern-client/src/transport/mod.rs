@@ -124,8 +124,9 @@ impl Exchange {
         self.replies.recv().await
     }
 
-    /// The response arrived: dropping the exchange no longer cancels.
-    pub(crate) fn disarm(&mut self) {
+    /// The response arrived: dropping the exchange no longer cancels (for a
+    /// caller reading the replies itself, as a gateway does).
+    pub fn disarm(&mut self) {
         if let Some(guard) = self.cancel_on_drop.as_mut() {
             guard.armed = false;
         }

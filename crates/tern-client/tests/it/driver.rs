@@ -37,6 +37,40 @@ fn capabilities_sent(request: &Value) -> Value {
 }
 
 each_way! {
+    /// A per-call ceiling cuts the declared capabilities member by member
+    /// (a gateway forwarding its own client's): URL-mode elicitation only
+    /// makes the form-asking tool take its fallback, and the request says
+    /// so on the wire; a ceiling never adds what no handler answers.
+    async fn a_capability_ceiling_cuts_what_a_call_declares(way) {
+        let conn = start(way, Kind::Fixture).await;
+        let elicit = Elicit::fill(&[("name", "ada")])
+            .with_url(|_q, _p| async { Ok(ElicitResult::consent()) });
+        let client = conn.client(Client::builder().elicitation(elicit.clone()).sampling(Paris));
+        let url_only = CallOptions::default().with_ceiling(
+            tern_protocol::ClientCapabilities::default()
+                .with_elicitation_url()
+                .with_roots(),
+        );
+        let fell_back = bounded(client.call_tool_with("fallback", Some(empty()), &url_only))
+            .await
+            .unwrap();
+        assert_eq!(text(&fell_back), "fallback: no elicitation", "{way:?}");
+        assert!(elicit.asked().is_empty(), "{way:?}");
+        let calls = conn.log.requests("tools/call");
+        assert_eq!(capabilities_sent(&calls[0]), json!({"elicitation": {"url": {}}}), "{way:?}");
+        let form_only = CallOptions::default().with_ceiling(
+            tern_protocol::ClientCapabilities::default().with_elicitation_form(),
+        );
+        let asked = bounded(client.call_tool_with("fallback", Some(empty()), &form_only))
+            .await
+            .unwrap();
+        assert_eq!(text(&asked), "asked: ada", "{way:?}");
+        let calls = conn.log.requests("tools/call");
+        assert_eq!(capabilities_sent(&calls[1]), json!({"elicitation": {"form": {}}}), "{way:?}");
+    }
+}
+
+each_way! {
     /// Load shedding: a tool answers with state-only rounds three times; the
     /// driver retries each with the state, no answers, and a growing pause
     /// (50, 100, 200 ms), tells `on_round`, and gets the result.

@@ -137,7 +137,7 @@ fn unix_secs(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn parse_call_id(text: &str) -> Option<CallId> {
+pub(crate) fn parse_call_id(text: &str) -> Option<CallId> {
     if text.len() != 32 {
         return None;
     }

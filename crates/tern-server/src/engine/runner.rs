@@ -398,7 +398,7 @@ impl Engine {
     }
 
     /// The call may go through `round` rounds.
-    fn check_round(&self, round: u32) -> Result<(), ErrorObject> {
+    pub(crate) fn check_round(&self, round: u32) -> Result<(), ErrorObject> {
         let max = self.limits.max_rounds;
         if round > max {
             return Err(ErrorObject::new(

@@ -45,7 +45,7 @@ const FLOORS: &[&[&str]] = &[
     // The engine: the leg runner, guarded legs, tasks.
     &["engine", "task"],
     // Method definitions: tools, prompts, resources, skills.
-    &["tool", "prompt", "resource", "skill"],
+    &["tool", "prompt", "resource", "skill", "relay"],
     // What the server offers now.
     &["registry"],
     // The server: built, dispatching, listening.

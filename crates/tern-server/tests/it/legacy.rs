@@ -27,14 +27,14 @@ type Answerer<'a> = &'a (dyn Fn(&Value) -> Option<Value> + Sync);
 /// Everything one call saw: the server's requests and notifications, in
 /// order, and the final response.
 #[derive(Debug, Default)]
-struct Seen {
-    requests: Vec<Value>,
-    notifications: Vec<Value>,
-    response: Value,
+pub(crate) struct Seen {
+    pub(crate) requests: Vec<Value>,
+    pub(crate) notifications: Vec<Value>,
+    pub(crate) response: Value,
 }
 
 impl Seen {
-    fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         self.response["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_else(|| panic!("a text result: {}", self.response))
@@ -54,11 +54,11 @@ fn initialize(version: &str, capabilities: Value) -> Value {
         "clientInfo": {"name": "legacy-test", "version": "1.0"}}})
 }
 
-fn all_capabilities() -> Value {
+pub(crate) fn all_capabilities() -> Value {
     json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {"listChanged": true}})
 }
 
-fn call(id: i64, name: &str, arguments: Value) -> Value {
+pub(crate) fn call(id: i64, name: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
 }
 
@@ -72,7 +72,7 @@ fn reply_to(request: &Value, body: Value) -> Value {
 
 /// Answers every question the fixture asks with fixed values.
 #[allow(clippy::unnecessary_wraps, reason = "an Answerer")]
-fn answer_all(request: &Value) -> Option<Value> {
+pub(crate) fn answer_all(request: &Value) -> Option<Value> {
     let params = &request["params"];
     Some(match request["method"].as_str()? {
         "elicitation/create" if params["mode"] == "url" => json!({"result": {"action": "accept"}}),
@@ -97,7 +97,7 @@ fn answer_all(request: &Value) -> Option<Value> {
 
 // ---------------------------------------------------------------- stdio
 
-struct Stdio {
+pub(crate) struct Stdio {
     input: DuplexStream,
     output: tokio::io::Lines<BufReader<DuplexStream>>,
 }
@@ -118,7 +118,7 @@ impl Stdio {
         }
     }
 
-    async fn open(server: Server, capabilities: Value) -> (Self, Value) {
+    pub(crate) async fn open(server: Server, capabilities: Value) -> (Self, Value) {
         let mut s = Self::start(server);
         s.send(&initialize("2025-11-25", capabilities)).await;
         let init = s.recv().await;
@@ -145,7 +145,7 @@ impl Stdio {
     }
 
     /// Sends `request` and plays the client until its response.
-    async fn call(&mut self, request: &Value, answer: Answerer<'_>) -> Seen {
+    pub(crate) async fn call(&mut self, request: &Value, answer: Answerer<'_>) -> Seen {
         self.send(request).await;
         let mut seen = Seen::default();
         for _ in 0..200 {

@@ -29,6 +29,7 @@ mod legacy;
 mod limits;
 mod protocol;
 mod readme;
+mod relay;
 mod rules;
 mod schema;
 mod skills;

@@ -35,6 +35,7 @@ pub(crate) mod args;
 pub(crate) mod audit;
 mod call;
 mod fetch;
+pub(crate) mod gateway;
 pub(crate) mod keys;
 mod listen;
 mod lists;

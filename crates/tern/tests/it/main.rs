@@ -23,6 +23,7 @@ mod durable;
 mod fake;
 mod fleet;
 mod fleet_mode;
+mod gateway;
 mod hostile;
 mod layers;
 mod limits;

@@ -152,10 +152,18 @@ impl Http {
         if let Some(name) = name {
             check_named(headers, "mcp-name", Some(name))?;
         }
-        if let ClientRequest::CallTool(p) = request
-            && let Some(entry) = decoded.registry().tools.get(&p.name)
-        {
-            check_param_headers(headers, &entry.header_params, p.arguments.as_ref())?;
+        if let ClientRequest::CallTool(p) = request {
+            if let Some(entry) = decoded.registry().tools.get(&p.name) {
+                check_param_headers(headers, &entry.header_params, p.arguments.as_ref())?;
+            } else if let Some(params) = decoded
+                .registry()
+                .relay
+                .as_ref()
+                .and_then(|r| r.header_params(&p.name))
+            {
+                // A relayed tool's annotations, as its upstream listed them.
+                check_param_headers(headers, &params, p.arguments.as_ref())?;
+            }
         }
         Ok(())
     }

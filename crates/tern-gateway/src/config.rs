@@ -1,0 +1,401 @@
+//! The gateway's file: the `mcpServers` (Claude Desktop, Cursor) or
+//! `servers` (VS Code) JSON that `tern servers` reads — each upstream a
+//! `command` with `args` and `env`, or a `url` with `headers` — plus optional
+//! keys per upstream, and a top-level `gateway` object:
+//!
+//! ```json
+//! {"gateway": {"separator": "__"},
+//!  "mcpServers": {
+//!    "demo": {"command": "tern", "args": ["serve", "demo", "--stdio"],
+//!             "allow": ["provision_database"], "timeout": 30, "concurrency": 8},
+//!    "docs": {"url": "https://docs.example.com/mcp", "headers": {"Authorization": "Bearer …"},
+//!             "prefix": "", "era": "2025-11-25", "caFile": "ca.pem",
+//!             "uriPrefixes": ["docs://"], "roots": ["file:///srv/docs"], "dedupe": true}}}
+//! ```
+//!
+//! | key | meaning | default |
+//! |---|---|---|
+//! | `allow` / `deny` | tool names (the upstream's own) listed and callable / not | all / none |
+//! | `prefix` | the namespace of its tools and prompts (`""`: none) | the upstream's name |
+//! | `era` | `"2026-07-28"` or `"2025-11-25"`: no probe | probed |
+//! | `timeout` | seconds one request to it may take | 60 |
+//! | `caFile` | PEM CAs trusted for its `https://` URL | the system's |
+//! | `roots` | `file://` URIs answered to its `roots/list` | none |
+//! | `uriPrefixes` | resource URIs it serves beyond those it lists | none |
+//! | `concurrency` | requests in flight to it at most | unbounded |
+//! | `dedupe` | the gateway guards duplicate retries for it | `false` |
+//!
+//! `gateway.separator` (default `__`) joins prefix and name. Unknown members
+//! (`type`, `disabled`, …) are ignored, as `tern servers` ignores them;
+//! a known member of the wrong type is an error naming it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+
+/// The most characters a gateway name (prefix, separator and name) may have.
+pub const MAX_NAME_LEN: usize = 128;
+
+/// The default separator of prefix and name.
+pub const DEFAULT_SEPARATOR: &str = "__";
+
+/// The default time one upstream request may take: 60 s.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The revision an upstream is pinned to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EraPin {
+    /// 2026-07-28: spoken at once, never probed.
+    Modern,
+    /// 2025-11-25: `initialize` at once, never probed.
+    Legacy,
+}
+
+/// How to reach an upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wire {
+    /// A child process over stdio.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Added to its environment.
+        env: IndexMap<String, String>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Sent on every request (credentials: never logged).
+        headers: IndexMap<String, String>,
+    },
+}
+
+/// One upstream of the file.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct UpstreamConfig {
+    /// Its name in the file.
+    pub name: String,
+    /// How to reach it.
+    pub wire: Wire,
+    /// Tools listed and callable (the upstream's own names); `None`: all.
+    pub allow: Option<Vec<String>>,
+    /// Tools neither listed nor callable.
+    pub deny: Vec<String>,
+    /// The namespace of its tools and prompts; `""`: none.
+    pub prefix: String,
+    /// The era it is pinned to; `None`: probed.
+    pub era: Option<EraPin>,
+    /// How long one request to it may take.
+    pub timeout: Duration,
+    /// CAs trusted for its `https://` URL.
+    pub ca_file: Option<PathBuf>,
+    /// What its `roots/list` is answered with.
+    pub roots: Vec<String>,
+    /// Resource URI prefixes routed to it beyond what it lists.
+    pub uri_prefixes: Vec<String>,
+    /// Requests in flight to it at most.
+    pub concurrency: Option<usize>,
+    /// The gateway guards duplicate retries for it.
+    pub dedupe: bool,
+}
+
+impl UpstreamConfig {
+    /// The tool `name` (the upstream's own) may be listed and called.
+    pub fn tool_allowed(&self, name: &str) -> bool {
+        self.allow
+            .as_ref()
+            .is_none_or(|a| a.iter().any(|n| n == name))
+            && !self.deny.iter().any(|n| n == name)
+    }
+
+    /// The gateway's name for the upstream's `name`.
+    pub fn public_name(&self, separator: &str, name: &str) -> String {
+        if self.prefix.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{}{separator}{name}", self.prefix)
+        }
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct GatewayConfig {
+    /// Joins prefix and name.
+    pub separator: String,
+    /// The upstreams, in file order.
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+/// A name fits the gateway's alphabet, `[A-Za-z0-9_.-]`.
+pub fn valid_name_chars(name: &str) -> bool {
+    name.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("{what} must hold strings"))
+            })
+            .collect(),
+        Some(_) => Err(format!("{what} must be an array of strings")),
+    }
+}
+
+fn map(v: Option<&Value>, what: &str) -> Result<IndexMap<String, String>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(IndexMap::new()),
+        Some(Value::Object(o)) => o
+            .iter()
+            .map(|(k, x)| match x {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                Value::Number(n) => Ok((k.clone(), n.to_string())),
+                Value::Bool(b) => Ok((k.clone(), b.to_string())),
+                _ => Err(format!("{what}.{k} must be a string")),
+            })
+            .collect(),
+        Some(_) => Err(format!("{what} must be an object of strings")),
+    }
+}
+
+fn text(s: &Map<String, Value>, what: &str, k: &str) -> Result<Option<String>, String> {
+    match s.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(v)) => Ok(Some(v.clone())),
+        Some(_) => Err(format!("{what}.{k} must be a string")),
+    }
+}
+
+fn upstream(name: &str, what: &str, s: &Map<String, Value>) -> Result<UpstreamConfig, String> {
+    let wire = match (text(s, what, "command")?, text(s, what, "url")?) {
+        (Some(_), Some(_)) => return Err(format!("{what} has both a command and a url; keep one")),
+        (None, None) => return Err(format!("{what} has neither a command nor a url")),
+        (Some(command), None) => Wire::Stdio {
+            command,
+            args: strings(s.get("args"), &format!("{what}.args"))?,
+            env: map(s.get("env"), &format!("{what}.env"))?,
+        },
+        (None, Some(url)) => Wire::Http {
+            url,
+            headers: map(s.get("headers"), &format!("{what}.headers"))?,
+        },
+    };
+    let allow = match s.get("allow") {
+        None | Some(Value::Null) => None,
+        v => Some(strings(v, &format!("{what}.allow"))?),
+    };
+    let prefix = text(s, what, "prefix")?.unwrap_or_else(|| name.to_owned());
+    if !valid_name_chars(&prefix) {
+        return Err(format!(
+            "{what}.prefix `{prefix}` has a character outside [A-Za-z0-9_.-]"
+        ));
+    }
+    let era = match text(s, what, "era")?.as_deref() {
+        None => None,
+        Some(tern_protocol::version::LATEST) => Some(EraPin::Modern),
+        Some(tern_protocol::legacy::LATEST) => Some(EraPin::Legacy),
+        Some(other) => {
+            return Err(format!(
+                "{what}.era `{other}` is neither {} nor {}",
+                tern_protocol::version::LATEST,
+                tern_protocol::legacy::LATEST
+            ));
+        }
+    };
+    let timeout = match s.get("timeout") {
+        None | Some(Value::Null) => DEFAULT_TIMEOUT,
+        Some(v) => v
+            .as_f64()
+            .filter(|t| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| format!("{what}.timeout must be a number of seconds, 0 to 86400"))?,
+    };
+    let concurrency = match s.get("concurrency") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .filter(|n| *n >= 1)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| format!("{what}.concurrency must be a whole number, at least 1"))?,
+        ),
+    };
+    let dedupe = match s.get("dedupe") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(format!("{what}.dedupe must be true or false")),
+    };
+    let roots = strings(s.get("roots"), &format!("{what}.roots"))?;
+    if let Some(bad) = roots.iter().find(|r| !r.starts_with("file://")) {
+        return Err(format!("{what}.roots: `{bad}` is not a file:// URI"));
+    }
+    Ok(UpstreamConfig {
+        name: name.to_owned(),
+        wire,
+        allow,
+        deny: strings(s.get("deny"), &format!("{what}.deny"))?,
+        prefix,
+        era,
+        timeout,
+        ca_file: text(s, what, "caFile")?.map(PathBuf::from),
+        roots,
+        uri_prefixes: strings(s.get("uriPrefixes"), &format!("{what}.uriPrefixes"))?,
+        concurrency,
+        dedupe,
+    })
+}
+
+impl GatewayConfig {
+    /// The configuration in `text`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let separator = match root.get("gateway").and_then(|g| g.get("separator")) {
+            None | Some(Value::Null) => DEFAULT_SEPARATOR.to_owned(),
+            Some(Value::String(s)) if !s.is_empty() && valid_name_chars(s) => s.clone(),
+            Some(_) => {
+                return Err(
+                    "gateway.separator must be a non-empty string of [A-Za-z0-9_.-]".into(),
+                );
+            }
+        };
+        let mut found = false;
+        let mut upstreams: Vec<UpstreamConfig> = Vec::new();
+        for section in ["mcpServers", "servers"] {
+            let Some(servers) = root.get(section) else {
+                continue;
+            };
+            found = true;
+            let servers = servers
+                .as_object()
+                .ok_or_else(|| format!("`{section}` must be an object of NAME: server"))?;
+            for (name, s) in servers {
+                let what = format!("{section}.{name}");
+                let s = s
+                    .as_object()
+                    .ok_or_else(|| format!("{what} must be an object"))?;
+                if upstreams.iter().any(|u| &u.name == name) {
+                    return Err(format!(
+                        "{what}: an upstream of that name is already defined"
+                    ));
+                }
+                upstreams.push(upstream(name, &what, s)?);
+            }
+        }
+        if !found {
+            return Err(
+                "no `mcpServers` (Claude Desktop, Cursor) or `servers` (VS Code) object".into(),
+            );
+        }
+        if upstreams.is_empty() {
+            return Err("no upstream servers in the file".into());
+        }
+        Ok(Self {
+            separator,
+            upstreams,
+        })
+    }
+
+    /// The configuration in the file at `path`.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
+        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_desktop_files_are_read_with_the_gateway_keys() {
+        let c = GatewayConfig::parse(
+            r#"{"gateway": {"separator": "."},
+                "mcpServers": {"demo": {"command": "tern", "args": ["serve", "demo", "--stdio"],
+                    "allow": ["a", "b"], "deny": ["b"], "timeout": 2.5, "concurrency": 4, "type": "stdio"}},
+                "servers": {"docs": {"url": "https://d/mcp", "headers": {"Authorization": "Bearer x"},
+                    "prefix": "", "era": "2025-11-25", "caFile": "ca.pem", "roots": ["file:///srv"],
+                    "uriPrefixes": ["docs://"], "dedupe": true}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.separator, ".");
+        let demo = &c.upstreams[0];
+        assert_eq!(demo.prefix, "demo");
+        assert!(demo.tool_allowed("a") && !demo.tool_allowed("b") && !demo.tool_allowed("c"));
+        assert_eq!(demo.timeout, Duration::from_millis(2500));
+        assert_eq!(demo.concurrency, Some(4));
+        assert_eq!(demo.public_name(".", "a"), "demo.a");
+        let docs = &c.upstreams[1];
+        assert_eq!(docs.public_name("__", "read"), "read");
+        assert_eq!(docs.era, Some(EraPin::Legacy));
+        assert!(docs.dedupe);
+        assert_eq!(docs.uri_prefixes, ["docs://"]);
+        assert!(
+            matches!(&docs.wire, Wire::Http { headers, .. } if headers["Authorization"] == "Bearer x")
+        );
+    }
+
+    #[test]
+    fn each_bad_key_is_named() {
+        for (file, says) in [
+            ("{}", "mcpServers"),
+            (r#"{"servers": {}}"#, "no upstream"),
+            (r#"{"servers": {"x": {}}}"#, "neither"),
+            (
+                r#"{"servers": {"x": {"command": "a", "url": "b"}}}"#,
+                "both",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "a", "era": "2024"}}}"#,
+                "x.era",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "a", "timeout": -1}}}"#,
+                "x.timeout",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "a", "concurrency": 0}}}"#,
+                "x.concurrency",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "a", "dedupe": "yes"}}}"#,
+                "x.dedupe",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "a", "prefix": "a b"}}}"#,
+                "x.prefix",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "a", "roots": ["/srv"]}}}"#,
+                "file://",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "a", "allow": "t"}}}"#,
+                "x.allow",
+            ),
+            (
+                r#"{"gateway": {"separator": "/"}, "servers": {"x": {"command": "a"}}}"#,
+                "separator",
+            ),
+            (
+                r#"{"mcpServers": {"x": {"command": "a"}}, "servers": {"x": {"command": "b"}}}"#,
+                "already",
+            ),
+            ("nope", "not JSON"),
+        ] {
+            let err = GatewayConfig::parse(file).unwrap_err();
+            assert!(err.contains(says), "{file}: {err}");
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! The gateway: its upstreams, the catalogue over them, and the
+//! [`tern_server::relay::Relay`] that a tern server serves it through —
+//! lists paged over the merged catalogue, calls routed to their upstream,
+//! and questions relayed with the gateway's own sealed `requestState`
+//! (`{"u": upstream, "s": its state}`, the upstream's state byte for byte,
+//! absent when it sent none).
+
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use serde_json::{Value, json};
+use tern_protocol::error::ErrorObject;
+use tern_protocol::result::CacheScope;
+use tern_protocol::{
+    ClientCapabilities, Implementation, InputRequests, ServerNotification, method,
+};
+use tern_server::relay::{ListKind, ListPage, ListRequest, Relay, RelayLeg, RelayOutcome};
+use tern_server::replay::BoxFuture;
+use tern_server::{Changes, ServerBuilder};
+
+use crate::catalogue::{Catalogue, Strictness};
+use crate::config::GatewayConfig;
+use crate::cursor::Cursors;
+use crate::upstream::{Extras, Upstream};
+
+/// The default page size of the merged lists: 100.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// How a gateway runs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct GatewayOptions {
+    /// Its `serverInfo` (and the `clientInfo` upstreams see).
+    pub info: Implementation,
+    /// The merged lists' cursors: share the key between replicas.
+    pub cursors: Cursors,
+    /// Entries per page of a merged list.
+    pub page_size: usize,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        Self {
+            info: Implementation::new("tern-gateway", env!("CARGO_PKG_VERSION")),
+            cursors: Cursors::random(),
+            page_size: DEFAULT_PAGE_SIZE,
+        }
+    }
+}
+
+impl GatewayOptions {
+    /// Sets the `serverInfo`.
+    #[must_use]
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// Sets the cursors' key.
+    #[must_use]
+    pub fn cursors(mut self, cursors: Cursors) -> Self {
+        self.cursors = cursors;
+        self
+    }
+
+    /// Sets the page size (at least 1).
+    #[must_use]
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.page_size = size.max(1);
+        self
+    }
+}
+
+struct Inner {
+    config: GatewayConfig,
+    options: GatewayOptions,
+    upstreams: Vec<Arc<Upstream>>,
+    catalogue: RwLock<Arc<Catalogue>>,
+    changes: OnceLock<Changes>,
+    /// Serialises rebuilds of the catalogue.
+    rebuilding: Mutex<()>,
+    /// Counts the catalogue's rebuilds.
+    generation: tokio::sync::watch::Sender<u64>,
+}
+
+/// A gateway in front of the upstreams of a [`GatewayConfig`]. Cheap to
+/// clone.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), String> {
+/// use tern_gateway::{Gateway, GatewayConfig, GatewayOptions};
+///
+/// let config = GatewayConfig::load("gateway.json".as_ref())?;
+/// let gateway = Gateway::start(config, GatewayOptions::default()).await?;
+/// let server = gateway
+///     .server_builder()
+///     .build()
+///     .map_err(|e| e.to_string())?;
+/// # let _ = server;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("upstreams", &self.inner.upstreams)
+            .finish_non_exhaustive()
+    }
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Gateway {
+    /// Starts every upstream, probes its era and reads its lists, and builds
+    /// the catalogue: a collision, or a name too long or outside
+    /// `[A-Za-z0-9_.-]`, is an error naming it. An upstream that cannot be
+    /// reached is not (it is tried again in the background, with backoff).
+    pub async fn start(config: GatewayConfig, options: GatewayOptions) -> Result<Self, String> {
+        let upstreams: Vec<Arc<Upstream>> = config
+            .upstreams
+            .iter()
+            .map(|c| Arc::new(Upstream::new(c.clone(), options.info.clone())))
+            .collect();
+        let connected = futures_join(&upstreams).await;
+        let gateway = Self {
+            inner: Arc::new(Inner {
+                config,
+                options,
+                upstreams,
+                catalogue: RwLock::default(),
+                changes: OnceLock::new(),
+                rebuilding: Mutex::new(()),
+                generation: tokio::sync::watch::Sender::new(0),
+            }),
+        };
+        let catalogue = gateway.build_catalogue(None, Strictness::Refuse)?;
+        *gateway
+            .inner
+            .catalogue
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(catalogue);
+        for (upstream, watch) in gateway.inner.upstreams.iter().zip(connected) {
+            let this = gateway.clone();
+            let changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || this.rebuild());
+            if upstream.is_up() && watch.is_none() {
+                continue; // HTTP, up: nothing to watch
+            }
+            tokio::spawn(Arc::clone(upstream).keep_up(watch, changed));
+        }
+        Ok(gateway)
+    }
+
+    fn build_catalogue(
+        &self,
+        previous: Option<&Catalogue>,
+        strictness: Strictness,
+    ) -> Result<Catalogue, String> {
+        let listed: Vec<_> = self
+            .inner
+            .config
+            .upstreams
+            .iter()
+            .zip(&self.inner.upstreams)
+            .map(|(c, u)| (c, u.listed()))
+            .collect();
+        let dormant: Vec<_> = self
+            .inner
+            .upstreams
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| !u.is_up())
+            .filter_map(|(i, u)| u.last_listed().map(|l| (i, l)))
+            .collect();
+        Catalogue::build_with(
+            &self.inner.config.separator,
+            &listed,
+            &dormant,
+            previous,
+            strictness,
+        )
+    }
+
+    /// An upstream came up or went down: the catalogue again, and
+    /// list-changed for listeners.
+    fn rebuild(&self) {
+        let _one = self
+            .inner
+            .rebuilding
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let previous = self.catalogue();
+        match self.build_catalogue(Some(&previous), Strictness::Drop) {
+            Ok(next) => {
+                *self
+                    .inner
+                    .catalogue
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(next);
+            }
+            Err(e) => tracing::error!(error = %e, "catalogue not rebuilt"),
+        }
+        if let Some(changes) = self.inner.changes.get() {
+            changes.tools_changed();
+            changes.prompts_changed();
+            changes.resources_changed();
+        }
+        self.inner.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Tells each time the catalogue was rebuilt (an upstream came up or
+    /// went down): the count of rebuilds so far.
+    pub fn generations(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.generation.subscribe()
+    }
+
+    /// The catalogue now.
+    pub fn catalogue(&self) -> Arc<Catalogue> {
+        Arc::clone(&read(&self.inner.catalogue))
+    }
+
+    /// The upstreams, in file order.
+    pub fn upstreams(&self) -> &[Arc<Upstream>] {
+        &self.inner.upstreams
+    }
+
+    /// At least one upstream is up (`/readyz`).
+    pub fn ready(&self) -> bool {
+        self.inner.upstreams.iter().any(|u| u.is_up())
+    }
+
+    /// The relay that serves this gateway.
+    pub fn relay(&self) -> Arc<dyn Relay> {
+        Arc::new(self.clone())
+    }
+
+    /// A tern server builder that serves this gateway: its `serverInfo`,
+    /// the relay, and list-changed announced when an upstream comes or
+    /// goes. Add keys, stores and limits, then build.
+    pub fn server_builder(&self) -> ServerBuilder {
+        let info = self.inner.options.info.clone();
+        let builder = tern_server::Server::builder(info.name.clone(), info.version.clone())
+            .info(info)
+            // An upstream's progress is relayed as it comes: it paced it.
+            .progress_interval(std::time::Duration::ZERO)
+            .relay(self.relay());
+        let _ = self.inner.changes.set(builder.changes());
+        builder
+    }
+
+    /// What `--check` prints: each upstream (its era and health) and the
+    /// catalogue's names, by upstream.
+    pub fn report(&self) -> String {
+        use std::fmt::Write as _;
+        let catalogue = self.catalogue();
+        let mut out = String::new();
+        for (index, upstream) in self.inner.upstreams.iter().enumerate() {
+            let state = match (upstream.listed(), upstream.down_reason()) {
+                (Some(l), _) => format!("up, {}", l.era),
+                (None, Some(reason)) => format!("down: {reason}"),
+                (None, None) => "down".into(),
+            };
+            let _ = writeln!(out, "{}: {state}", upstream.name());
+            for (what, section) in [("tool", &catalogue.tools), ("prompt", &catalogue.prompts)] {
+                let mut names: Vec<&String> = section
+                    .routes
+                    .iter()
+                    .filter(|(_, r)| r.upstream == index)
+                    .map(|(n, _)| n)
+                    .collect();
+                names.sort();
+                for name in names {
+                    let _ = writeln!(out, "  {what} {name}");
+                }
+            }
+            let mut uris: Vec<&String> = catalogue
+                .resources
+                .routes
+                .iter()
+                .filter(|(_, r)| r.upstream == index)
+                .map(|(n, _)| n)
+                .collect();
+            uris.sort();
+            for uri in uris {
+                let _ = writeln!(out, "  resource {uri}");
+            }
+            for (t, _) in catalogue.templates.iter().filter(|(_, i)| *i == index) {
+                let _ = writeln!(
+                    out,
+                    "  template {}",
+                    t["uriTemplate"].as_str().unwrap_or("")
+                );
+            }
+        }
+        out
+    }
+
+    /// Stops every upstream.
+    pub async fn close(&self) {
+        for upstream in &self.inner.upstreams {
+            upstream.close().await;
+        }
+    }
+}
+
+async fn futures_join(
+    upstreams: &[Arc<Upstream>],
+) -> Vec<Option<tern_client::transport::stdio::ChildWatch>> {
+    let mut tasks = Vec::new();
+    for upstream in upstreams {
+        let upstream = Arc::clone(upstream);
+        tasks.push(tokio::spawn(async move { upstream.connect().await }));
+    }
+    let mut out = Vec::new();
+    for (task, upstream) in tasks.into_iter().zip(upstreams) {
+        match task.await {
+            Ok(Ok(watch)) => out.push(watch),
+            Ok(Err(e)) => {
+                tracing::warn!(upstream = %upstream.name(), error = %e, "upstream not reached at start");
+                out.push(None);
+            }
+            Err(e) => {
+                tracing::error!(upstream = %upstream.name(), error = %e, "upstream start panicked");
+                out.push(None);
+            }
+        }
+    }
+    out
+}
+
+/// An upstream's notification of a relayed request, to the client: its
+/// progress under the client's own token, its logs at the level the client
+/// asked for.
+fn relay_notification(ctx: &tern_server::Ctx, n: ServerNotification) {
+    match n {
+        ServerNotification::Progress(p) => {
+            ctx.progress(p.progress, p.total, p.message.as_deref());
+        }
+        ServerNotification::LoggingMessage(m) => {
+            #[allow(
+                deprecated,
+                reason = "relaying an upstream's logs where the client asked"
+            )]
+            ctx.log(m.level, m.logger.as_deref(), m.data);
+        }
+        _ => {}
+    }
+}
+
+fn tag(kind: ListKind) -> u8 {
+    match kind {
+        ListKind::Tools => 1,
+        ListKind::Prompts => 2,
+        ListKind::Resources => 3,
+        _ => 4,
+    }
+}
+
+/// What the gateway forwards of a client's capabilities: all it declared
+/// but the Tasks extension (a task's id would name the upstream's task,
+/// which the gateway does not route yet).
+fn forwarded(capabilities: &ClientCapabilities) -> ClientCapabilities {
+    let mut caps = capabilities.clone();
+    if let Some(ext) = caps.extensions.as_mut() {
+        ext.remove(tern_protocol::task::TASKS_EXTENSION);
+    }
+    if caps
+        .extensions
+        .as_ref()
+        .is_some_and(serde_json::Map::is_empty)
+    {
+        caps.extensions = None;
+    }
+    caps
+}
+
+impl Relay for Gateway {
+    fn lists(&self) -> &[ListKind] {
+        &[
+            ListKind::Tools,
+            ListKind::Prompts,
+            ListKind::Resources,
+            ListKind::ResourceTemplates,
+        ]
+    }
+
+    fn list(
+        &self,
+        kind: ListKind,
+        request: ListRequest,
+    ) -> BoxFuture<'static, Result<ListPage, ErrorObject>> {
+        let catalogue = self.catalogue();
+        let cursors = self.inner.options.cursors.clone();
+        let page_size = self.inner.options.page_size;
+        Box::pin(async move {
+            let items: Vec<Value> = match kind {
+                ListKind::Tools => catalogue.tools.items.clone(),
+                ListKind::Prompts => catalogue.prompts.items.clone(),
+                ListKind::Resources => catalogue.resources.items.clone(),
+                _ => catalogue.templates.iter().map(|(t, _)| t.clone()).collect(),
+            };
+            let start = match request.cursor.as_deref() {
+                None => 0,
+                Some(c) => cursors.decode(tag(kind), c)?.min(items.len()),
+            };
+            let end = start.saturating_add(page_size).min(items.len());
+            let mut page = ListPage::new(items[start..end].to_vec());
+            if end < items.len() {
+                page = page.next_cursor(cursors.encode(tag(kind), end));
+            }
+            if let Some(ttl) = catalogue.ttl_ms {
+                let scope = if catalogue.private {
+                    CacheScope::Private
+                } else {
+                    CacheScope::Public
+                };
+                page = page.cache(ttl, scope);
+            } else if catalogue.private {
+                page = page.cache(0, CacheScope::Private);
+            }
+            Ok(page)
+        })
+    }
+
+    fn call(&self, leg: RelayLeg) -> BoxFuture<'static, Result<RelayOutcome, ErrorObject>> {
+        let gateway = self.clone();
+        Box::pin(async move { gateway.relay_leg(leg).await })
+    }
+
+    fn header_params(&self, name: &str) -> Option<Vec<tern_protocol::header::HeaderParam>> {
+        self.catalogue().tools.headers.get(name).cloned()
+    }
+
+    fn completes(&self) -> bool {
+        true
+    }
+
+    fn complete(
+        &self,
+        params: Value,
+        _principal: tern_server::Principal,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let gateway = self.clone();
+        Box::pin(async move { gateway.complete_for(params).await })
+    }
+}
+
+impl Gateway {
+    /// `completion/complete`, routed by its reference: a prompt by its
+    /// name, a resource template by the upstream that serves its URI.
+    async fn complete_for(&self, mut params: Value) -> Result<Value, ErrorObject> {
+        let catalogue = self.catalogue();
+        let reference = &params["ref"];
+        let index = match reference["type"].as_str() {
+            Some("ref/prompt") => {
+                let name = reference["name"].as_str().unwrap_or_default();
+                let route = catalogue.prompts.route(name).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Unknown prompt: {name}"))
+                })?;
+                params["ref"]["name"] = json!(route.name);
+                route.upstream
+            }
+            Some("ref/resource") => {
+                let uri = reference["uri"].as_str().unwrap_or_default();
+                catalogue
+                    .templates
+                    .iter()
+                    .find(|(t, _)| t["uriTemplate"] == uri)
+                    .map(|(_, i)| *i)
+                    .or_else(|| catalogue.resource_upstream(uri))
+                    .ok_or_else(|| ErrorObject::invalid_params("Resource not found"))?
+            }
+            _ => return Err(ErrorObject::invalid_params("Unknown reference type")),
+        };
+        let capabilities = ClientCapabilities::default();
+        self.inner.upstreams[index]
+            .request(method::COMPLETION_COMPLETE, params, &capabilities)
+            .await
+    }
+
+    async fn relay_leg(&self, leg: RelayLeg) -> Result<RelayOutcome, ErrorObject> {
+        let catalogue = self.catalogue();
+        let (index, mut params) = match leg.method {
+            method::TOOLS_CALL => {
+                let route = catalogue.tools.route(&leg.target).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Unknown tool: {}", leg.target))
+                })?;
+                (
+                    route.upstream,
+                    json!({"name": route.name, "arguments": *leg.arguments}),
+                )
+            }
+            method::PROMPTS_GET => {
+                let route = catalogue.prompts.route(&leg.target).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Unknown prompt: {}", leg.target))
+                })?;
+                (
+                    route.upstream,
+                    json!({"name": route.name, "arguments": *leg.arguments}),
+                )
+            }
+            _ => {
+                let index = catalogue.resource_upstream(&leg.target).ok_or_else(|| {
+                    ErrorObject::invalid_params("Resource not found")
+                        .with_data(json!({"uri": leg.target}))
+                })?;
+                (index, json!({"uri": leg.target}))
+            }
+        };
+        let upstream = &self.inner.upstreams[index];
+        if let Some(routing) = &leg.routing {
+            // The state was sealed for this target; it must still lead to
+            // the upstream that issued it.
+            if routing["u"].as_str() != Some(upstream.name()) {
+                return Err(ErrorObject::invalid_params(
+                    "Invalid or expired requestState",
+                ));
+            }
+            if let Some(state) = routing.get("s") {
+                params["requestState"] = state.clone();
+            }
+        }
+        if let Some(responses) = &leg.input_responses {
+            params["inputResponses"] = serde_json::to_value(responses).unwrap_or_default();
+        }
+        let capabilities = forwarded(leg.ctx.client_capabilities());
+        let header_params = catalogue
+            .tools
+            .headers
+            .get(&leg.target)
+            .filter(|_| leg.method == method::TOOLS_CALL)
+            .map(|h| tern_client::param_headers(h, leg.arguments.as_object()))
+            .unwrap_or_default();
+        let ctx = leg.ctx.clone();
+        let tell = move |n: ServerNotification| relay_notification(&ctx, n);
+        let extras = Extras {
+            header_params,
+            progress: leg.ctx.meta().progress_token.is_some(),
+            log_level: leg.ctx.meta().log_level,
+            on_notification: Some(&tell),
+        };
+        let result = upstream
+            .relay(leg.method, params, &capabilities, extras)
+            .await?;
+        if result["resultType"] == "input_required" {
+            let requests: InputRequests = match result.get("inputRequests") {
+                None | Some(Value::Null) => InputRequests::new(),
+                Some(r) => serde_json::from_value(r.clone()).map_err(|e| {
+                    tracing::warn!(upstream = %upstream.name(), error = %e, "an input request the gateway cannot read");
+                    ErrorObject::new(
+                        tern_protocol::error::code::INTERNAL_ERROR,
+                        format!("The upstream server `{}` asked a question the gateway cannot read", upstream.name()),
+                    )
+                })?,
+            };
+            let mut routing = json!({"u": upstream.name()});
+            if let Some(state) = result.get("requestState").filter(|s| s.is_string()) {
+                routing["s"] = state.clone();
+            }
+            return Ok(RelayOutcome::InputRequired { requests, routing });
+        }
+        Ok(RelayOutcome::Complete(result))
+    }
+}

@@ -1,0 +1,592 @@
+//! One upstream server: its transport (either era, probed or pinned), its
+//! lists as last fetched, and its health. A stdio upstream that exits is
+//! marked down — its entries leave the catalogue and its calls fail fast
+//! with a retry hint — and started again with a growing backoff.
+//!
+//! Requests go out as raw JSON-RPC through a `tern-client` transport and
+//! come back as raw JSON, so every member an upstream sends reaches the
+//! client (a typed decode would drop members the types do not name).
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tern_client::legacy::DualEra;
+use tern_client::transport::http::HttpTransport;
+use tern_client::transport::stdio::{ChildProcess, ChildWatch, SpawnOptions};
+use tern_client::transport::{Incoming, LiveRequest, Outgoing, Transport};
+use tern_protocol::error::{ErrorObject, code};
+use tern_protocol::meta::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY};
+use tern_protocol::mrtr::{InputKind, InputRequest, InputResponse};
+use tern_protocol::{
+    ClientCapabilities, ClientRequest, Implementation, RequestId, ServerNotification, version,
+};
+use tokio::sync::Semaphore;
+
+use crate::config::{EraPin, UpstreamConfig, Wire};
+
+/// The first pause before a dead upstream is started again: 250 ms,
+/// doubling to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest pause between restarts: 30 s.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Pages of one list read from an upstream at most (a bound on a server
+/// that never stops paging).
+pub const MAX_PAGES: usize = 100;
+
+/// What an upstream lists, as it sent it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Listed {
+    /// `tools/list`, every page.
+    pub tools: Vec<Value>,
+    /// `prompts/list`, every page.
+    pub prompts: Vec<Value>,
+    /// `resources/list`, every page.
+    pub resources: Vec<Value>,
+    /// `resources/templates/list`, every page.
+    pub templates: Vec<Value>,
+    /// The least `ttlMs` of the pages.
+    pub ttl_ms: Option<u64>,
+    /// A page said `cacheScope: private`.
+    pub private: bool,
+    /// The era it speaks.
+    pub era: String,
+}
+
+/// What a relayed request carries besides its params.
+#[derive(Default)]
+pub struct Extras<'a> {
+    /// `Mcp-Param-*` headers (name after the prefix, encoded value).
+    pub header_params: Vec<(String, String)>,
+    /// Ask the upstream for progress (the client asked the gateway).
+    pub progress: bool,
+    /// The log level the client asked for, asked of the upstream in turn.
+    pub log_level: Option<tern_protocol::logging::LoggingLevel>,
+    /// Where the request's notifications go (progress, logs).
+    pub on_notification: Option<&'a (dyn Fn(ServerNotification) + Send + Sync)>,
+}
+
+impl std::fmt::Debug for Extras<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extras")
+            .field("header_params", &self.header_params.len())
+            .field("progress", &self.progress)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an upstream is doing.
+#[derive(Debug, Clone)]
+enum Health {
+    /// Never reached yet.
+    Starting,
+    Up,
+    /// Down since `since`; tried again at `retry_at`.
+    Down {
+        reason: String,
+        retry_at: Instant,
+    },
+}
+
+struct Link {
+    transport: Arc<dyn Transport>,
+    watch: Option<ChildWatch>,
+}
+
+/// One upstream (module docs).
+pub struct Upstream {
+    config: UpstreamConfig,
+    info: Implementation,
+    link: Mutex<Option<Arc<Link>>>,
+    health: Mutex<Health>,
+    listed: Mutex<Option<Arc<Listed>>>,
+    ids: AtomicI64,
+    permits: Option<Semaphore>,
+    /// [`Self::close`] was called: no more restarts.
+    closing: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never its headers or environment: credentials live there.
+        f.debug_struct("Upstream")
+            .field("name", &self.config.name)
+            .field("health", &*lock(&self.health))
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A request to an upstream that is down: at once, with when to try again.
+fn unavailable(name: &str, reason: &str, retry_in: Duration) -> ErrorObject {
+    let ms = u64::try_from(retry_in.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        format!("The upstream server `{name}` is unavailable ({reason}); try again in {ms} ms"),
+    )
+    .with_data(json!({"upstream": name, "retryAfterMs": ms}))
+}
+
+impl Upstream {
+    /// An upstream, not yet connected ([`Self::connect`]).
+    pub fn new(config: UpstreamConfig, info: Implementation) -> Self {
+        let permits = config.concurrency.map(Semaphore::new);
+        Self {
+            config,
+            info,
+            link: Mutex::new(None),
+            health: Mutex::new(Health::Starting),
+            listed: Mutex::new(None),
+            ids: AtomicI64::new(1),
+            permits,
+            closing: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// It answered its last connection.
+    pub fn is_up(&self) -> bool {
+        matches!(*lock(&self.health), Health::Up)
+    }
+
+    /// Why it is down, if it is.
+    pub fn down_reason(&self) -> Option<String> {
+        match &*lock(&self.health) {
+            Health::Down { reason, .. } => Some(reason.clone()),
+            Health::Starting => Some("not started".into()),
+            Health::Up => None,
+        }
+    }
+
+    /// What it listed when it last came up, up or down.
+    pub fn last_listed(&self) -> Option<Arc<Listed>> {
+        lock(&self.listed).clone()
+    }
+
+    /// What it listed when it last came up (`None` while down).
+    pub fn listed(&self) -> Option<Arc<Listed>> {
+        if self.is_up() {
+            lock(&self.listed).clone()
+        } else {
+            None
+        }
+    }
+
+    fn open_transport(&self) -> Result<Link, String> {
+        let tls = self
+            .config
+            .ca_file
+            .as_ref()
+            .map(|ca| tern_client::tls::TlsOptions::new().with_ca_file(ca));
+        let failed = |e: tern_client::ClientError| e.to_string();
+        match &self.config.wire {
+            Wire::Stdio { command, args, env } => {
+                let mut options = SpawnOptions::default();
+                for (k, v) in env {
+                    options = options.env(k, v);
+                }
+                let name = self.config.name.clone();
+                options.on_stderr = Some(Arc::new(move |line: &str| {
+                    tracing::info!(upstream = %name, "{line}");
+                }));
+                if self.config.era == Some(EraPin::Modern) {
+                    let child =
+                        ChildProcess::spawn_with_options(command, args, options).map_err(failed)?;
+                    let watch = Some(child.watch());
+                    return Ok(Link {
+                        transport: Arc::new(child),
+                        watch,
+                    });
+                }
+                let mut dual =
+                    DualEra::stdio_with_options(command, args, options).map_err(failed)?;
+                if self.config.era == Some(EraPin::Legacy) {
+                    dual = dual.assume_legacy();
+                }
+                let watch = dual.watch();
+                Ok(Link {
+                    transport: Arc::new(dual),
+                    watch,
+                })
+            }
+            Wire::Http { url, headers } => {
+                if self.config.era == Some(EraPin::Modern) {
+                    let mut t = HttpTransport::new(url).map_err(failed)?;
+                    for (k, v) in headers {
+                        t = t.with_header(k.clone(), v.clone());
+                    }
+                    if let Some(tls) = &tls {
+                        t = t.with_tls(tls).map_err(failed)?;
+                    }
+                    return Ok(Link {
+                        transport: Arc::new(t),
+                        watch: None,
+                    });
+                }
+                let mut t = DualEra::http(url).map_err(failed)?;
+                for (k, v) in headers {
+                    t = t.with_header(k.clone(), v.clone());
+                }
+                if let Some(tls) = &tls {
+                    t = t.with_tls(tls).map_err(failed)?;
+                }
+                if self.config.era == Some(EraPin::Legacy) {
+                    t = t.assume_legacy();
+                }
+                Ok(Link {
+                    transport: Arc::new(t),
+                    watch: None,
+                })
+            }
+        }
+    }
+
+    /// Starts (or starts again) the upstream and reads its lists: it is up
+    /// once they are read. The watch of a stdio child comes back, for
+    /// [`Self::supervise`].
+    pub async fn connect(&self) -> Result<Option<ChildWatch>, String> {
+        let link = Arc::new(self.open_transport()?);
+        *lock(&self.link) = Some(Arc::clone(&link));
+        match self.read_lists(&link).await {
+            Ok(listed) => {
+                *lock(&self.listed) = Some(Arc::new(listed));
+                *lock(&self.health) = Health::Up;
+                tracing::info!(upstream = %self.config.name, "upstream up");
+                Ok(link.watch.clone())
+            }
+            Err(e) => {
+                let reason = e.message.clone();
+                self.mark_down(&reason, FIRST_BACKOFF);
+                link.transport.close().await;
+                Err(reason)
+            }
+        }
+    }
+
+    fn mark_down(&self, reason: &str, retry_in: Duration) {
+        tracing::warn!(upstream = %self.config.name, %reason, "upstream down");
+        *lock(&self.health) = Health::Down {
+            reason: reason.to_owned(),
+            retry_at: Instant::now() + retry_in,
+        };
+    }
+
+    /// Keeps the upstream up, for the gateway's life: while it is down it
+    /// is started again after a pause that doubles up to [`MAX_BACKOFF`]
+    /// (reset once it came up); a stdio child that exits marks it down.
+    /// `changed` is called each time it comes up or goes down (its entries
+    /// join or leave the lists). `watch` is the child of a first
+    /// [`Self::connect`] that succeeded, if any. Returns once an HTTP
+    /// upstream is up (nothing tells when it dies but its requests).
+    pub async fn keep_up(
+        self: Arc<Self>,
+        mut watch: Option<ChildWatch>,
+        changed: Arc<dyn Fn() + Send + Sync>,
+    ) {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            if self.is_up() {
+                let Some(mut child) = watch.take() else {
+                    return;
+                };
+                let exit = child.exited().await;
+                if self.closing.load(Ordering::SeqCst) {
+                    return;
+                }
+                let reason = exit.status.map_or_else(
+                    || "its output closed".to_owned(),
+                    |s| format!("it exited, {s}"),
+                );
+                self.mark_down(&reason, backoff);
+                let link = lock(&self.link).take();
+                if let Some(link) = link {
+                    link.transport.close().await;
+                }
+                changed();
+            }
+            tokio::time::sleep(backoff).await;
+            if self.closing.load(Ordering::SeqCst) {
+                return;
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            match self.connect().await {
+                Ok(next) => {
+                    watch = next;
+                    backoff = FIRST_BACKOFF;
+                    changed();
+                }
+                Err(e) => {
+                    tracing::warn!(upstream = %self.config.name, error = %e, "start failed");
+                    self.mark_down(&e, backoff);
+                }
+            }
+        }
+    }
+
+    /// The `_meta` of a request to it: this revision, `capabilities` (a
+    /// client's, forwarded: never more than it declared), the gateway's
+    /// `clientInfo`.
+    fn meta(&self, capabilities: &ClientCapabilities) -> Value {
+        json!({
+            PROTOCOL_VERSION_KEY: version::LATEST,
+            CLIENT_CAPABILITIES_KEY: capabilities,
+            CLIENT_INFO_KEY: self.info,
+        })
+    }
+
+    async fn read_lists(&self, link: &Link) -> Result<Listed, ErrorObject> {
+        let none = ClientCapabilities::default();
+        let discover = self
+            .send(link, "server/discover", json!({"_meta": self.meta(&none)}))
+            .await?;
+        let caps = &discover["capabilities"];
+        let era = discover["supportedVersions"][0]
+            .as_str()
+            .unwrap_or(version::LATEST)
+            .to_owned();
+        let mut listed = Listed {
+            era,
+            ..Listed::default()
+        };
+        for (served, method, member) in [
+            (caps.get("tools").is_some(), "tools/list", "tools"),
+            (caps.get("prompts").is_some(), "prompts/list", "prompts"),
+            (
+                caps.get("resources").is_some(),
+                "resources/list",
+                "resources",
+            ),
+            (
+                caps.get("resources").is_some(),
+                "resources/templates/list",
+                "resourceTemplates",
+            ),
+        ] {
+            if !served {
+                continue;
+            }
+            let mut items = Vec::new();
+            let mut cursor: Option<String> = None;
+            for _ in 0..MAX_PAGES {
+                let mut params = json!({"_meta": self.meta(&none)});
+                if let Some(c) = &cursor {
+                    params["cursor"] = json!(c);
+                }
+                let page = self.send(link, method, params).await?;
+                if let Some(list) = page[member].as_array() {
+                    items.extend(list.iter().cloned());
+                }
+                if let Some(ttl) = page["ttlMs"].as_u64() {
+                    listed.ttl_ms = Some(listed.ttl_ms.map_or(ttl, |t| t.min(ttl)));
+                }
+                listed.private |= page["cacheScope"] == "private";
+                cursor = page["nextCursor"].as_str().map(str::to_owned);
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            match member {
+                "tools" => listed.tools = items,
+                "prompts" => listed.prompts = items,
+                "resources" => listed.resources = items,
+                _ => listed.templates = items,
+            }
+        }
+        Ok(listed)
+    }
+
+    /// Sends `method` with `params` (its `_meta` included) to the upstream
+    /// and returns its result as it sent it. While it is down: at once,
+    /// with a retry hint. Its lost connection after the request went out,
+    /// or no answer within its timeout: "outcome unknown", never a second
+    /// send.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        capabilities: &ClientCapabilities,
+    ) -> Result<Value, ErrorObject> {
+        self.relay(method, params, capabilities, Extras::default())
+            .await
+    }
+
+    /// [`Self::request`] with `extras`: the `Mcp-Param-*` headers of the
+    /// call, a progress token, and where the request's notifications go.
+    pub async fn relay(
+        &self,
+        method: &str,
+        mut params: Value,
+        capabilities: &ClientCapabilities,
+        extras: Extras<'_>,
+    ) -> Result<Value, ErrorObject> {
+        if let Health::Down { reason, retry_at } = &*lock(&self.health) {
+            let retry_in = retry_at.saturating_duration_since(Instant::now());
+            return Err(unavailable(&self.config.name, reason, retry_in));
+        }
+        let Some(link) = lock(&self.link).clone() else {
+            return Err(unavailable(&self.config.name, "not started", FIRST_BACKOFF));
+        };
+        if let Some(p) = params.as_object_mut() {
+            let mut meta = self.meta(capabilities);
+            if let Some(level) = extras.log_level {
+                meta[tern_protocol::meta::LOG_LEVEL_KEY] = json!(level);
+            }
+            if extras.progress {
+                let n = self.ids.fetch_add(1, Ordering::Relaxed);
+                meta["progressToken"] = json!(format!("tern-gateway-{n}"));
+            }
+            p.insert("_meta".into(), meta);
+        }
+        let _permit = match &self.permits {
+            Some(p) => Some(p.acquire().await.map_err(|_| {
+                ErrorObject::new(code::INTERNAL_ERROR, "the gateway is shutting down")
+            })?),
+            None => None,
+        };
+        let timeout = self.config.timeout;
+        let sending = self.send_with(
+            &link,
+            method,
+            params,
+            extras.header_params,
+            extras.on_notification,
+        );
+        match tokio::time::timeout(timeout, sending).await {
+            Ok(answer) => answer,
+            Err(_) => Err(ErrorObject::new(
+                tern_server::error::codes::OUTCOME_UNKNOWN,
+                format!(
+                    "The upstream server `{}` did not answer within {} s; the outcome is unknown",
+                    self.config.name,
+                    timeout.as_secs_f64()
+                ),
+            )),
+        }
+    }
+
+    async fn send(&self, link: &Link, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        self.send_with(link, method, params, Vec::new(), None).await
+    }
+
+    async fn send_with(
+        &self,
+        link: &Link,
+        method: &str,
+        params: Value,
+        header_params: Vec<(String, String)>,
+        on_notification: Option<&(dyn Fn(ServerNotification) + Send + Sync)>,
+    ) -> Result<Value, ErrorObject> {
+        let raw = serde_json::value::to_raw_value(&params)
+            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+        let request = ClientRequest::decode(method, Some(&raw))
+            .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+        let id = RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed));
+        let outgoing = Outgoing::new(id, &request, header_params)
+            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+        let lost = |why: String| {
+            ErrorObject::new(
+                tern_server::error::codes::OUTCOME_UNKNOWN,
+                format!(
+                    "The upstream server `{}` was lost ({why}); the outcome is unknown",
+                    self.config.name
+                ),
+            )
+        };
+        let mut exchange =
+            link.transport
+                .send(outgoing)
+                .await
+                .map_err(|e| match e.rpc_error() {
+                    Some(rpc) => rpc.clone(),
+                    None if e.is_transport() => {
+                        unavailable(&self.config.name, &e.to_string(), FIRST_BACKOFF)
+                    }
+                    None => ErrorObject::new(code::INTERNAL_ERROR, e.to_string()),
+                })?;
+        loop {
+            match exchange.next().await {
+                None => return Err(lost("the connection closed".into())),
+                Some(Err(e)) => {
+                    return Err(match e.rpc_error() {
+                        Some(rpc) => rpc.clone(),
+                        None => lost(e.to_string()),
+                    });
+                }
+                Some(Ok(Incoming::Result(raw))) => {
+                    exchange.disarm();
+                    return serde_json::from_str(raw.get()).map_err(|e| {
+                        ErrorObject::new(
+                            code::INTERNAL_ERROR,
+                            format!(
+                                "The upstream server `{}` sent a result that is not JSON: {e}",
+                                self.config.name
+                            ),
+                        )
+                    });
+                }
+                Some(Ok(Incoming::Error(e))) => {
+                    exchange.disarm();
+                    return Err(e);
+                }
+                Some(Ok(Incoming::Notification(n))) => {
+                    if let Some(tell) = on_notification {
+                        tell(n);
+                    }
+                }
+                Some(Ok(Incoming::Request(live))) => self.answer_undeclared(*live),
+            }
+        }
+    }
+
+    /// A 2025 upstream's live request the gateway answers itself (nothing
+    /// relays it yet): an elicitation is cancelled, a sampling request is
+    /// an error, `roots/list` is the configured `roots`.
+    fn answer_undeclared(&self, live: LiveRequest) {
+        let answer = match live.request() {
+            InputRequest::Elicitation(_) => {
+                InputResponse::decode_as(InputKind::Elicitation, &json!({"action": "cancel"}))
+                    .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+            }
+            InputRequest::Roots(_) => {
+                let roots: Vec<Value> = self
+                    .config
+                    .roots
+                    .iter()
+                    .map(|uri| json!({"uri": uri}))
+                    .collect();
+                InputResponse::decode_as(InputKind::Roots, &json!({"roots": roots}))
+                    .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
+            }
+            InputRequest::Sampling(_) => Err(ErrorObject::new(
+                code::INVALID_REQUEST,
+                "The gateway's client did not declare sampling",
+            )),
+        };
+        tracing::info!(upstream = %self.config.name, "a live request answered by the gateway");
+        live.respond(answer);
+    }
+
+    /// Stops it (a stdio child is asked to exit) for good.
+    pub async fn close(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        let link = lock(&self.link).take();
+        if let Some(link) = link {
+            link.transport.close().await;
+        }
+    }
+}

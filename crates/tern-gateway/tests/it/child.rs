@@ -1,0 +1,95 @@
+//! This test binary as an upstream server: the parent's gateway config runs
+//! it as `--exact child::entry` with `TERN_GATEWAY_IT_ROLE=upstream` in its
+//! environment; without the role, `entry` does nothing.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tern_server::transport::stdio::{StdioOptions, serve};
+use tern_server::{
+    Answer, Ctx, Elicit, PromptDef, ResourceDef, ResourceTemplateDef, Server, ToolDef, ToolError,
+};
+
+/// The environment variable naming the role.
+pub const ROLE: &str = "TERN_GATEWAY_IT_ROLE";
+/// Which upstream it is (its tools' text says so).
+pub const WHO: &str = "TERN_GATEWAY_IT_WHO";
+/// A file whose presence makes the child exit at once (a failing restart).
+pub const FAIL_IF: &str = "TERN_GATEWAY_IT_FAIL_IF";
+
+#[test]
+fn entry() {
+    if std::env::var(ROLE).is_err() {
+        return; // an ordinary test run
+    }
+    // A restart that fails while this file exists.
+    if std::env::var(FAIL_IF).is_ok_and(|f| std::path::Path::new(&f).exists()) {
+        std::process::exit(4);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let _ = serve(
+            upstream(),
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            StdioOptions::default(),
+        )
+        .await;
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    name: String,
+}
+
+async fn ask_name(ctx: Ctx) -> Result<String, ToolError> {
+    let who = std::env::var(WHO).unwrap_or_default();
+    let Answer::Accept(Name { name }) = ctx.ask(Elicit::<Name>::form("Your name?")).await? else {
+        return Ok(format!("{who}: declined"));
+    };
+    Ok(format!("{who}: hello {name}"))
+}
+
+/// The capabilities the request declared, as JSON.
+async fn caps(ctx: Ctx) -> String {
+    serde_json::to_string(ctx.client_capabilities()).unwrap()
+}
+
+/// Exits the process mid-call: an upstream that dies.
+async fn crash() -> String {
+    std::process::exit(3);
+}
+
+fn upstream() -> Server {
+    let who = std::env::var(WHO).unwrap_or_default();
+    Server::builder(format!("upstream-{who}"), "1")
+        .tool(ToolDef::new("ask_name", "Asks a name", ask_name).elicits::<Name>())
+        .tool(ToolDef::new("caps", "The declared capabilities", caps))
+        .tool(ToolDef::new("crash", "Exits", crash))
+        .prompt(PromptDef::new("greeting", "A greeting", move || {
+            let who = std::env::var(WHO).unwrap_or_default();
+            async move { format!("greetings from {who}") }
+        }))
+        .resource(ResourceDef::new(
+            format!("{who}://readme"),
+            "readme",
+            move || {
+                let who = std::env::var(WHO).unwrap_or_default();
+                async move { format!("readme of {who}") }
+            },
+        ))
+        .resource_template(ResourceTemplateDef::new(
+            format!("{who}-files://{{path}}"),
+            "files",
+            move |tern_server::Uri(uri): tern_server::Uri| async move { format!("file {uri}") },
+        ))
+        .build()
+        .unwrap()
+}

@@ -1,0 +1,19 @@
+//! tern-gateway's floors (ARCHITECTURE.md, "Layers"): a module uses its own
+//! floor and the floors below, never one above.
+
+/// Lowest first.
+const FLOORS: &[&[&str]] = &[
+    // Leaves: the file, the cursors.
+    &["config", "cursor"],
+    // One upstream: its transport, lists and health.
+    &["upstream"],
+    // The merged catalogue.
+    &["catalogue"],
+    // The gateway: the relay a tern server serves.
+    &["gateway"],
+];
+
+#[test]
+fn no_import_runs_up_a_floor() {
+    tern_test_support::layers::check(env!("CARGO_MANIFEST_DIR"), FLOORS, &[]);
+}

@@ -1,0 +1,210 @@
+//! `tern gateway`: one MRTR-aware endpoint in front of the servers of a
+//! config file (tern-gateway), over stdio or Streamable HTTP with
+//! `/healthz` and `/readyz`; `--check` starts every upstream, prints the
+//! catalogue and exits.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use tern_gateway::{Cursors, Gateway, GatewayConfig, GatewayOptions};
+use tern_server::transport::http::{Bearer, Http};
+use tern_server::transport::stdio::{StdioOptions, serve_stdio};
+use tern_server::{Principal, Server};
+
+use crate::cmd::runtime;
+
+/// `tern gateway`'s flags.
+#[derive(Debug, Args)]
+pub(crate) struct GatewayArgs {
+    /// The servers file: `mcpServers` / `servers` JSON, each upstream with
+    /// the gateway's optional keys (see the README).
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Serve over standard input and output (one JSON message per line).
+    #[arg(long, conflicts_with = "http")]
+    stdio: bool,
+    /// Serve Streamable HTTP at `http://ADDR/mcp`, with `/healthz` and
+    /// `/readyz` (ready while at least one upstream is up).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// A key file (see `tern keys generate`) the replicas share: it seals
+    /// the relayed requestStates and keys the list cursors. Without one a
+    /// random key serves this process only.
+    #[arg(long, value_name = "FILE")]
+    keys: Option<PathBuf>,
+    /// Over HTTP, require `Authorization: Bearer TOKEN`: the file has one
+    /// `TOKEN PRINCIPAL` per line (the principal binds the relayed
+    /// states). The client's token is never passed to an upstream.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    tokens: Option<PathBuf>,
+    /// Start every upstream, print each one's era and health and the
+    /// catalogue, and exit: 0 when every upstream is up, 1 otherwise.
+    #[arg(long, conflicts_with_all = ["stdio", "http"])]
+    check: bool,
+}
+
+fn read_tokens(
+    path: &std::path::Path,
+) -> Result<std::collections::HashMap<String, String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    tern::demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `tern gateway …`.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "the parsed flags, owned, as every command takes them"
+)]
+pub(crate) fn command(args: GatewayArgs) -> ExitCode {
+    if !args.check && !args.stdio && args.http.is_none() {
+        eprintln!("tern gateway: choose a transport: --stdio or --http ADDR (or --check)");
+        return ExitCode::from(2);
+    }
+    let config = match GatewayConfig::load(&args.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tern gateway: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let tokens = match args.tokens.as_deref().map(read_tokens).transpose() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("tern gateway: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut options = GatewayOptions::default().info(tern_protocol::Implementation::new(
+        "tern-gateway",
+        env!("CARGO_PKG_VERSION"),
+    ));
+    let ring = match &args.keys {
+        Some(path) => {
+            let ring = match tern::demo_fleet::read_keys(path) {
+                Ok(ring) => ring,
+                Err(e) => {
+                    eprintln!("tern gateway: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match std::fs::read(path) {
+                Ok(bytes) => options = options.cursors(Cursors::from_secret(&bytes)),
+                Err(e) => {
+                    eprintln!("tern gateway: cannot read {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+            }
+            Some(ring)
+        }
+        None => None,
+    };
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let outcome = runtime.block_on(async move {
+        let gateway = match Gateway::start(config, options).await {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("tern gateway: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        if args.check {
+            #[allow(clippy::print_stdout, reason = "the listing is the command's output")]
+            {
+                print!("{}", gateway.report());
+            }
+            let all_up = gateway.upstreams().iter().all(|u| u.is_up());
+            gateway.close().await;
+            return Ok(if all_up {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
+        let mut builder = gateway.server_builder();
+        if let Some(ring) = ring {
+            builder = builder.keys(ring);
+        }
+        let server = match builder.build() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("tern gateway: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        let outcome = match args.http {
+            Some(addr) => serve_http(addr, server, gateway.clone(), tokens).await,
+            None => serve_stdio(server, StdioOptions::default()).await,
+        };
+        gateway.close().await;
+        outcome.map(|()| ExitCode::SUCCESS)
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tern gateway: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `/mcp`, `/healthz` (200 while the process serves) and `/readyz` (200
+/// while at least one upstream is up, else 503 naming them), until Ctrl-C.
+async fn serve_http(
+    addr: std::net::SocketAddr,
+    server: Server,
+    gateway: Gateway,
+    tokens: Option<std::collections::HashMap<String, String>>,
+) -> std::io::Result<()> {
+    use axum::routing::get;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    eprintln!(
+        "tern: serving the gateway at http://{}/mcp",
+        listener.local_addr()?
+    );
+    let mut endpoint = Http::new(server);
+    if let Some(tokens) = tokens {
+        endpoint = endpoint.authenticate(Bearer(move |token: &str| {
+            tokens.get(token).map(|p| Principal::new(p.as_str()))
+        }));
+    }
+    let ready = move || {
+        let gateway = gateway.clone();
+        async move {
+            let upstreams: Vec<String> = gateway
+                .upstreams()
+                .iter()
+                .map(|u| format!("{}={}", u.name(), if u.is_up() { "up" } else { "down" }))
+                .collect();
+            let status = if gateway.ready() {
+                axum::http::StatusCode::OK
+            } else {
+                axum::http::StatusCode::SERVICE_UNAVAILABLE
+            };
+            let word = if gateway.ready() {
+                "ready"
+            } else {
+                "not ready"
+            };
+            (status, format!("{word} {}\n", upstreams.join(" ")))
+        }
+    };
+    let app = axum::Router::new()
+        .route_service("/mcp", endpoint.into_service())
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready));
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    tern_server::transport::accept::serve_service(
+        listener,
+        app,
+        tern_server::transport::accept::ServeOptions::default(),
+        shutdown,
+    )
+    .await
+}

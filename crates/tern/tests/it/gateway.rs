@@ -1,0 +1,230 @@
+//! `tern gateway` in front of the demo (stdio upstream): `--check`, `tern
+//! call` through it over stdio and over HTTP answering the demo's
+//! questions, `/healthz` and `/readyz`.
+
+use std::io::{BufRead, BufReader, Read as _, Write as _};
+use std::process::{Child, Command, Output, Stdio};
+
+const REGION: &str = r#"region={"action":"accept","content":{"region":"eu-west-1"}}"#;
+
+fn tern(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(args)
+        .env("TERN_ERA_CACHE", "off")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A servers file with the demo as upstream `demo` (its entries under
+/// `demo__`) and `extra` more upstreams.
+fn config(extra: &str) -> tempfile_path::Path {
+    let file = serde_json::json!({"mcpServers": {
+        "demo": {"command": env!("CARGO_BIN_EXE_tern"), "args": ["serve", "demo", "--stdio"]},
+    }});
+    let mut file = file;
+    if !extra.is_empty() {
+        let more: serde_json::Value = serde_json::from_str(extra).unwrap();
+        for (k, v) in more.as_object().unwrap() {
+            file["mcpServers"][k] = v.clone();
+        }
+    }
+    tempfile_path::Path::with(&file.to_string())
+}
+
+/// A file removed when dropped.
+mod tempfile_path {
+    pub struct Path(pub std::path::PathBuf);
+
+    impl Path {
+        pub fn with(text: &str) -> Self {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static N: AtomicU32 = AtomicU32::new(0);
+            let path = std::env::temp_dir().join(format!(
+                "tern-gateway-{}-{}.json",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ));
+            std::fs::write(&path, text).unwrap();
+            Self(path)
+        }
+
+        pub fn as_str(&self) -> &str {
+            self.0.to_str().unwrap()
+        }
+    }
+
+    impl Drop for Path {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+#[test]
+fn check_probes_every_upstream_and_prints_the_catalogue() {
+    let file = config("");
+    let o = tern(&["gateway", "--config", file.as_str(), "--check"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("demo: up, 2026-07-28\n"), "{out}");
+    assert!(out.contains("  tool demo__provision_database\n"), "{out}");
+    assert!(out.contains("  prompt demo__incident_report\n"), "{out}");
+    assert!(out.contains("  resource demo://greeting\n"), "{out}");
+    // An upstream that cannot start is reported, and the exit says so.
+    let file = config(r#"{"gone": {"command": "/nonexistent/tern-gateway-upstream"}}"#);
+    let o = tern(&["gateway", "--config", file.as_str(), "--check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("gone: down:"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
+fn a_bad_file_or_a_collision_exits_2_naming_it() {
+    let file =
+        tempfile_path::Path::with(r#"{"mcpServers": {"x": {"command": "a", "timeout": "soon"}}}"#);
+    let o = tern(&["gateway", "--config", file.as_str(), "--check"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("mcpServers.x.timeout"),
+        "{}",
+        text(&o.stderr)
+    );
+    let tern_bin = env!("CARGO_BIN_EXE_tern");
+    let twice = config(&format!(
+        r#"{{"again": {{"command": "{tern_bin}", "args": ["serve", "demo", "--stdio"], "prefix": "demo"}}}}"#
+    ));
+    let o = tern(&["gateway", "--config", twice.as_str(), "--check"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("comes from both `demo` and `again`"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = tern(&["gateway", "--config", twice.as_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--stdio or --http"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn tern_call_through_the_gateway_answers_the_demos_question_over_stdio() {
+    let file = config("");
+    let o = tern(&[
+        "call",
+        "demo__provision_database",
+        "name=orders",
+        "--answer",
+        REGION,
+        "--",
+        env!("CARGO_BIN_EXE_tern"),
+        "gateway",
+        "--config",
+        file.as_str(),
+        "--stdio",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "Created database orders in eu-west-1.\n");
+    // Without an answer (and no terminal) tern declares no elicitation, the
+    // gateway forwards exactly that, and the upstream's -32021 comes back.
+    let o = tern(&[
+        "call",
+        "demo__provision_database",
+        "name=orders",
+        "--",
+        env!("CARGO_BIN_EXE_tern"),
+        "gateway",
+        "--config",
+        file.as_str(),
+        "--stdio",
+    ]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("[-32021]"), "{}", text(&o.stderr));
+}
+
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn get(addr: &str, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn over_http_the_gateway_relays_rounds_and_says_it_is_ready() {
+    let file = config("");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args([
+            "gateway",
+            "--config",
+            file.as_str(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let served = Served(child);
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the gateway says where it serves")
+            .unwrap();
+        if let Some(url) = line.split("serving the gateway at ").nth(1) {
+            break url.trim().to_owned();
+        }
+    };
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    assert!(get(&addr, "/healthz").starts_with("HTTP/1.1 200"));
+    let ready = get(&addr, "/readyz");
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    assert!(ready.contains("ready demo=up"), "{ready}");
+    let o = tern(&[
+        "call",
+        "--url",
+        &url,
+        "demo__provision_database",
+        "name=orders",
+        "--answer",
+        REGION,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "Created database orders in eu-west-1.\n");
+    let o = tern(&["tools", "--url", &url]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("demo__transfer_funds"),
+        "{}",
+        text(&o.stdout)
+    );
+    drop(served);
+}
