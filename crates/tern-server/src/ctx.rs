@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::logging::{LoggingLevel, LoggingMessageNotificationParams};
-use tern_protocol::mrtr::{InputRequest, InputResponse};
+use tern_protocol::mrtr::InputRequest;
 use tern_protocol::progress::ProgressNotificationParams;
 use tern_protocol::{
     ClientCapabilities, Implementation, RequestId, RequestMeta, ServerNotification,
@@ -525,7 +525,8 @@ impl Ctx {
         };
         if let Some(answer) = leg.answers.get_mut(&key) {
             if answer.fingerprint == fingerprint || answer.fingerprint == UNBOUND {
-                let decoded = InputResponse::decode_as(request.kind(), &answer.value)
+                let decoded = answer
+                    .take_response(request.kind())
                     .map_err(|e| e.to_string())
                     .and_then(|response| question.decode(response));
                 match decoded {

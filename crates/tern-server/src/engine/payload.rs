@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tern_protocol::mrtr::InputKind;
+use tern_protocol::mrtr::{InputKind, InputResponse};
 
 use crate::ids::CallId;
 
@@ -27,7 +27,7 @@ use crate::ids::CallId;
 pub(crate) const VERSION: u32 = 2;
 
 /// An answer carried over from an earlier round or merged from this retry.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub(crate) struct StoredAnswer {
     /// Fingerprint of the question it answers.
     #[serde(rename = "f")]
@@ -35,6 +35,51 @@ pub(crate) struct StoredAnswer {
     /// The answer, already checked to be of the question's kind.
     #[serde(rename = "v")]
     pub(crate) value: Value,
+    /// The answer as decoded when this leg received it (the runner checked
+    /// its kind), so the handler's question reads it without decoding it a
+    /// second time. Not sealed: a later leg decodes `value` once, when asked.
+    #[serde(skip)]
+    pub(crate) decoded: Option<InputResponse>,
+}
+
+impl StoredAnswer {
+    /// An answer known only as JSON (from a sealed state, a journal, or given
+    /// unsealed), decoded when its question is asked.
+    pub(crate) fn new(fingerprint: String, value: Value) -> Self {
+        Self {
+            fingerprint,
+            value,
+            decoded: None,
+        }
+    }
+
+    /// An answer this leg received and decoded as its question's kind.
+    pub(crate) fn decoded(fingerprint: String, value: Value, response: InputResponse) -> Self {
+        Self {
+            fingerprint,
+            value,
+            decoded: Some(response),
+        }
+    }
+
+    /// The answer as a question of `kind`: the decoding this leg already did,
+    /// else `value` decoded now.
+    pub(crate) fn take_response(
+        &mut self,
+        kind: InputKind,
+    ) -> Result<InputResponse, tern_protocol::DecodeError> {
+        match self.decoded.take() {
+            Some(response) if response.kind() == kind => Ok(response),
+            _ => InputResponse::decode_as(kind, &self.value),
+        }
+    }
+}
+
+/// Equal when what is sealed is equal (the decoded copy is a cache).
+impl PartialEq for StoredAnswer {
+    fn eq(&self, other: &Self) -> bool {
+        self.fingerprint == other.fingerprint && self.value == other.value
+    }
 }
 
 impl fmt::Debug for StoredAnswer {
@@ -207,6 +252,33 @@ impl Payload {
 mod tests {
     use super::*;
 
+    #[test]
+    fn an_answer_decoded_by_the_runner_is_not_decoded_again() {
+        use tern_protocol::elicitation::ElicitResult;
+        // The cached response and the JSON differ, to tell which is read.
+        let sealed = serde_json::json!({"action": "decline"});
+        let cached = InputResponse::Elicitation(ElicitResult::accept(indexmap::IndexMap::new()));
+        let mut answer = StoredAnswer::decoded("fp".into(), sealed.clone(), cached.clone());
+        assert_eq!(
+            answer.take_response(InputKind::Elicitation).unwrap(),
+            cached
+        );
+        // Taken once; after that (or from a sealed state) the JSON is decoded.
+        let again = answer.take_response(InputKind::Elicitation).unwrap();
+        assert_eq!(
+            again,
+            InputResponse::decode_as(InputKind::Elicitation, &sealed).unwrap()
+        );
+        // A cache of another kind is never used for a question of this kind.
+        let mut wrong = StoredAnswer::decoded("fp".into(), sealed, cached);
+        assert!(wrong.take_response(InputKind::Roots).is_err());
+        // The cache is not sealed: what round-trips is the fingerprint and value.
+        let text = serde_json::to_string(&answer).unwrap();
+        let back: StoredAnswer = serde_json::from_str(&text).unwrap();
+        assert!(back.decoded.is_none());
+        assert_eq!(back, answer);
+    }
+
     fn sample() -> Payload {
         let mut p = Payload::first(
             CallId::from_bytes(*b"0123456789abcdef"),
@@ -214,10 +286,10 @@ mod tests {
         );
         p.answers.insert(
             "region".into(),
-            StoredAnswer {
-                fingerprint: "fp1".into(),
-                value: serde_json::json!({"action": "accept", "content": {"region": "eu"}}),
-            },
+            StoredAnswer::new(
+                "fp1".into(),
+                serde_json::json!({"action": "accept", "content": {"region": "eu"}}),
+            ),
         );
         p.pending.insert(
             "confirm".into(),

@@ -440,10 +440,7 @@ impl Engine {
                     self.check_answer_len(raw)?;
                     payload.answers.insert(
                         key.to_owned(),
-                        StoredAnswer {
-                            fingerprint: UNBOUND.to_owned(),
-                            value: raw.clone(),
-                        },
+                        StoredAnswer::new(UNBOUND.to_owned(), raw.clone()),
                     );
                 }
             }
@@ -499,10 +496,7 @@ impl Engine {
             })?;
             answers.insert(
                 key.clone(),
-                StoredAnswer {
-                    fingerprint: pending.fingerprint.clone(),
-                    value,
-                },
+                StoredAnswer::decoded(pending.fingerprint.clone(), value, response),
             );
         }
         Ok(Resumed {

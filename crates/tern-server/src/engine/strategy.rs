@@ -245,6 +245,7 @@ fn merge(leg: &mut Leg, answers: Vec<(String, InputResponse)>) {
         };
         let fingerprint = question.fingerprint.clone();
         leg.pending.shift_remove(&key);
-        leg.answers.insert(key, StoredAnswer { fingerprint, value });
+        leg.answers
+            .insert(key, StoredAnswer::decoded(fingerprint, value, response));
     }
 }

@@ -286,10 +286,7 @@ impl Tasks {
         for (key, value) in answers {
             steps.answers.insert(
                 key.clone(),
-                StoredAnswer {
-                    fingerprint: crate::ctx::UNBOUND.to_owned(),
-                    value: value.clone(),
-                },
+                StoredAnswer::new(crate::ctx::UNBOUND.to_owned(), value.clone()),
             );
         }
         let sealed = seal_steps(engine, r, &steps)?;
