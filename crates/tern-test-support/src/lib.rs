@@ -4,7 +4,15 @@
 //! - [`layers`]: each crate's floors, checked from its sources — a module
 //!   may use the modules of its own floor and the floors below, never one
 //!   above.
-//! - [`deps`]: what a crate pulls in under a set of features (`cargo tree`).
+//! - [`deps`]: what a crate pulls in under a set of features (`cargo tree`);
+//! - real servers: [`redis_server::RedisServer`], [`nginx::Nginx`] (round robin
+//!   over replicas, or one re-chunking upstream), and [`ports`] (free loopback
+//!   ports, scratch folders);
+//! - [`ca::TestCa`]: a test certificate authority and the certificates it signs.
 
+pub mod ca;
 pub mod deps;
 pub mod layers;
+pub mod nginx;
+pub mod ports;
+pub mod redis_server;

@@ -20,7 +20,7 @@ use tern_server::{Ctx, Server, ToolDef};
 use crate::child::{RESULT_MARK, ROLE, ROUND, URL};
 use crate::handlers::Elicit;
 use crate::harness::{Kind, Way, bounded, serve_http, start, text};
-use crate::nginx::Nginx;
+use tern_test_support::nginx::Nginx;
 
 /// Ten Thai characters, thirty bytes.
 const THAI: &str = "สวัสดีครับ";
@@ -66,7 +66,7 @@ fn with_progress() -> CallOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thai_text_survives_a_rechunking_nginx() {
     let upstream = serve_thai().await;
-    let nginx = tokio::task::spawn_blocking(move || Nginx::start(upstream))
+    let nginx = tokio::task::spawn_blocking(move || Nginx::rechunking(upstream))
         .await
         .unwrap();
     let client = Client::builder().build(HttpTransport::new(&nginx.url("/mcp")).unwrap());

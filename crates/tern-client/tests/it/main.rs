@@ -55,7 +55,6 @@ mod hardening;
 mod harness;
 mod layers;
 mod legacy;
-mod nginx;
 mod oauth;
 mod peers2025;
 mod rules;

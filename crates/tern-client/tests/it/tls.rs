@@ -12,15 +12,19 @@ use tern_client::transport::http::HttpTransport;
 use tern_client::{Client, ErrorKind};
 use tern_server::transport::http::Http;
 
+use tern_test_support::ports::Scratch;
+
 use crate::harness::{bounded, scratch_file};
 use crate::server;
 
-/// A test CA and a certificate for `localhost` / 127.0.0.1 it signed.
+/// A test CA (tern-test-support's) and a certificate for `localhost` /
+/// 127.0.0.1 it signed.
 pub struct TestCa {
     /// The CA certificate, PEM, written to a file.
     pub ca_file: PathBuf,
     /// The server's rustls config.
     pub server: Arc<rustls::ServerConfig>,
+    _dir: Scratch,
 }
 
 impl TestCa {
@@ -30,40 +34,15 @@ impl TestCa {
 
     /// A CA whose server certificate also names `names`.
     pub fn with_names(names: &[&str]) -> Self {
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "tern test CA");
-        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = rcgen::Issuer::new(ca_params, ca_key);
-        let leaf_key = rcgen::KeyPair::generate().unwrap();
-        let mut sans = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
-        sans.extend(names.iter().map(|n| (*n).to_owned()));
-        let leaf_params = rcgen::CertificateParams::new(sans).unwrap();
-        let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
-        let ca_file = scratch_file("ca.pem");
-        std::fs::write(&ca_file, ca_cert.pem()).unwrap();
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
-        let server = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![leaf.der().clone()], key)
-        .unwrap();
+        let dir = Scratch::new("client-ca");
+        let ca = tern_test_support::ca::TestCa::new("tern test CA", &dir.0);
+        let mut all = vec!["localhost", "127.0.0.1"];
+        all.extend_from_slice(names);
         Self {
-            ca_file,
-            server: Arc::new(server),
+            ca_file: ca.file.clone(),
+            server: ca.server_config(&all),
+            _dir: dir,
         }
-    }
-}
-
-impl Drop for TestCa {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.ca_file);
     }
 }
 

@@ -14,7 +14,7 @@ use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitResult};
 use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, Command};
 
-use crate::redis_server::RedisServer;
+use tern_test_support::redis_server::RedisServer;
 
 /// `target/<profile>/examples/NAME` (`cargo test --all-targets` builds the
 /// examples before it runs the tests).

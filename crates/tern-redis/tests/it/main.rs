@@ -8,7 +8,6 @@
 )]
 
 mod example;
-mod redis_server;
 mod replay;
 mod tasks;
 mod tls;

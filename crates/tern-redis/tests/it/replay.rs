@@ -12,7 +12,7 @@ use tern_server::replay::ReplayStore;
 use tern_server::testing::{RealTime, TestClient, replay_store_contract};
 use tern_server::{Answer, CallLimits, Ctx, Elicit, KeyRing, Server, ToolDef, ToolError};
 
-use crate::redis_server::RedisServer;
+use tern_test_support::redis_server::RedisServer;
 
 fn prefix() -> String {
     let mut bytes = [0u8; 8];

@@ -15,7 +15,7 @@ use tern_server::{
     Answer, Ctx, Elicit, KeyRing, Server, TaskConfig, TaskSupport, ToolDef, ToolError,
 };
 
-use crate::redis_server::RedisServer;
+use tern_test_support::redis_server::RedisServer;
 
 fn prefix() -> String {
     let mut bytes = [0u8; 8];

@@ -27,30 +27,15 @@ impl Drop for TlsRedis {
     }
 }
 
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
+use tern_test_support::ports::free_port;
 
 /// A CA, and a certificate for `localhost` / `127.0.0.1` it signed, as PEM
 /// files in `dir`: `ca.pem`, `cert.pem`, `key.pem`.
 fn certificates(dir: &Path) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "tern-redis test CA");
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let key = rcgen::KeyPair::generate().unwrap();
-    let params =
-        rcgen::CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .unwrap();
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
-    std::fs::write(dir.join("cert.pem"), cert.pem()).unwrap();
-    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
+    let ca = tern_test_support::ca::TestCa::new("tern-redis test CA", dir);
+    let leaf = ca.leaf(&["localhost", "127.0.0.1"]);
+    std::fs::write(dir.join("cert.pem"), leaf.cert_pem).unwrap();
+    std::fs::write(dir.join("key.pem"), leaf.key_pem).unwrap();
 }
 
 impl TlsRedis {

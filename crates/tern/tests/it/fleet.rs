@@ -7,9 +7,6 @@
 //! from Debian's packages (`scripts/test` installs them); a missing binary
 //! fails the test with that advice.
 
-use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,40 +19,9 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-#[path = "../../../tern-redis/tests/it/redis_server.rs"]
-pub mod redis_server;
-
-pub use redis_server::RedisServer;
-
-/// A port free on 127.0.0.1 at the time of asking.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
-/// A scratch folder, removed on drop.
-#[derive(Debug)]
-pub struct Scratch(pub PathBuf);
-
-impl Scratch {
-    pub fn new(what: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "tern-it-{what}-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use tern_test_support::nginx::Nginx;
+pub use tern_test_support::ports::{Scratch, free_port};
+pub use tern_test_support::redis_server::RedisServer;
 
 /// Writes a fresh key ring (`tern keys generate`) to `path`.
 pub async fn generate_keys(path: &Path) {
@@ -219,147 +185,6 @@ impl Replica {
             .await
             .unwrap();
         assert!(status.success());
-    }
-}
-
-/// The nginx binary: `TERN_NGINX`, else `nginx` on the `PATH`, else Debian's.
-fn nginx_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("TERN_NGINX") {
-        return path.into();
-    }
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("nginx"))
-            .find(|candidate| candidate.is_file())
-    });
-    on_path.unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"))
-}
-
-/// A real nginx in front of the replicas.
-#[derive(Debug)]
-pub struct Nginx {
-    child: std::process::Child,
-    pub port: u16,
-    dir: PathBuf,
-}
-
-impl Nginx {
-    /// Round robin over `upstreams` (nginx's default: no stickiness),
-    /// buffering off (SSE), the upstream of every request logged with the
-    /// request's `X-Test-Id`. `max_fails=0`: a replica is never marked
-    /// down, so one restarted a moment ago takes traffic at once (a refused
-    /// connection moves the request to the next replica anyway).
-    pub fn start(upstreams: &[String], dir: &Path) -> Self {
-        let bin = nginx_binary();
-        assert!(
-            bin.is_file(),
-            "nginx is needed at {} (scripts/test installs it: apt-get install nginx)",
-            bin.display()
-        );
-        let port = free_port();
-        let d = dir.display();
-        let mut servers = String::new();
-        for u in upstreams {
-            let _ = writeln!(servers, "        server {u} max_fails=0;");
-        }
-        let conf = format!(
-            "daemon off;
-master_process off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    log_format upstream '$http_x_test_id $upstream_addr $status';
-    access_log {d}/access.log upstream;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    upstream tern {{
-{servers}    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            proxy_pass http://tern;
-            proxy_http_version 1.1;
-            proxy_set_header Host $host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header Forwarded \"\";
-            proxy_buffering off;
-            proxy_request_buffering off;
-            proxy_read_timeout 60s;
-            proxy_connect_timeout 2s;
-        }}
-    }}
-}}
-"
-        );
-        let path = dir.join("nginx.conf");
-        std::fs::write(&path, conf).unwrap();
-        let child = std::process::Command::new(&bin)
-            .arg("-p")
-            .arg(dir)
-            .arg("-c")
-            .arg(&path)
-            .arg("-e")
-            .arg(dir.join("error.log"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nginx starts");
-        let mut nginx = Self {
-            child,
-            port,
-            dir: dir.to_owned(),
-        };
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        for _ in 0..200 {
-            if let Ok(Some(status)) = nginx.child.try_wait() {
-                let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
-                panic!("nginx exited ({status}): {log}");
-            }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
-                return nginx;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        let _ = nginx.child.kill();
-        panic!("nginx did not accept connections within 5 s");
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// The upstreams nginx logged for each test id, in order.
-    pub fn upstreams(&self) -> HashMap<String, Vec<String>> {
-        let log = std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default();
-        let mut out: HashMap<String, Vec<String>> = HashMap::new();
-        for line in log.lines() {
-            // `ID UPSTREAMS STATUS`; UPSTREAMS is `a, b` when nginx tried a
-            // dead replica first: the last one served.
-            let Some((id, rest)) = line.split_once(' ') else {
-                continue;
-            };
-            let Some((upstreams, _status)) = rest.rsplit_once(' ') else {
-                continue;
-            };
-            let served = upstreams.rsplit(", ").next().unwrap_or(upstreams);
-            out.entry(id.to_owned())
-                .or_default()
-                .push(served.to_owned());
-        }
-        out
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -24,6 +24,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use sha2::Digest as _;
+use tern_test_support::ca::TestCa;
 
 /// The answer to the demo's region question, in its short form.
 const REGION: &str = "region=eu-west-1";
@@ -146,69 +147,26 @@ impl AuthServer {
     }
 }
 
-/// The ring provider, as tern's own TLS uses.
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// A test CA: its certificate (PEM, in `dir/ca.pem`) and what signs the
-/// servers' certificates.
-struct Ca {
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-    cert: rcgen::Certificate,
-    file: PathBuf,
-}
+/// A test CA (tern-test-support's): its certificate in `dir/ca.pem`, the
+/// servers it signs certificates for.
+struct Ca(TestCa);
 
 impl Ca {
     fn new(dir: &Path) -> Self {
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "tern login test CA");
-        let cert = ca_params.self_signed(&ca_key).unwrap();
-        let file = dir.join("ca.pem");
-        std::fs::write(&file, cert.pem()).unwrap();
-        Self {
-            issuer: rcgen::Issuer::new(ca_params, ca_key),
-            cert,
-            file,
-        }
+        Self(TestCa::new("tern login test CA", dir))
     }
 
     /// A TLS client config trusting this CA.
     fn client(&self) -> rustls::ClientConfig {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(self.cert.der().clone()).unwrap();
-        rustls::ClientConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth()
+        self.0.client_config()
     }
 
     /// Serves `app` over HTTPS on `listener`, on a thread of its own, with
     /// a certificate for `names` this CA signed.
     fn serve(&self, listener: std::net::TcpListener, names: &[&str], app: axum::Router) {
-        let leaf_key = rcgen::KeyPair::generate().unwrap();
-        let leaf = rcgen::CertificateParams::new(
-            names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>(),
-        )
-        .unwrap()
-        .signed_by(&leaf_key, &self.issuer)
-        .unwrap();
-        let server_tls = rustls::ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![leaf.der().clone()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-            )
-            .unwrap();
+        let server_tls = self.0.server_config(names);
         listener.set_nonblocking(true).unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_tls));
+        let acceptor = tokio_rustls::TlsAcceptor::from(server_tls);
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -267,7 +225,7 @@ fn start_as_with(ca: &Ca) -> AuthServer {
     AuthServer {
         issuer,
         state,
-        ca_file: ca.file.clone(),
+        ca_file: ca.0.file.clone(),
         tls: Arc::new(ca.client()),
     }
 }

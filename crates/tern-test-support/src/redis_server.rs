@@ -9,20 +9,22 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
+use crate::ports::free_port;
+
+/// A running `redis-server` on 127.0.0.1.
+#[derive(Debug)]
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
 }
 
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 impl RedisServer {
     /// Starts a server with AOF on and `appendfsync always`, as the store's
     /// docs prescribe, so a restart keeps what it acknowledged.
+    ///
+    /// # Panics
+    /// When redis-server is missing or does not answer `PING` within 5 s.
     pub async fn start() -> Self {
         let mut dir = std::env::temp_dir();
         dir.push(format!(
@@ -80,6 +82,7 @@ impl RedisServer {
         stream.read_exact(&mut reply).await.is_ok() && &reply == b"+PONG\r\n"
     }
 
+    /// `redis://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
@@ -87,11 +90,14 @@ impl RedisServer {
     /// Kills the server (SIGKILL: no goodbye) and keeps it down.
     pub async fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            child.kill().await.unwrap();
+            let _ = child.kill().await;
         }
     }
 
     /// Starts it again on the same port and data folder.
+    ///
+    /// # Panics
+    /// As [`RedisServer::start`].
     pub async fn restart(&mut self) {
         self.kill().await;
         self.spawn().await;
