@@ -32,7 +32,7 @@ impl RedisServer {
             std::process::id(),
             free_port()
         ));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).expect("redis-server's data folder");
         let mut server = Self {
             child: None,
             port: free_port(),
