@@ -14,6 +14,7 @@ fn colour(kind: Kind) -> RGBColor {
         Kind::Floor => RGBColor(153, 153, 153),
         Kind::HandRolled => RGBColor(230, 159, 0),
         Kind::Tern => RGBColor(0, 114, 178),
+        Kind::TernDefault => RGBColor(0, 158, 115),
         Kind::TernAxum => RGBColor(86, 180, 233),
         Kind::Rmcp => RGBColor(213, 94, 0),
     }

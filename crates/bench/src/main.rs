@@ -116,6 +116,10 @@ struct RunArgs {
     /// Also writes a chart of server CPU per call (SVG) to this file.
     #[arg(long)]
     chart: Option<PathBuf>,
+    /// Exits with failure when a server or part could not be measured (the
+    /// CI smoke: the harness and every server still run; no figure checked).
+    #[arg(long)]
+    strict: bool,
 }
 
 impl RunArgs {
@@ -248,6 +252,12 @@ fn run(args: &RunArgs) -> std::io::Result<()> {
             Err(e) => eprintln!("bench: the chart was not drawn: {e}"),
         }
     }
+    if args.strict && !results.failures.is_empty() {
+        return Err(std::io::Error::other(format!(
+            "not measured: {}",
+            results.failures.join("; ")
+        )));
+    }
     Ok(())
 }
 
@@ -308,6 +318,7 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
                 Kind::Floor,
                 Kind::HandRolled,
                 Kind::Tern,
+                Kind::TernDefault,
                 Kind::TernAxum,
                 Kind::Rmcp,
             ],
@@ -319,6 +330,7 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
                 Kind::Floor,
                 Kind::HandRolled,
                 Kind::Tern,
+                Kind::TernDefault,
                 Kind::TernAxum,
                 Kind::Rmcp,
             ],
@@ -326,7 +338,7 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
         (
             "mrtr",
             load::Op::mrtr(),
-            &[Kind::Tern, Kind::TernAxum, Kind::Rmcp],
+            &[Kind::Tern, Kind::TernDefault, Kind::TernAxum, Kind::Rmcp],
         ),
     ];
     let scenarios: Vec<Scenario> = all.into_iter().filter(|s| args.wants(s.0)).collect();
@@ -339,6 +351,7 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
             Kind::Floor,
             Kind::HandRolled,
             Kind::Tern,
+            Kind::TernDefault,
             Kind::TernAxum,
             Kind::Rmcp,
         ] {
@@ -406,7 +419,7 @@ async fn measure_stdio(args: &RunArgs, ticks: u64, results: &mut Results) {
     };
     let mut failed = Vec::new();
     for rep in 0..args.reps {
-        for kind in rotated(&[Kind::Tern, Kind::Rmcp], rep) {
+        for kind in rotated(&[Kind::HandRolled, Kind::Tern, Kind::Rmcp], rep) {
             if failed.contains(&kind) {
                 continue;
             }

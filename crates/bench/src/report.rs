@@ -191,7 +191,27 @@ impl Results {
         let _ = writeln!(out, "|---|---|---|");
         let cpu = |s: &Sample| s.cpu_us;
         let rate = |s: &Sample| s.rate;
-        let rows: [(&str, Option<Spread>, &str); 13] = [
+        let rows: [(&str, Option<Spread>, &str); 17] = [
+            (
+                "echo: tern-default / hand-rolled",
+                self.ratio(("echo", Kind::TernDefault), ("echo", Kind::HandRolled), cpu),
+                "≤ 1.25",
+            ),
+            (
+                "echo: rmcp / tern-default",
+                self.ratio(("echo", Kind::Rmcp), ("echo", Kind::TernDefault), cpu),
+                "≥ 3",
+            ),
+            (
+                "MRTR two legs: rmcp / tern-default",
+                self.ratio(("mrtr", Kind::Rmcp), ("mrtr", Kind::TernDefault), cpu),
+                "≥ 3",
+            ),
+            (
+                "stdio echo: tern / hand-rolled floor",
+                self.ratio(("stdio", Kind::Tern), ("stdio", Kind::HandRolled), cpu),
+                "≤ 1.3",
+            ),
             (
                 "echo: tern / floor",
                 self.ratio(("echo", Kind::Tern), ("echo", Kind::Floor), cpu),
@@ -245,12 +265,12 @@ impl Results {
             (
                 "MRTR two legs: rmcp / tern",
                 self.ratio(("mrtr", Kind::Rmcp), ("mrtr", Kind::Tern), cpu),
-                "",
+                "≥ 3",
             ),
             (
                 "stdio echo: rmcp / tern",
                 self.ratio(("stdio", Kind::Rmcp), ("stdio", Kind::Tern), cpu),
-                "",
+                "≥ 6",
             ),
             (
                 "stdio calls/s: tern / rmcp",

@@ -78,6 +78,30 @@ async fn answer(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Inf
     Ok(response)
 }
 
+/// The stdio floor: the same reply, one JSON-RPC message per line on
+/// standard input and output, read with a buffered reader and written with a
+/// buffered writer flushed when no more input is waiting. What any stdio
+/// server must do at least; tern's stdio line is read against it.
+pub(crate) async fn stdio() -> std::io::Result<()> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let mut input = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let mut output = tokio::io::BufWriter::with_capacity(64 * 1024, tokio::io::stdout());
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line).await? == 0 {
+            return output.flush().await;
+        }
+        let (_, value) = reply(&line);
+        let mut text = serde_json::to_vec(&value).unwrap_or_default();
+        text.push(b'\n');
+        output.write_all(&text).await?;
+        if input.buffer().is_empty() {
+            output.flush().await?;
+        }
+    }
+}
+
 /// Serves until the process is killed.
 pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<()> {
     loop {

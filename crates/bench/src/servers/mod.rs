@@ -17,6 +17,9 @@ pub(crate) enum Kind {
     HandRolled,
     /// tern-server, on its own accept loop.
     Tern,
+    /// tern-server as a user gets it: `serve` with every default limit and a
+    /// registry of 50 tools.
+    TernDefault,
     /// tern-server's tower service in an `axum::Router` on `axum::serve`.
     TernAxum,
     /// rmcp.
@@ -30,6 +33,7 @@ impl Kind {
             Self::Floor => "floor",
             Self::HandRolled => "hand-rolled",
             Self::Tern => "tern",
+            Self::TernDefault => "tern-default",
             Self::TernAxum => "tern-axum",
             Self::Rmcp => "rmcp",
         }
@@ -63,14 +67,16 @@ pub(crate) fn run(kind: Kind, transport: Transport) -> std::io::Result<()> {
                     Kind::Floor => floor::http(listener).await,
                     Kind::HandRolled => hand::http(listener).await,
                     Kind::Tern => tern::http(listener).await,
+                    Kind::TernDefault => tern::http_default(listener).await,
                     Kind::TernAxum => tern::axum_router(listener).await,
                     Kind::Rmcp => rmcp::http(listener).await,
                 }
             }
             Transport::Stdio => match kind {
-                Kind::Floor | Kind::HandRolled | Kind::TernAxum => Err(std::io::Error::other(
-                    "the floor, the hand-rolled line and tern-axum have no stdio server",
+                Kind::Floor | Kind::TernAxum | Kind::TernDefault => Err(std::io::Error::other(
+                    "the floor, tern-axum and tern-default have no stdio server",
                 )),
+                Kind::HandRolled => hand::stdio().await,
                 Kind::Tern => tern::stdio().await,
                 Kind::Rmcp => rmcp::stdio().await,
             },

@@ -36,8 +36,48 @@ async fn slow(ctx: Ctx, Args(a): Args<SlowArgs>) -> String {
     "done".to_owned()
 }
 
+/// The arguments of the 46 other tools of the default line's registry.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Lookup {
+    /// What to look up.
+    #[allow(dead_code, reason = "decoded and validated, never read")]
+    query: String,
+    /// At most this many results.
+    #[allow(dead_code, reason = "decoded and validated, never read")]
+    limit: Option<u32>,
+}
+
+async fn lookup(Args(_): Args<Lookup>) -> &'static str {
+    "nothing found"
+}
+
 fn server() -> Server {
-    let built = Server::builder("bench", "1.0.0")
+    build(builder())
+}
+
+/// The bench server a user writes: the four tools among 46 others (a
+/// registry of 50, as a real catalogue), the default limits.
+fn default_server() -> Server {
+    let mut builder = builder();
+    for n in 0..46 {
+        builder = builder.tool(ToolDef::new(
+            format!("lookup_{n:02}"),
+            "Looks something up",
+            lookup,
+        ));
+    }
+    build(builder)
+}
+
+fn build(builder: tern_server::ServerBuilder) -> Server {
+    match builder.keys(KeyRing::generate()).build() {
+        Ok(server) => server,
+        Err(e) => panic!("the bench server does not build: {e}"),
+    }
+}
+
+fn builder() -> tern_server::ServerBuilder {
+    Server::builder("bench", "1.0.0")
         .tool(ToolDef::new("echo", "Echoes", echo))
         .tool(ToolDef::new(
             "payload",
@@ -46,12 +86,6 @@ fn server() -> Server {
         ))
         .tool(ToolDef::new("confirm", "Asks once, then answers", confirm).elicits::<Confirmation>())
         .tool(ToolDef::new("slow", "Reports progress every second", slow))
-        .keys(KeyRing::generate())
-        .build();
-    match built {
-        Ok(server) => server,
-        Err(e) => panic!("the bench server does not build: {e}"),
-    }
 }
 
 /// The endpoint, its stream caps raised above the memory scenario's 1,000
@@ -83,6 +117,18 @@ pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<(
         endpoint(),
         "/mcp",
         options,
+        std::future::pending::<()>(),
+    )
+    .await
+}
+
+/// Serves the default line: [`default_server`] on `serve` with tern's
+/// defaults as they are (no cap raised), until the process is killed.
+pub(crate) async fn http_default(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    tern_server::transport::http::serve(
+        listener,
+        Http::new(default_server()),
+        "/mcp",
         std::future::pending::<()>(),
     )
     .await
