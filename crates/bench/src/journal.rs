@@ -62,7 +62,10 @@ async fn run_tasks(client: &TestClient, tool: &str, tasks: u32) -> Result<(), St
             .await
             .result()
             .map_err(|e| e.message)?;
-        let id = r["taskId"].as_str().ok_or("no task was created")?.to_owned();
+        let id = r["taskId"]
+            .as_str()
+            .ok_or("no task was created")?
+            .to_owned();
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let t = client
@@ -86,7 +89,10 @@ async fn run_tasks(client: &TestClient, tool: &str, tasks: u32) -> Result<(), St
 #[allow(clippy::cast_precision_loss, reason = "nanoseconds far below 2^52")]
 async fn per_store(store: Arc<dyn TaskStore>, tasks: u32) -> Result<[(f64, f64); 2], String> {
     let new = || Histogram::<u64>::new(3).map(|h| Arc::new(Mutex::new(h)));
-    let (plain, durable) = (new().map_err(|e| e.to_string())?, new().map_err(|e| e.to_string())?);
+    let (plain, durable) = (
+        new().map_err(|e| e.to_string())?,
+        new().map_err(|e| e.to_string())?,
+    );
     let s = server(store, Arc::clone(&plain), Arc::clone(&durable))?;
     let client = TestClient::new(s)
         .with_capabilities(ClientCapabilities::default().with_extension(TASKS_EXTENSION));

@@ -15,13 +15,13 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 mod chart;
+mod journal;
 mod load;
 mod memory;
 mod procfs;
 mod report;
 mod servers;
 mod stdio;
-mod journal;
 mod tasks;
 mod workload;
 
