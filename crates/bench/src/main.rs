@@ -15,6 +15,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 mod chart;
+mod journal;
 mod load;
 mod memory;
 mod procfs;
@@ -52,6 +53,17 @@ enum Command {
         /// Iterations of each (at most 100 000).
         #[arg(long, default_value_t = 2000)]
         n: u32,
+    },
+    /// What journaling costs a durable task's `ctx.once` step, in process:
+    /// a step of a task that is not durable against one of a durable tool,
+    /// with the memory, the SQLite and (with `--redis`) the Redis store.
+    Journal {
+        /// Tasks of each kind (20 steps each; at most 10 000).
+        #[arg(long, default_value_t = 50)]
+        tasks: u32,
+        /// A Redis to measure too (`redis://127.0.0.1:6379`).
+        #[arg(long, value_name = "URL")]
+        redis: Option<String>,
     },
     /// Drives one scenario against a server already listening on a loopback
     /// port (for profiling a server by hand, e.g. under `perf record`).
@@ -142,6 +154,9 @@ fn main() -> std::process::ExitCode {
         Command::Serve { kind, transport } => servers::run(kind, transport),
         Command::Run(args) => procfs::pin_self().and_then(|()| run(&args)),
         Command::Tasks { n } => tasks::run(n).map_err(std::io::Error::other),
+        Command::Journal { tasks, redis } => {
+            journal::run(tasks, redis.as_deref()).map_err(std::io::Error::other)
+        }
         Command::Load {
             port,
             scenario,

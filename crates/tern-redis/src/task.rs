@@ -3,7 +3,8 @@
 //! `tasks/update` and `tasks/cancel` work on any replica.
 //!
 //! The task rules themselves (the runner's lease and its fencing token, a
-//! lapsed lease turning the task `failed` with "outcome unknown", a late
+//! lapsed lease turning the task `failed` with "outcome unknown" or, for a
+//! durable task, letting another replica claim it, a late
 //! result from a runner that lost its lease being dropped, answers and
 //! cancellations taken from the record) are written once in
 //! `tern_server::task` on top of the store's compare-and-swap; this store

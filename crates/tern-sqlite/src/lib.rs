@@ -343,8 +343,22 @@ impl TaskStore for SqliteTaskStore {
         lease: Lease,
     ) -> BoxFuture<'_, Result<Option<TaskRecord>, TaskStoreError>> {
         self.with(move |conn| {
-            // One transaction taking the write lock first: two processes
-            // on the file never claim the same row.
+            // Most calls find nothing: a read first, without the write lock
+            // (the recovery loop asks every second).
+            let any: bool = conn
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM tern_tasks_v1 \
+                     WHERE lease_deadline IS NOT NULL AND lease_deadline <= ?1 \
+                     AND (expires_at IS NULL OR expires_at > ?1))",
+                )
+                .map_err(err)?
+                .query_row(params![int(now)], |row| row.get(0))
+                .map_err(err)?;
+            if !any {
+                return Ok(None);
+            }
+            // Then one transaction taking the write lock first: two
+            // processes on the file never claim the same row.
             let tx = conn
                 .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                 .map_err(err)?;

@@ -381,10 +381,11 @@ impl Tasks {
             }
         };
         if record.cancel_requested {
-            // Tasks extension › Task Cancellation: cancelled while no runner
-            // held it, it is not run again.
+            // Rule task-cancel-unheld: cancelled while no runner held it, it
+            // is not run again.
             return ending(TaskStatus::Cancelled, None).await;
         }
+        // Rule task-recovery-bounded.
         let max = self.config.recoveries;
         if journal.attempt >= max {
             tracing::warn!(
@@ -406,6 +407,8 @@ impl Tasks {
             )
             .await;
         }
+        // Rule task-step-unknown: never a silent second run of a step that
+        // was not declared retry-safe.
         if let Some((step, _)) = journal.started.iter().find(|(_, safe)| !**safe) {
             return ending(
                 TaskStatus::Failed,

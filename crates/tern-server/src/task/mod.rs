@@ -20,6 +20,7 @@
 //! | [`store`] | the [`TaskStore`] contract and the [`TaskRecord`] it keeps |
 //! | `memory` | [`MemoryTaskStore`], the embedded default |
 //! | `runner` | creating a task from a running leg, and running its body under a lease |
+//! | `durable` | a durable task's journal, and its recovery after its runner died |
 //! | `wire` | `tasks/get`, `tasks/update`, `tasks/cancel` |
 //!
 //! Rules (documented choices where the spec leaves room):
@@ -34,8 +35,17 @@
 //! - A task whose runner is gone — its lease ([`TaskConfig::lease`], 30 s)
 //!   lapsed, or the process stopped ([`crate::Server::stop_tasks`]) — reads
 //!   `failed` with [`crate::error::codes::OUTCOME_UNKNOWN`], whether it was
-//!   `working` or `input_required`. Records survive in a durable store; a
-//!   handler never resumes.
+//!   `working` or `input_required`, unless its tool is durable
+//!   ([`crate::ToolDef::durable`]): then another replica, or the process
+//!   started again on a store on disk, takes it with a new lease
+//!   ([`TaskStore::claim_lapsed`]) and runs the handler again from the
+//!   journal kept in the record (docs/durable-tasks.md): recorded
+//!   `ctx.once` steps do not run again, answered questions are not asked
+//!   again, a step that started and was not recorded ends the task `failed`
+//!   naming it unless retry-safe (rule `task-step-unknown`), recoveries are
+//!   bounded (rule `task-recovery-bounded`), a cancel while no runner holds
+//!   it ends it `cancelled` (rule `task-cancel-unheld`), and it keeps its
+//!   status meanwhile (rule `task-recovery-no-status`).
 //! - `ttlMs` starts at [`TaskConfig::ttl`] (1 h), is extended while the work
 //!   runs so a running task never expires, and is set at the end to keep the
 //!   record [`TaskConfig::retention`] (1 h) longer.

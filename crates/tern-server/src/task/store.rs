@@ -5,8 +5,9 @@
 //! that every backend — [`super::MemoryTaskStore`] in this process,
 //! `tern-sqlite` on disk, `tern-redis` shared between replicas — enforces
 //! the task rules identically: the rules themselves (fenced runner writes,
-//! the lapsed lease turning `failed`, answers taken from `tasks/update`) are
-//! written once, in `tern_server::task`, on top of these four operations:
+//! the lapsed lease turning `failed` or recovered, answers taken from
+//! `tasks/update`) are written once, in `tern_server::task`, on top of these
+//! operations:
 //!
 //! | operation | atomic guarantee |
 //! |---|---|

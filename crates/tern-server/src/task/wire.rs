@@ -70,6 +70,8 @@ impl Tasks {
         match found {
             Some((record, _)) if Self::owns(&record, call) => {
                 let mut result = GetTaskResult::new(detailed(&record));
+                // Rules task-recovery-no-status and meta-prefix: the attempt
+                // shows under tern's own key, never as a status.
                 if let Some(j) = &record.journal {
                     let mut meta = tern_protocol::meta::ResultMeta::default();
                     meta.extra

@@ -167,8 +167,15 @@ fn builder(
             Ok::<_, ToolError>(format!("before {} go {}", yes(first), yes(second)))
         }
     };
+    let big = |ctx: Ctx| async move {
+        ctx.into_task().await;
+        let small: String = ctx.once("small", async { "x".repeat(100) }).await;
+        let large: String = ctx.once("large", async { "y".repeat(8_000) }).await;
+        Ok::<_, ToolError>(format!("{} {}", small.len(), large.len()))
+    };
     Server::builder("durable-test", "1")
         .keys(KeyRing::parse(keys).unwrap())
+        .tool(ToolDef::new("big", "", big).durable("v1"))
         .clock(Arc::clone(clock) as Arc<dyn tern_server::engine::Clock>)
         .task_store(Arc::clone(store) as Arc<dyn TaskStore>)
         .task_config(config)
@@ -590,4 +597,21 @@ async fn a_server_that_does_not_serve_the_version_leaves_the_task_and_it_fails_a
         "{t}"
     );
     assert_eq!(f.world.runs("import"), 1);
+}
+
+#[tokio::test]
+async fn a_step_that_outgrows_the_journal_ends_the_task_failed_as_a_full_store() {
+    let f = Fixture::new();
+    let s = f.process(config().max_journal_bytes(6_000)).await;
+    let id = create(&s, "big", json!({})).await;
+    let t = until(&s, &id, terminal).await;
+    assert_eq!(t["status"], "failed", "{t}");
+    assert_eq!(t["error"]["code"], codes::STORE_FULL, "{t}");
+    assert!(
+        t["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("6000 bytes"),
+        "{t}"
+    );
 }

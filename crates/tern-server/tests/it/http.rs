@@ -1087,6 +1087,69 @@ async fn handlers_see_the_token_only_when_asked() {
     }
 }
 
+/// A durable task whose handler read the access token is not recoverable
+/// (the raw token is never kept): its journal says so, and a lapsed lease
+/// ends it `failed` as a task that is not durable.
+#[tokio::test]
+async fn a_durable_handler_that_read_the_access_token_is_not_recoverable() {
+    use tern_server::task::TaskStore as _;
+    let counters = Arc::new(Counters::default());
+    let store = Arc::new(tern_server::task::MemoryTaskStore::new());
+    let server = builder(&counters, TestClock::new())
+        .task_store(Arc::clone(&store) as Arc<dyn tern_server::task::TaskStore>)
+        .tool(
+            ToolDef::new("reads_token", "", |ctx: tern_server::Ctx| async move {
+                let who = ctx.access_token().map(|t| t.subject.clone());
+                ctx.into_task().await;
+                // Still running when the test reads its record.
+                ctx.cancelled().await;
+                Ok::<_, tern_server::ToolError>(who.unwrap_or_default())
+            })
+            .durable("v1"),
+        )
+        .build()
+        .unwrap();
+    let resource = tern_server::auth::ResourceServer::new(
+        "http://127.0.0.1/mcp",
+        "https://as.example",
+        crate::fixture::TwoTokens,
+    )
+    .token_in_context();
+    let e = start_server(server, |h| h.oauth(resource)).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "reads_token", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}});
+    let mut headers = mcp_headers(&body);
+    headers.push(("Authorization", "Bearer write".to_owned()));
+    let reply = send(e.port, "POST", &headers, &body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let id = reply.json()["result"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let record = store.load(&id, 0).await.unwrap().unwrap();
+    assert_eq!(record.status, tern_protocol::task::TaskStatus::Working);
+    let lapsed = record.lease.as_ref().unwrap().expires_at + 1;
+    let journal = record
+        .journal
+        .clone()
+        .expect("a durable task keeps a journal");
+    assert!(
+        journal
+            .unrecoverable
+            .as_deref()
+            .is_some_and(|w| w.contains("access token")),
+        "{journal:?}"
+    );
+    assert!(
+        !record.recoverable(),
+        "a task that read the token was left claimable"
+    );
+    let lease = tern_server::task::Lease::new("other", lapsed + 30_000);
+    assert!(store.claim_lapsed(lapsed, lease).await.unwrap().is_none());
+}
+
 /// An error message fit to send back: short, no serde position, no Rust
 /// type name or path.
 fn assert_clean(what: &str, r: &Reply) {

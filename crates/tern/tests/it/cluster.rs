@@ -2,8 +2,10 @@
 //! behind a real nginx (round robin, no stickiness, buffering off) sharing a
 //! real Redis (AOF on, `appendfsync always`, `noeviction`), all on loopback;
 //! replicas killed with SIGKILL between and inside legs, a durable task's
-//! runner killed (SIGKILL) and another's cut off (SIGSTOP, then SIGCONT),
-//! each task finished by another replica, Redis restarted under load.
+//! runner killed (SIGKILL), another's paused (SIGSTOP, then SIGCONT) and a
+//! third's cut off from Redis (a TCP proxy between them cut, then
+//! restored), each task finished by another replica, Redis restarted under
+//! load.
 //! Effects are counted in the fleet's ledger (`demo://ledger`) and the
 //! imports' batches in `demo://imports/{taskId}`. Every loop is bounded in count and in time; the
 //! fleet is torn down on drop, also when an assertion fails. The figures
@@ -17,7 +19,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::fleet::{Listen, Nginx, RedisServer, Replica, Reply, Scratch, call, generate_keys, get};
+use crate::fleet::{
+    Listen, Nginx, Partition, RedisServer, Replica, Reply, Scratch, call, generate_keys, get,
+};
 
 /// Guarded legs' and task runners' lease in the fleet: a killed replica's
 /// claims read "outcome unknown" within it.
@@ -49,14 +53,18 @@ struct Figures {
     recoveries: u64,
     /// Batches counted in `demo://imports/…`, each once.
     batches: u64,
-    /// Runners cut off (SIGSTOP) and resumed.
+    /// Runners paused (SIGSTOP, then SIGCONT) or cut off from Redis (a TCP
+    /// proxy cut, then restored).
     partitions: u64,
 }
 
 struct Cluster {
-    // Dropped in this order: nginx, the replicas, Redis, the folder.
+    // Dropped in this order: nginx, the replicas, the partition, Redis, the
+    // folder.
     nginx: Nginx,
     replicas: Vec<Replica>,
+    /// Replica 2 reaches Redis through it.
+    partition: Partition,
     redis: RedisServer,
     figures: Mutex<Figures>,
     _dir: Scratch,
@@ -68,15 +76,19 @@ impl Cluster {
         let redis = RedisServer::start().await;
         let keys = dir.0.join("keys");
         generate_keys(&keys).await;
+        let partition =
+            Partition::start(redis.url().trim_start_matches("redis://").to_owned()).await;
         let mut replicas = Vec::new();
-        for _ in 0..3 {
-            replicas.push(Replica::start(&redis.url(), &keys, LEASE_SECS, &dir.0).await);
+        for i in 0..3 {
+            let url = if i == 2 { partition.url() } else { redis.url() };
+            replicas.push(Replica::start(&url, &keys, LEASE_SECS, &dir.0).await);
         }
         let upstreams: Vec<String> = replicas.iter().map(Replica::addr).collect();
         let nginx = Nginx::start(&upstreams, &dir.0);
         Self {
             nginx,
             replicas,
+            partition,
             redis,
             figures: Mutex::default(),
             _dir: dir,
@@ -579,7 +591,7 @@ async fn a_killed_runners_task_completes_on_another_replica(c: &mut Cluster) {
 /// runs the batch again (retry-safe: its idempotency key keeps one line).
 /// Resumed (SIGCONT), the old runner's late writes are fenced: the record
 /// is the new runner's, every batch once.
-async fn a_partitioned_runners_late_writes_are_fenced(c: &mut Cluster) {
+async fn a_paused_runners_late_writes_are_fenced(c: &mut Cluster) {
     let created = c
         .call(
             &c.direct(1),
@@ -589,24 +601,7 @@ async fn a_partitioned_runners_late_writes_are_fenced(c: &mut Cluster) {
         )
         .await;
     let task_id = created.result()["taskId"].as_str().unwrap().to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let t = task_until(c, &c.direct(2), &task_id, &["working"]).await;
-        // Inside batch 0 (rows 1 to 8 of its 10 done).
-        let rows: Option<u32> = t["statusMessage"]
-            .as_str()
-            .and_then(|m| m.strip_prefix("imported "))
-            .and_then(|m| m.split(' ').next())
-            .and_then(|n| n.parse().ok());
-        if rows.is_some_and(|n| (1..=8).contains(&n)) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never got into batch 0: {t}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    inside_batch_0(c, &c.direct(2), &task_id).await;
     c.replicas[1].signal("STOP").await;
     let asking = task_within(
         c,
@@ -635,6 +630,89 @@ async fn a_partitioned_runners_late_writes_are_fenced(c: &mut Cluster) {
     );
     assert_eq!(
         imports(c, &c.lb(), &task_id).await,
+        IMPORT_40,
+        "a batch twice, or lost"
+    );
+    let mut f = c.figures();
+    f.durable_tasks += 1;
+    f.recoveries += 1;
+    f.batches += 4;
+    f.partitions += 1;
+}
+
+/// Waits (bounded) until the import `task_id`, read through `base`, is
+/// inside batch 0 (rows 1 to 8 of its 10 done).
+async fn inside_batch_0(c: &Cluster, base: &str, task_id: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = task_until(c, base, task_id, &["working"]).await;
+        let rows: Option<u32> = t["statusMessage"]
+            .as_str()
+            .and_then(|m| m.strip_prefix("imported "))
+            .and_then(|m| m.split(' ').next())
+            .and_then(|n| n.parse().ok());
+        if rows.is_some_and(|n| (1..=8).contains(&n)) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never got into batch 0: {t}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The runner's replica cut off from Redis (a TCP proxy between them drops
+/// every connection) mid-batch: it cannot renew its lease and stops its
+/// body at the lease deadline; another replica takes the task and finishes
+/// it. Reconnected, the cut-off replica reads the new runner's record: no
+/// write of the old runner landed after the claim, every batch once.
+async fn a_runner_cut_off_from_redis_is_replaced(c: &mut Cluster) {
+    let created = c
+        .call(
+            &c.direct(2),
+            "e-4",
+            "tools/call",
+            json!({"name": "import_dataset", "arguments": {"rows": 40}}),
+        )
+        .await;
+    let task_id = created.result()["taskId"].as_str().unwrap().to_owned();
+    inside_batch_0(c, &c.direct(0), &task_id).await;
+    c.partition.cut();
+    let asking = task_within(
+        c,
+        &c.direct(0),
+        &task_id,
+        &["input_required", "failed"],
+        recovered_within(),
+    )
+    .await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    assert_eq!(asking["_meta"]["dev.tern/attempt"], 1, "{asking}");
+    c.partition.restore();
+    skip(c, &c.direct(1), &task_id, &asking).await;
+    let done = task_within(
+        c,
+        &c.direct(0),
+        &task_id,
+        &["completed", "failed", "cancelled"],
+        recovered_within(),
+    )
+    .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["_meta"]["dev.tern/attempt"], 1, "{done}");
+    // Through the replica that was cut off, once it reconnected: the same.
+    let seen = task_within(
+        c,
+        &c.direct(2),
+        &task_id,
+        &["completed"],
+        recovered_within(),
+    )
+    .await;
+    assert_eq!(seen["result"], done["result"]);
+    assert_eq!(
+        imports(c, &c.direct(2), &task_id).await,
         IMPORT_40,
         "a batch twice, or lost"
     );
@@ -851,7 +929,8 @@ async fn the_fleet_run() {
     a_kill_inside_a_guarded_leg_is_outcome_unknown(&mut c).await;
     tasks_span_replicas(&mut c).await;
     a_killed_runners_task_completes_on_another_replica(&mut c).await;
-    a_partitioned_runners_late_writes_are_fenced(&mut c).await;
+    a_paused_runners_late_writes_are_fenced(&mut c).await;
+    a_runner_cut_off_from_redis_is_replaced(&mut c).await;
     a_redis_restart_under_load(&mut c).await;
     let lines = c.ledger(&c.lb()).await.len();
     let mut f = c.figures();
@@ -868,7 +947,7 @@ async fn the_fleet_run() {
          {} of {} MRTR flows had legs on two replicas; {} transfers confirmed, {} ledger lines \
          (2 recorded inside killed legs, {} uncertain after the Redis restart); {} transfer flows during the \
          Redis outage, each failed in at most {} ms ({}); {} durable tasks survived their runner ({} recoveries, \
-         {} of them a runner cut off and resumed; {} batches counted, each once); answers by kind: {}\n",
+         {} of them a runner paused or cut off from Redis; {} batches counted, each once); answers by kind: {}\n",
         f.calls,
         f.replica_kills,
         f.replica_restarts,

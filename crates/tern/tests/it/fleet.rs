@@ -399,3 +399,62 @@ impl Listen {
         panic!("no matching message in 100");
     }
 }
+
+/// A TCP proxy on loopback in front of one address (a replica's Redis), that
+/// a test can cut — every connection through it dropped, new ones refused —
+/// and restore: a network partition between one process and Redis.
+pub struct Partition {
+    pub port: u16,
+    cut: tokio::sync::watch::Sender<bool>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Partition {
+    /// Listens on a free port, forwarding to `upstream` (`host:port`).
+    pub async fn start(upstream: String) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (cut, watching) = tokio::sync::watch::channel(false);
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if *watching.borrow() {
+                    // Cut: the connection is dropped at once.
+                    continue;
+                }
+                let mut watching = watching.clone();
+                let upstream = upstream.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = watching.wait_for(|cut| *cut) => {}
+                    }
+                });
+            }
+        });
+        Self { port, cut, accept }
+    }
+
+    /// The `redis://` URL through the proxy.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Drops every connection through it and refuses new ones.
+    pub fn cut(&self) {
+        self.cut.send_replace(true);
+    }
+
+    /// Lets connections through again.
+    pub fn restore(&self) {
+        self.cut.send_replace(false);
+    }
+}
+
+impl Drop for Partition {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
