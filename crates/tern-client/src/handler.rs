@@ -40,6 +40,37 @@ impl std::error::Error for HandlerError {}
 
 /// Answers elicitations. Decline and cancel are answers the user gives, not
 /// errors.
+///
+/// ```
+/// use tern_client::transport::BoxFuture;
+/// use tern_client::{Client, Elicitation, HandlerError, Question};
+/// use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitResult, ElicitValue};
+///
+/// /// Says yes to every yes/no field, and declines anything else.
+/// struct AlwaysYes;
+///
+/// impl Elicitation for AlwaysYes {
+///     fn form(
+///         &self,
+///         question: Question,
+///         params: ElicitRequestFormParams,
+///     ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
+///         eprintln!("{} asks: {}", question.target, params.message);
+///         let mut content = indexmap::IndexMap::new();
+///         for (field, schema) in &params.requested_schema.properties {
+///             if !matches!(schema, tern_protocol::elicitation::PrimitiveSchema::Boolean(_)) {
+///                 return Box::pin(async { Ok(ElicitResult::decline()) });
+///             }
+///             content.insert(field.clone(), ElicitValue::Bool(true));
+///         }
+///         Box::pin(async move { Ok(ElicitResult::accept(content)) })
+///     }
+/// }
+///
+/// // Installed, it declares `elicitation.form` and answers every round.
+/// let builder = Client::builder().elicitation(AlwaysYes);
+/// # drop(builder);
+/// ```
 pub trait Elicitation: Send + Sync + 'static {
     /// Answers a form.
     fn form(

@@ -110,6 +110,21 @@ struct Preset {
 /// Answers given in advance, by key (see the [module docs](self)). Clones
 /// share their state: which presets were used, and the questions they are
 /// bound to.
+///
+/// ```no_run
+/// # async fn run(client: tern_client::Client) -> Result<(), tern_client::ClientError> {
+/// use tern_client::{CallOptions, Presets};
+///
+/// // A script knows the answer before the question: `region` is answered
+/// // without asking anyone, and checked against the question when it comes.
+/// let mut presets = Presets::new();
+/// presets.insert("region", serde_json::json!("eu-west-1"));
+/// let options = CallOptions::default().with_answers(presets);
+/// let result = client
+///     .call_tool_with("provision_database", Some(serde_json::json!({"name": "orders"})), &options)
+///     .await?;
+/// # drop(result); Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Presets {
     entries: Arc<Mutex<IndexMap<String, Preset>>>,

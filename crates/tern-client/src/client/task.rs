@@ -63,6 +63,25 @@ pub enum Started {
 /// A task on the server: poll it, answer it, wait for it, cancel it, or
 /// detach from it. Made by a call, it cancels the task when dropped unless
 /// detached; made by [`Client::task`], it does not.
+///
+/// ```no_run
+/// # async fn run(client: tern_client::Client) -> Result<(), tern_client::ClientError> {
+/// use tern_client::{CallOptions, Started};
+///
+/// let options = CallOptions::default();
+/// match client.start_tool("nightly_report", None, &options).await? {
+///     Started::Complete(result) => println!("done at once: {result:?}"),
+///     Started::Task(task) => {
+///         // Keep the id (a file, a database): any process can follow it later.
+///         let id = task.detach();
+///         let mut again = client.task(id);
+///         let result = again.wait(&options).await?;
+///         println!("{result:?}");
+///     }
+///     _ => {}
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct TaskHandle {
     client: Client,

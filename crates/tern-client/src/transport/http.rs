@@ -22,6 +22,20 @@ use crate::tls::{self, HttpClient, TlsOptions};
 
 /// A Streamable HTTP endpoint, `http://` or `https://` (rustls; the
 /// built-in Mozilla roots, plus a CA file with [`HttpTransport::with_tls`]).
+///
+/// ```no_run
+/// # fn run() -> Result<(), tern_client::ClientError> {
+/// use tern_client::Client;
+/// use tern_client::tls::TlsOptions;
+/// use tern_client::transport::http::HttpTransport;
+///
+/// let transport = HttpTransport::new("https://mcp.internal.example/mcp")?
+///     // A private CA, trusted beside the built-in roots.
+///     .with_tls(&TlsOptions::new().with_ca_file("/etc/ssl/internal-ca.pem"))?
+///     .with_header("X-Team", "search");
+/// let client = Client::builder().build(transport);
+/// # drop(client); Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct HttpTransport {
     url: Uri,
