@@ -99,9 +99,109 @@ impl Cursors {
     }
 }
 
+/// The version byte of a wrapped task id.
+const TASK_ID_VERSION: u8 = 1;
+
+impl Cursors {
+    fn task_mac(&self, principal: Option<&str>, upstream: u16, id: &str) -> [u8; MAC_LEN] {
+        let mut mac = <Hmac<Sha256>>::new_from_slice(&self.key)
+            .unwrap_or_else(|_| unreachable!("any key length"));
+        mac.update(b"tern-gateway task id v1");
+        // Anonymous and a principal named "" differ.
+        match principal {
+            Some(p) => {
+                mac.update(&[1]);
+                mac.update(&(p.len() as u64).to_be_bytes());
+                mac.update(p.as_bytes());
+            }
+            None => mac.update(&[0]),
+        }
+        mac.update(&upstream.to_be_bytes());
+        mac.update(id.as_bytes());
+        let full = mac.finalize().into_bytes();
+        let mut out = [0u8; MAC_LEN];
+        out.copy_from_slice(&full[..MAC_LEN]);
+        out
+    }
+
+    /// The gateway's id of an upstream's task (Tasks extension): base64url
+    /// of a version, the upstream, a MAC over the principal, the upstream
+    /// and the id, then the id. The same on every poll and replica with
+    /// the key, unforgeable, and header-safe for `Mcp-Name`.
+    pub fn wrap_task_id(&self, principal: Option<&str>, upstream: u16, id: &str) -> String {
+        let mut bytes = Vec::with_capacity(3 + MAC_LEN + id.len());
+        bytes.push(TASK_ID_VERSION);
+        bytes.extend_from_slice(&upstream.to_be_bytes());
+        bytes.extend_from_slice(&self.task_mac(principal, upstream, id));
+        bytes.extend_from_slice(id.as_bytes());
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// The upstream and its task id of a wrapped id `principal` was given;
+    /// `-32602` for any other (another principal's, changed, not one).
+    pub fn unwrap_task_id(
+        &self,
+        principal: Option<&str>,
+        wrapped: &str,
+    ) -> Result<(u16, String), ErrorObject> {
+        let invalid = || ErrorObject::invalid_params("Unknown task");
+        let bytes = URL_SAFE_NO_PAD.decode(wrapped).map_err(|_| invalid())?;
+        if bytes.len() < 3 + MAC_LEN || bytes[0] != TASK_ID_VERSION {
+            return Err(invalid());
+        }
+        let upstream = u16::from_be_bytes([bytes[1], bytes[2]]);
+        let id = std::str::from_utf8(&bytes[3 + MAC_LEN..]).map_err(|_| invalid())?;
+        let expected = self.task_mac(principal, upstream, id);
+        let diff = expected
+            .iter()
+            .zip(&bytes[3..3 + MAC_LEN])
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        if diff != 0 {
+            return Err(invalid());
+        }
+        Ok((upstream, id.to_owned()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn task_ids_are_bound_to_the_principal_and_upstream() {
+        let c = Cursors::new([3; 32]);
+        let wrapped = c.wrap_task_id(Some("ann"), 2, "up-task-7");
+        assert_eq!(
+            wrapped,
+            c.wrap_task_id(Some("ann"), 2, "up-task-7"),
+            "deterministic"
+        );
+        assert!(
+            wrapped
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
+        assert_eq!(
+            c.unwrap_task_id(Some("ann"), &wrapped).unwrap(),
+            (2, "up-task-7".to_owned())
+        );
+        assert!(c.unwrap_task_id(Some("bob"), &wrapped).is_err());
+        assert!(c.unwrap_task_id(None, &wrapped).is_err());
+        assert!(
+            Cursors::new([4; 32])
+                .unwrap_task_id(Some("ann"), &wrapped)
+                .is_err()
+        );
+        let mut bytes = URL_SAFE_NO_PAD.decode(&wrapped).unwrap();
+        bytes[2] ^= 1; // another upstream
+        assert!(
+            c.unwrap_task_id(Some("ann"), &URL_SAFE_NO_PAD.encode(&bytes))
+                .is_err()
+        );
+        for bad in ["", "up-task-7", "AAAA"] {
+            assert!(c.unwrap_task_id(Some("ann"), bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn cursors_round_trip_and_refuse_any_change() {

@@ -360,24 +360,6 @@ fn tag(kind: ListKind) -> u8 {
     }
 }
 
-/// What the gateway forwards of a client's capabilities: all it declared
-/// but the Tasks extension (a task's id would name the upstream's task,
-/// which the gateway does not route yet).
-fn forwarded(capabilities: &ClientCapabilities) -> ClientCapabilities {
-    let mut caps = capabilities.clone();
-    if let Some(ext) = caps.extensions.as_mut() {
-        ext.remove(tern_protocol::task::TASKS_EXTENSION);
-    }
-    if caps
-        .extensions
-        .as_ref()
-        .is_some_and(serde_json::Map::is_empty)
-    {
-        caps.extensions = None;
-    }
-    caps
-}
-
 impl Relay for Gateway {
     fn lists(&self) -> &[ListKind] {
         &[
@@ -437,6 +419,20 @@ impl Relay for Gateway {
 
     fn completes(&self) -> bool {
         true
+    }
+
+    fn relays_tasks(&self) -> bool {
+        true
+    }
+
+    fn task(
+        &self,
+        method: &'static str,
+        params: Value,
+        principal: tern_server::Principal,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let gateway = self.clone();
+        Box::pin(async move { gateway.task_for(method, params, &principal).await })
     }
 
     fn complete(
@@ -527,7 +523,9 @@ impl Gateway {
         if let Some(responses) = &leg.input_responses {
             params["inputResponses"] = serde_json::to_value(responses).unwrap_or_default();
         }
-        let capabilities = forwarded(leg.ctx.client_capabilities());
+        // The client's capabilities, never more (its Tasks extension
+        // included: the task ids that come back are wrapped).
+        let capabilities = leg.ctx.client_capabilities().clone();
         let header_params = catalogue
             .tools
             .headers
@@ -563,6 +561,56 @@ impl Gateway {
             }
             return Ok(RelayOutcome::InputRequired { requests, routing });
         }
+        let mut result = result;
+        if result["resultType"] == "task"
+            && let Some(id) = result["taskId"].as_str()
+        {
+            let wrapped = self.inner.options.cursors.wrap_task_id(
+                leg.ctx.principal().id(),
+                index_u16(index),
+                id,
+            );
+            result["taskId"] = Value::String(wrapped);
+        }
         Ok(RelayOutcome::Complete(result))
     }
+
+    /// `tasks/*` of a wrapped task id: the upstream's own id, checked to be
+    /// `principal`'s, forwarded with the client's capabilities; the id in
+    /// the result is the wrapped one again.
+    async fn task_for(
+        &self,
+        method: &'static str,
+        mut params: Value,
+        principal: &tern_server::Principal,
+    ) -> Result<Value, ErrorObject> {
+        let wrapped = params["taskId"].as_str().unwrap_or_default().to_owned();
+        let (index, id) = self
+            .inner
+            .options
+            .cursors
+            .unwrap_task_id(principal.id(), &wrapped)?;
+        let upstream = self
+            .inner
+            .upstreams
+            .get(usize::from(index))
+            .ok_or_else(|| ErrorObject::invalid_params("Unknown task"))?;
+        params["taskId"] = Value::String(id);
+        let capabilities: ClientCapabilities = params["_meta"]
+            [tern_protocol::meta::CLIENT_CAPABILITIES_KEY]
+            .as_object()
+            .and_then(|c| serde_json::from_value(Value::Object(c.clone())).ok())
+            .unwrap_or_default();
+        let mut result = upstream.request(method, params, &capabilities).await?;
+        if result.get("taskId").is_some_and(Value::is_string) {
+            result["taskId"] = Value::String(wrapped);
+        }
+        Ok(result)
+    }
+}
+
+/// An upstream's index as a task id holds it (a file has far fewer than
+/// 65 536 upstreams).
+fn index_u16(index: usize) -> u16 {
+    u16::try_from(index).unwrap_or(u16::MAX)
 }

@@ -13,7 +13,7 @@ use tern_protocol::meta::{RequestMeta, ResultMeta};
 use tern_protocol::prompt::ListPromptsResult;
 use tern_protocol::resource::{ListResourceTemplatesResult, ListResourcesResult};
 use tern_protocol::tool::ListToolsResult;
-use tern_protocol::{ClientRequest, version};
+use tern_protocol::{ClientRequest, method, version};
 
 use crate::call::{CallContext, Reply};
 use crate::completion::{CompletionDef, CompletionRequest};
@@ -95,6 +95,31 @@ fn skills(registry: &Registry) -> Result<&crate::skill::SkillCatalog, ErrorObjec
         .skills
         .as_ref()
         .ok_or_else(|| ErrorObject::method_not_found("skills"))
+}
+
+/// The relay runs the tasks.
+fn relays_tasks(registry: &Registry) -> bool {
+    registry.relay.as_ref().is_some_and(|r| r.relays_tasks())
+}
+
+/// A `tasks/*` request handed to the relay: `-32021` first for a request
+/// that did not declare the extension (Tasks extension › Capability
+/// Negotiation).
+async fn relay_task<P: serde::Serialize>(
+    engine: &crate::engine::Engine,
+    registry: &Registry,
+    method: &'static str,
+    meta: &RequestMeta,
+    params: &P,
+    call: CallContext,
+) -> Result<Json, ErrorObject> {
+    if !crate::task::request_declared(meta) {
+        return Err(crate::task::missing_extension(method));
+    }
+    let Some(relay) = registry.relay.clone() else {
+        return Err(ErrorObject::method_not_found(method));
+    };
+    relay::task(engine, &*relay, method, params, call.principal).await
 }
 
 /// The relay, when it serves `kind`.
@@ -323,6 +348,15 @@ impl Server {
             }
             ClientRequest::Completion(p) => Ok(to_json(&self.complete(&registry, p).await)),
             ClientRequest::Listen(p) => self.listen(&id, p, call).await,
+            ClientRequest::GetTask(p) if relays_tasks(&registry) => {
+                relay_task(engine, &registry, method::TASKS_GET, &p.meta, &p, call).await
+            }
+            ClientRequest::UpdateTask(p) if relays_tasks(&registry) => {
+                relay_task(engine, &registry, method::TASKS_UPDATE, &p.meta, &p, call).await
+            }
+            ClientRequest::CancelTask(p) if relays_tasks(&registry) => {
+                relay_task(engine, &registry, method::TASKS_CANCEL, &p.meta, &p, call).await
+            }
             ClientRequest::GetTask(p) => engine.tasks.get(p, &call).await,
             ClientRequest::UpdateTask(p) => engine.tasks.update(p, &call).await,
             ClientRequest::CancelTask(p) => engine.tasks.cancel(p, &call).await,

@@ -121,7 +121,10 @@ impl Registry {
         // capability; Tasks extension › Capability Negotiation), when tasks
         // can be created here.
         let mut extensions = JsonObject::new();
-        if self.tasks_advertised || self.tools.values().any(|t| t.def.policy.task.is_some()) {
+        if self.tasks_advertised
+            || self.tools.values().any(|t| t.def.policy.task.is_some())
+            || self.relay.as_ref().is_some_and(|r| r.relays_tasks())
+        {
             extensions.insert(
                 tern_protocol::task::TASKS_EXTENSION.to_owned(),
                 serde_json::Value::Object(JsonObject::new()),

@@ -192,7 +192,10 @@ async fn the_clients_capabilities_are_forwarded_never_more() {
     );
     let seen = bounded(form_only.call_tool("a__caps", json!({}))).await;
     let declared: Value = serde_json::from_str(seen.text().unwrap()).unwrap();
-    assert_eq!(declared, json!({"elicitation": {"form": {}}}));
+    assert_eq!(
+        declared,
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+    );
     let none = client(&gateway).with_capabilities(ClientCapabilities::default());
     let seen = bounded(none.call_tool("a__caps", json!({}))).await;
     assert_eq!(seen.text(), Some("{}"));

@@ -8,6 +8,10 @@
 //! | 1 (first wave; no `v`) | `a` answers (key → `{f: fingerprint, v: answer}`), `p` pending questions (key → `{f, k: e/s/r}`), `o` memo (`ctx.once` name → value) |
 //! | 2 (now) | `v: 2`, `c` call id (32 hex digits), `t` call start (Unix seconds), then `a`, `p`, `o` as in 1 |
 //!
+//! A relayed call's state (`crate::relay`) has a payload of its own, version
+//! 101 (`{v: 101, c, t, r: routing}`): refused here like an unknown version,
+//! as the relay runner refuses every version but its own.
+//!
 //! A version-1 state opens: its call id is taken from its state id and its
 //! start from its issue time, so the call goes on with the limits it would
 //! have had. A version this build does not know is refused like a tampered

@@ -217,6 +217,30 @@ pub trait Relay: Send + Sync + 'static {
         None
     }
 
+    /// It runs the tasks its calls create (Tasks extension): the extension
+    /// is declared and `tasks/get`, `tasks/update` and `tasks/cancel` go to
+    /// [`Self::task`]. Default: no.
+    fn relays_tasks(&self) -> bool {
+        false
+    }
+
+    /// `tasks/get`, `tasks/update` or `tasks/cancel` (`method`) with
+    /// `params` as the client sent them, from `principal`: the result
+    /// object, passed on but for `_meta.serverInfo`. Called only when
+    /// [`Self::relays_tasks`] says so, and only for a request that declared
+    /// the extension (else `-32021` first).
+    fn task(
+        &self,
+        method: &'static str,
+        params: Value,
+        principal: Principal,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let _ = (params, principal);
+        Box::pin(std::future::ready(Err(ErrorObject::method_not_found(
+            method,
+        ))))
+    }
+
     /// It answers `completion/complete` (the `completions` capability is
     /// then declared). Default: no.
     fn completes(&self) -> bool {

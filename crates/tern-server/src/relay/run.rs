@@ -546,3 +546,17 @@ pub(crate) async fn complete(
     let result = relay.complete(params, principal).await?;
     stamp(engine, result)
 }
+
+/// A relayed `tasks/*` request, with this server's `serverInfo`.
+pub(crate) async fn task<P: Serialize>(
+    engine: &Engine,
+    relay: &dyn Relay,
+    method: &'static str,
+    params: &P,
+    principal: crate::principal::Principal,
+) -> Result<Json, ErrorObject> {
+    let params = serde_json::to_value(params)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    let result = relay.task(method, params, principal).await?;
+    stamp(engine, result)
+}

@@ -662,3 +662,126 @@ async fn a_2025_session_answers_the_relayed_rounds_live() {
     assert_eq!(sent.len(), 3);
     assert_eq!(sent[2]["requestState"], relay.got()[1]["requestState"]);
 }
+
+/// A relay that runs tasks and completes, answering with what it was given.
+struct Tasks;
+
+impl Relay for Tasks {
+    fn lists(&self) -> &[ListKind] {
+        &[ListKind::Tools]
+    }
+
+    fn list(
+        &self,
+        _kind: ListKind,
+        _request: ListRequest,
+    ) -> BoxFuture<'static, Result<ListPage, ErrorObject>> {
+        Box::pin(std::future::ready(Ok(ListPage::new(Vec::new()))))
+    }
+
+    fn call(&self, _leg: RelayLeg) -> BoxFuture<'static, Result<RelayOutcome, ErrorObject>> {
+        Box::pin(std::future::ready(Err(ErrorObject::invalid_params(
+            "no tools",
+        ))))
+    }
+
+    fn relays_tasks(&self) -> bool {
+        true
+    }
+
+    fn task(
+        &self,
+        method: &'static str,
+        params: Value,
+        principal: Principal,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let who = principal.id().unwrap_or("anonymous").to_owned();
+        Box::pin(std::future::ready(Ok(json!({
+            "taskId": params["taskId"], "status": "working", "method": method, "who": who,
+        }))))
+    }
+
+    fn completes(&self) -> bool {
+        true
+    }
+
+    fn complete(
+        &self,
+        params: Value,
+        _principal: Principal,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let value = params["argument"]["value"].clone();
+        Box::pin(std::future::ready(Ok(json!({
+            "completion": {"values": [format!("{}-done", value.as_str().unwrap_or(""))]}
+        }))))
+    }
+}
+
+#[tokio::test]
+async fn tasks_and_completions_go_to_a_relay_that_runs_them() {
+    let server = Server::builder("gateway", "2")
+        .relay(Arc::new(Tasks))
+        .build()
+        .unwrap();
+    let c = TestClient::new(server);
+    let discover = c.send("server/discover", json!({})).await.result().unwrap();
+    let caps = &discover["capabilities"];
+    assert!(
+        caps["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "{caps}"
+    );
+    assert!(caps["completions"].is_object(), "{caps}");
+    // A request that did not declare the extension: -32021 before the relay.
+    let undeclared = c.send("tasks/get", json!({"taskId": "t1"})).await;
+    assert_eq!(
+        undeclared.error_code(),
+        Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY)
+    );
+    let declared = TestClient::new(
+        Server::builder("gateway", "2")
+            .relay(Arc::new(Tasks))
+            .build()
+            .unwrap(),
+    )
+    .with_capabilities(
+        ClientCapabilities::default().with_extension(tern_protocol::task::TASKS_EXTENSION),
+    )
+    .with_principal(Principal::new("ann"));
+    for method in ["tasks/get", "tasks/cancel"] {
+        let got = declared
+            .send(method, json!({"taskId": "t1"}))
+            .await
+            .result()
+            .unwrap();
+        assert_eq!(
+            (got["method"].as_str(), got["who"].as_str()),
+            (Some(method), Some("ann"))
+        );
+        assert_eq!(
+            got["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "gateway"
+        );
+    }
+    let updated = declared
+        .send(
+            "tasks/update",
+            json!({"taskId": "t1", "inputResponses": {}}),
+        )
+        .await
+        .result()
+        .unwrap();
+    assert_eq!(updated["method"], "tasks/update");
+    let completed = c
+        .send(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "x"}}),
+        )
+        .await
+        .result()
+        .unwrap();
+    assert_eq!(completed["completion"]["values"][0], "x-done");
+    assert_eq!(
+        completed["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "gateway"
+    );
+}
