@@ -258,7 +258,7 @@ impl Upstream {
 
     /// Starts (or starts again) the upstream and reads its lists: it is up
     /// once they are read. The watch of a stdio child comes back, for
-    /// [`Self::supervise`].
+    /// [`Self::keep_up`].
     pub async fn connect(&self) -> Result<Option<ChildWatch>, String> {
         let link = Arc::new(self.open_transport()?);
         *lock(&self.link) = Some(Arc::clone(&link));

@@ -45,7 +45,7 @@ pub enum Imports {
     Redis {
         /// The connection.
         conn: ConnectionManager,
-        /// [`RECORD`].
+        /// `RECORD`.
         script: Arc<redis::Script>,
         /// `PREFIX:import`.
         prefix: String,
