@@ -407,6 +407,45 @@ fn seal(
     })
 }
 
+/// The relayed leg of one request: the routing the state binds (method,
+/// target, the arguments unless `None`, the caller) and what the relay gets.
+struct Relayed {
+    method: &'static str,
+    target: String,
+    bound: Option<Arc<Value>>,
+    arguments: Arc<Value>,
+    request_state: Option<String>,
+    responses: Option<InputResponses>,
+    meta: RequestMeta,
+}
+
+impl Relayed {
+    async fn run(
+        self,
+        engine: &Arc<Engine>,
+        relay: Arc<dyn Relay>,
+        id: RequestId,
+        call: CallContext,
+        strategy: Strategy,
+    ) -> Result<Json, ErrorObject> {
+        let request = RelayRequest {
+            origin: Origin {
+                method: self.method,
+                target: self.target,
+                arguments: self.bound,
+                principal: call.principal.clone(),
+            },
+            arguments: self.arguments,
+            request_state: self.request_state,
+            responses: self.responses,
+            id,
+            meta: self.meta,
+            call,
+        };
+        run(engine, relay, request, strategy).await
+    }
+}
+
 /// `tools/call` of a tool no registered entry serves.
 pub(crate) async fn call_tool(
     engine: &Arc<Engine>,
@@ -417,21 +456,16 @@ pub(crate) async fn call_tool(
     strategy: Strategy,
 ) -> Result<Json, ErrorObject> {
     let arguments = Arc::new(Value::Object(params.arguments.unwrap_or_default()));
-    let request = RelayRequest {
-        origin: Origin {
-            method: tern_protocol::method::TOOLS_CALL,
-            target: params.name,
-            arguments: Some(Arc::clone(&arguments)),
-            principal: call.principal.clone(),
-        },
+    let relayed = Relayed {
+        method: tern_protocol::method::TOOLS_CALL,
+        target: params.name,
+        bound: Some(Arc::clone(&arguments)),
         arguments,
         request_state: params.request_state,
         responses: params.input_responses,
-        id,
         meta: params.meta,
-        call,
     };
-    run(engine, relay, request, strategy).await
+    relayed.run(engine, relay, id, call, strategy).await
 }
 
 /// `prompts/get` of a prompt no registered entry serves.
@@ -450,21 +484,16 @@ pub(crate) async fn get_prompt(
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
     let arguments = Arc::new(Value::Object(arguments));
-    let request = RelayRequest {
-        origin: Origin {
-            method: tern_protocol::method::PROMPTS_GET,
-            target: params.name,
-            arguments: Some(Arc::clone(&arguments)),
-            principal: call.principal.clone(),
-        },
+    let relayed = Relayed {
+        method: tern_protocol::method::PROMPTS_GET,
+        target: params.name,
+        bound: Some(Arc::clone(&arguments)),
         arguments,
         request_state: params.request_state,
         responses: params.input_responses,
-        id,
         meta: params.meta,
-        call,
     };
-    run(engine, relay, request, strategy).await
+    relayed.run(engine, relay, id, call, strategy).await
 }
 
 /// `resources/read` of a URI no registered resource or template serves.
@@ -476,21 +505,16 @@ pub(crate) async fn read_resource(
     call: CallContext,
     strategy: Strategy,
 ) -> Result<Json, ErrorObject> {
-    let request = RelayRequest {
-        origin: Origin {
-            method: tern_protocol::method::RESOURCES_READ,
-            target: params.uri,
-            arguments: None,
-            principal: call.principal.clone(),
-        },
+    let relayed = Relayed {
+        method: tern_protocol::method::RESOURCES_READ,
+        target: params.uri,
+        bound: None,
         arguments: Arc::new(Value::Object(serde_json::Map::new())),
         request_state: params.request_state,
         responses: params.input_responses,
-        id,
         meta: params.meta,
-        call,
     };
-    run(engine, relay, request, strategy).await
+    relayed.run(engine, relay, id, call, strategy).await
 }
 
 /// One page of a relayed list, with this server's `serverInfo` and the
