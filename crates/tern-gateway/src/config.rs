@@ -139,7 +139,12 @@ pub fn valid_name_chars(name: &str) -> bool {
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
-fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+/// A servers file's list of strings (`args`, `allow`, …): absent or `null`
+/// is empty; anything but an array of strings is an error naming `what`.
+///
+/// # Errors
+/// When the value is not an array of strings.
+pub fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(a)) => a
@@ -154,7 +159,12 @@ fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
     }
 }
 
-fn map(v: Option<&Value>, what: &str) -> Result<IndexMap<String, String>, String> {
+/// A servers file's object of strings (`env`, `headers`): numbers and
+/// booleans are taken as their text; absent or `null` is empty.
+///
+/// # Errors
+/// When the value is not an object of strings, numbers or booleans.
+pub fn map(v: Option<&Value>, what: &str) -> Result<IndexMap<String, String>, String> {
     match v {
         None | Some(Value::Null) => Ok(IndexMap::new()),
         Some(Value::Object(o)) => o

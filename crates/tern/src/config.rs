@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use serde_json::Value;
+use tern_gateway::config::{map, strings};
 
 /// One server of a config file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -44,37 +45,6 @@ pub(crate) fn default_path() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     tern::login::folder().map(|folder| folder.join("servers.json"))
-}
-
-fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
-    match v {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|x| {
-                x.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| format!("{what} must hold strings"))
-            })
-            .collect(),
-        Some(_) => Err(format!("{what} must be an array of strings")),
-    }
-}
-
-fn map(v: Option<&Value>, what: &str) -> Result<IndexMap<String, String>, String> {
-    match v {
-        None | Some(Value::Null) => Ok(IndexMap::new()),
-        Some(Value::Object(o)) => o
-            .iter()
-            .map(|(k, x)| match x {
-                Value::String(s) => Ok((k.clone(), s.clone())),
-                Value::Number(n) => Ok((k.clone(), n.to_string())),
-                Value::Bool(b) => Ok((k.clone(), b.to_string())),
-                _ => Err(format!("{what}.{k} must be a string")),
-            })
-            .collect(),
-        Some(_) => Err(format!("{what} must be an object of strings")),
-    }
 }
 
 /// The servers of a config file's text.
