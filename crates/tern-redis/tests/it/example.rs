@@ -16,8 +16,9 @@ use tokio::process::{Child, Command};
 
 use tern_test_support::redis_server::RedisServer;
 
-/// `target/<profile>/examples/NAME` (`cargo test --all-targets` builds the
-/// examples before it runs the tests).
+/// `target/<profile>/examples/NAME`, beside this test's `deps/` folder, where
+/// `cargo build --examples` puts it (scripts/test builds them before the
+/// tests; `cargo test` itself leaves only hashed test-harness copies).
 fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let path = exe
@@ -26,7 +27,11 @@ fn example(name: &str) -> PathBuf {
         .unwrap()
         .join("examples")
         .join(name);
-    assert!(path.exists(), "{} is not built", path.display());
+    assert!(
+        path.exists(),
+        "{} is not built (scripts/test builds the examples first: cargo build --workspace --examples)",
+        path.display()
+    );
     path
 }
 

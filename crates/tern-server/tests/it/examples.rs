@@ -14,13 +14,18 @@ use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitResult, ElicitVa
 use tern_protocol::task::Task;
 use tokio::io::AsyncBufReadExt;
 
-/// `target/<profile>/examples/NAME`, next to this test's `deps/` folder
-/// (`cargo test` builds the examples before it runs the tests).
+/// `target/<profile>/examples/NAME`, beside this test's `deps/` folder, where
+/// `cargo build --examples` puts it (scripts/test builds them before the
+/// tests; `cargo test` itself leaves only hashed test-harness copies).
 fn example(name: &str) -> String {
     let exe = std::env::current_exe().unwrap();
     let profile = exe.parent().and_then(|deps| deps.parent()).unwrap();
     let path: PathBuf = profile.join("examples").join(name);
-    assert!(path.exists(), "{} is not built", path.display());
+    assert!(
+        path.exists(),
+        "{} is not built (scripts/test builds the examples first: cargo build --workspace --examples)",
+        path.display()
+    );
     path.to_string_lossy().into_owned()
 }
 
