@@ -299,7 +299,8 @@ fn every_cited_design_section_exists() {
     let design = std::fs::read_to_string(root().join("docs/design.md")).unwrap();
     let sections: BTreeSet<&str> = design
         .lines()
-        .filter_map(|l| l.strip_prefix("## "))
+        // Sections and their subsections (`## ` and `### ` headings).
+        .filter_map(|l| l.strip_prefix("## ").or_else(|| l.strip_prefix("### ")))
         .map(str::trim)
         .collect();
     let mut bad = Vec::new();
