@@ -14,12 +14,13 @@ use tern_protocol::{
     ClientCapabilities, Implementation, InputRequests, ServerNotification, method,
 };
 use tern_server::relay::{ListKind, ListPage, ListRequest, Relay, RelayLeg, RelayOutcome};
-use tern_server::replay::BoxFuture;
+use tern_server::replay::{BoxFuture, MemoryReplayStore, ReplayStore, Scope};
 use tern_server::{Changes, ServerBuilder};
 
 use crate::catalogue::{Catalogue, Strictness};
 use crate::config::GatewayConfig;
 use crate::cursor::Cursors;
+use crate::dedupe;
 use crate::upstream::{Extras, Upstream};
 
 /// The default page size of the merged lists: 100.
@@ -35,6 +36,12 @@ pub struct GatewayOptions {
     pub cursors: Cursors,
     /// Entries per page of a merged list.
     pub page_size: usize,
+    /// Where `dedupe` upstreams' retries are claimed: memory for one
+    /// process; share one (Redis) between replicas.
+    pub replay: Arc<dyn ReplayStore>,
+    /// Fleet mode: the lists do not vary per replica — a down upstream's
+    /// entries (as it last listed them) stay listed, their calls fail fast.
+    pub fleet: bool,
 }
 
 impl Default for GatewayOptions {
@@ -43,6 +50,8 @@ impl Default for GatewayOptions {
             info: Implementation::new("tern-gateway", env!("CARGO_PKG_VERSION")),
             cursors: Cursors::random(),
             page_size: DEFAULT_PAGE_SIZE,
+            replay: Arc::new(MemoryReplayStore::default()),
+            fleet: false,
         }
     }
 }
@@ -59,6 +68,20 @@ impl GatewayOptions {
     #[must_use]
     pub fn cursors(mut self, cursors: Cursors) -> Self {
         self.cursors = cursors;
+        self
+    }
+
+    /// Sets the replay store `dedupe` upstreams' retries are claimed in.
+    #[must_use]
+    pub fn replay_store(mut self, store: Arc<dyn ReplayStore>) -> Self {
+        self.replay = store;
+        self
+    }
+
+    /// Fleet mode ([`Self::fleet`]): a down upstream's entries stay listed.
+    #[must_use]
+    pub fn fleet(mut self, on: bool) -> Self {
+        self.fleet = on;
         self
     }
 
@@ -166,14 +189,23 @@ impl Gateway {
             .upstreams
             .iter()
             .zip(&self.inner.upstreams)
-            .map(|(c, u)| (c, u.listed()))
+            .map(|(c, u)| {
+                // In fleet mode every replica lists what an upstream last
+                // listed, up or down, so that pages agree across replicas.
+                let listed = if self.inner.options.fleet {
+                    u.last_listed()
+                } else {
+                    u.listed()
+                };
+                (c, listed)
+            })
             .collect();
         let dormant: Vec<_> = self
             .inner
             .upstreams
             .iter()
             .enumerate()
-            .filter(|(_, u)| !u.is_up())
+            .filter(|(_, u)| !u.is_up() && !self.inner.options.fleet)
             .filter_map(|(i, u)| u.last_listed().map(|l| (i, l)))
             .collect();
         Catalogue::build_with(
@@ -478,7 +510,47 @@ impl Gateway {
             .await
     }
 
+    /// A leg: claimed first when it retries a round of a `dedupe` upstream
+    /// ([`crate::dedupe`]), then relayed.
     async fn relay_leg(&self, leg: RelayLeg) -> Result<RelayOutcome, ErrorObject> {
+        let guarded = leg.routing.as_ref().and_then(|routing| {
+            let upstream = self
+                .inner
+                .upstreams
+                .iter()
+                .find(|u| routing["u"].as_str() == Some(u.name()))?;
+            let id = dedupe::id_of(routing)?;
+            upstream
+                .config()
+                .dedupe
+                .then(|| (Arc::clone(upstream), id, routing.clone()))
+        });
+        let Some((upstream, id, routing)) = guarded else {
+            return self.send_leg(leg).await;
+        };
+        // Refused before it is sent: no record, a later retry may go.
+        if let Some(e) = upstream.unavailable_now() {
+            return Err(e);
+        }
+        let scope = match leg.ctx.principal().id() {
+            Some(id) => Scope::principal(id),
+            None => Scope::anonymous("tern-gateway"),
+        };
+        let lease = upstream.config().timeout + std::time::Duration::from_secs(10);
+        let gateway = self.clone();
+        dedupe::once(
+            Arc::clone(&self.inner.options.replay),
+            id,
+            scope,
+            lease,
+            routing,
+            async move { gateway.send_leg(leg).await },
+        )
+        .await
+    }
+
+    /// Sends a leg to its upstream, once.
+    async fn send_leg(&self, leg: RelayLeg) -> Result<RelayOutcome, ErrorObject> {
         let catalogue = self.catalogue();
         let (index, mut params) = match leg.method {
             method::TOOLS_CALL => {
@@ -558,6 +630,9 @@ impl Gateway {
             let mut routing = json!({"u": upstream.name()});
             if let Some(state) = result.get("requestState").filter(|s| s.is_string()) {
                 routing["s"] = state.clone();
+            }
+            if upstream.config().dedupe {
+                routing[dedupe::KEY] = dedupe::new_id();
             }
             return Ok(RelayOutcome::InputRequired { requests, routing });
         }

@@ -164,6 +164,20 @@ impl Upstream {
         matches!(*lock(&self.health), Health::Up)
     }
 
+    /// The fail-fast error a call gets now (the upstream is down or not yet
+    /// started), or `None` when it is up: checked before a leg is claimed,
+    /// so that a leg never sent leaves no record.
+    pub fn unavailable_now(&self) -> Option<ErrorObject> {
+        if let Health::Down { reason, retry_at } = &*lock(&self.health) {
+            let retry_in = retry_at.saturating_duration_since(Instant::now());
+            return Some(unavailable(&self.config.name, reason, retry_in));
+        }
+        if lock(&self.link).is_none() {
+            return Some(unavailable(&self.config.name, "not started", FIRST_BACKOFF));
+        }
+        None
+    }
+
     /// Why it is down, if it is.
     pub fn down_reason(&self) -> Option<String> {
         match &*lock(&self.health) {

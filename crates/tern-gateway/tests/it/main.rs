@@ -13,5 +13,6 @@
 )]
 
 mod child;
+mod dedupe;
 mod gateway;
 mod layers;

@@ -38,6 +38,15 @@ pub(crate) struct GatewayArgs {
     /// states). The client's token is never passed to an upstream.
     #[arg(long, value_name = "FILE", requires = "http")]
     tokens: Option<PathBuf>,
+    /// Fleet mode: replicas behind a load balancer, sharing `--keys` and
+    /// this Redis (`redis://` or `rediss://`): the replay store of
+    /// `dedupe` upstreams, and lists that do not vary per replica (a down
+    /// upstream's entries stay listed; their calls fail fast).
+    #[arg(long, value_name = "URL", requires_all = ["http", "keys"])]
+    redis: Option<String>,
+    /// For `rediss://`: the CA certificates to trust.
+    #[arg(long, value_name = "FILE", requires = "redis")]
+    redis_ca: Option<PathBuf>,
     /// Start every upstream, print each one's era and health and the
     /// catalogue, and exit: 0 when every upstream is up, 1 otherwise.
     #[arg(long, conflicts_with_all = ["stdio", "http"])]
@@ -105,6 +114,17 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
         Err(code) => return code,
     };
     let outcome = runtime.block_on(async move {
+        if let Some(url) = &args.redis {
+            options = match tern_gateway::fleet::options(options, url, args.redis_ca.as_deref())
+                .await
+            {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("tern gateway: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
+        }
         let gateway = match Gateway::start(config, options).await {
             Ok(g) => g,
             Err(e) => {
