@@ -24,6 +24,7 @@ mod fake;
 mod fleet;
 mod fleet_mode;
 mod gateway;
+mod gateway_fleet;
 mod hostile;
 mod layers;
 mod limits;
