@@ -221,6 +221,9 @@ mod tests {
         assert_eq!(decode(encode(&error)), error);
         let lost = Err(ErrorObject::new(codes::OUTCOME_UNKNOWN, "lost"));
         assert_eq!(encode(&lost), Outcome::Unknown);
-        assert_eq!(decode(Outcome::Unknown).unwrap_err().code, codes::OUTCOME_UNKNOWN);
+        assert_eq!(
+            decode(Outcome::Unknown).unwrap_err().code,
+            codes::OUTCOME_UNKNOWN
+        );
     }
 }

@@ -94,7 +94,9 @@ async fn effect_then_die(ctx: Ctx) -> Result<String, ToolError> {
 
 /// The effects so far.
 async fn effects() -> String {
-    EFFECTS.load(std::sync::atomic::Ordering::SeqCst).to_string()
+    EFFECTS
+        .load(std::sync::atomic::Ordering::SeqCst)
+        .to_string()
 }
 
 fn upstream() -> Server {
@@ -104,9 +106,7 @@ fn upstream() -> Server {
         .tool(ToolDef::new("caps", "The declared capabilities", caps))
         .tool(ToolDef::new("crash", "Exits", crash))
         .tool(ToolDef::new("effect", "Asks, then makes an effect", effect).elicits::<Go>())
-        .tool(
-            ToolDef::new("effect_then_die", "Asks, then exits", effect_then_die).elicits::<Go>(),
-        )
+        .tool(ToolDef::new("effect_then_die", "Asks, then exits", effect_then_die).elicits::<Go>())
         .tool(ToolDef::new("effects", "The effects so far", effects))
         .prompt(PromptDef::new("greeting", "A greeting", move || {
             let who = std::env::var(WHO).unwrap_or_default();

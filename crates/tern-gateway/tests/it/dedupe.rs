@@ -10,9 +10,12 @@ use crate::gateway::{accept, all_tools, bounded, client, upstream};
 
 async fn start(servers: serde_json::Value, options: GatewayOptions) -> Gateway {
     let file = json!({"mcpServers": servers}).to_string();
-    bounded(Gateway::start(GatewayConfig::parse(&file).unwrap(), options))
-        .await
-        .unwrap()
+    bounded(Gateway::start(
+        GatewayConfig::parse(&file).unwrap(),
+        options,
+    ))
+    .await
+    .unwrap()
 }
 
 fn go() -> serde_json::Value {
@@ -94,7 +97,11 @@ async fn an_upstream_lost_after_the_leg_was_sent_is_outcome_unknown_never_a_seco
     let duplicate = bounded(c.retry_tool("a__effect_then_die", json!({}), go(), state)).await;
     let error = duplicate.outcome.unwrap_err();
     assert_eq!(error.code, codes::OUTCOME_UNKNOWN, "{}", error.message);
-    assert!(error.message.contains("will not be sent again"), "{}", error.message);
+    assert!(
+        error.message.contains("will not be sent again"),
+        "{}",
+        error.message
+    );
     gateway.close().await;
 }
 
@@ -124,7 +131,11 @@ async fn in_fleet_mode_a_down_upstream_stays_listed_and_its_calls_fail_fast() {
     let down = bounded(c.call_tool("a__ask_name", json!({}))).await;
     let error = down.outcome.unwrap_err();
     assert_eq!(error.code, code::INTERNAL_ERROR);
-    assert!(error.message.contains("`a` is unavailable"), "{}", error.message);
+    assert!(
+        error.message.contains("`a` is unavailable"),
+        "{}",
+        error.message
+    );
     assert!(error.data.unwrap()["retryAfterMs"].as_u64().unwrap() >= 1);
     std::fs::remove_file(&marker).unwrap();
     gateway.close().await;

@@ -114,17 +114,9 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
         Err(code) => return code,
     };
     let outcome = runtime.block_on(async move {
-        if let Some(url) = &args.redis {
-            options = match tern_gateway::fleet::options(options, url, args.redis_ca.as_deref())
-                .await
-            {
-                Ok(o) => o,
-                Err(e) => {
-                    eprintln!("tern gateway: {e}");
-                    return Ok(ExitCode::from(2));
-                }
-            };
-        }
+        let Some(options) = fleet(options, &args).await else {
+            return Ok(ExitCode::from(2));
+        };
         let gateway = match Gateway::start(config, options).await {
             Ok(g) => g,
             Err(e) => {
@@ -170,6 +162,17 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `options` in fleet mode with `--redis` (the error printed: `None`).
+async fn fleet(options: GatewayOptions, args: &GatewayArgs) -> Option<GatewayOptions> {
+    let Some(url) = &args.redis else {
+        return Some(options);
+    };
+    tern_gateway::fleet::options(options, url, args.redis_ca.as_deref())
+        .await
+        .map_err(|e| eprintln!("tern gateway: {e}"))
+        .ok()
 }
 
 /// `/mcp`, `/healthz` (200 while the process serves) and `/readyz` (200

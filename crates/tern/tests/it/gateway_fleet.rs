@@ -12,7 +12,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-use crate::fleet::{Nginx, RedisServer, Replica, Reply, Scratch, call, free_port, generate_keys, get};
+use crate::fleet::{
+    Nginx, RedisServer, Replica, Reply, Scratch, call, free_port, generate_keys, get,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -176,14 +178,20 @@ async fn gateway_replicas_share_rounds_and_a_duplicated_final_leg_transfers_once
     // A round answered on one replica and retried through the other.
     let state = first_leg(&one, "ann").await;
     let done = final_leg(&two, "ann", &state).await;
-    assert!(text(&done).starts_with("Transferred 12.50 to ann"), "{done:?}");
+    assert!(
+        text(&done).starts_with("Transferred 12.50 to ann"),
+        "{done:?}"
+    );
     assert_eq!(transfers_to(&one, "ann").await, 1);
 
     // Through nginx (round robin: the two legs land on different replicas).
     let lb = fleet.nginx.url("");
     let state = first_leg(&lb, "bob").await;
     let done = final_leg(&lb, "bob", &state).await;
-    assert!(text(&done).starts_with("Transferred 12.50 to bob"), "{done:?}");
+    assert!(
+        text(&done).starts_with("Transferred 12.50 to bob"),
+        "{done:?}"
+    );
 
     // The same lists from either replica, paged alike.
     let list = |base: String| async move {
@@ -211,4 +219,51 @@ async fn gateway_replicas_share_rounds_and_a_duplicated_final_leg_transfers_once
         .await
         .unwrap();
     assert!(!keys.is_empty(), "no gateway record in Redis");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_mode_needs_the_keys_and_a_reachable_redis() {
+    let dir = Scratch::new("gateway-fleet-bad");
+    let config = dir.0.join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"x": {"url": "http://127.0.0.1:1/mcp"}}}).to_string(),
+    )
+    .unwrap();
+    let keys = dir.0.join("keys");
+    generate_keys(&keys).await;
+    let run = |extra: Vec<String>| {
+        let config = config.clone();
+        async move {
+            Command::new(env!("CARGO_BIN_EXE_tern"))
+                .arg("gateway")
+                .arg("--config")
+                .arg(&config)
+                .args(["--http", "127.0.0.1:0"])
+                .args(extra)
+                .output()
+                .await
+                .unwrap()
+        }
+    };
+    // Without a shared key ring replicas could not continue each other's
+    // rounds: refused.
+    let no_keys = run(vec!["--redis".into(), "redis://127.0.0.1:1".into()]).await;
+    assert_eq!(no_keys.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_keys.stderr).contains("--keys"));
+    // A Redis that is not there: exit 2, naming it.
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let unreachable = run(vec![
+        "--keys".into(),
+        keys.display().to_string(),
+        "--redis".into(),
+        url.clone(),
+    ])
+    .await;
+    assert_eq!(unreachable.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unreachable.stderr);
+    assert!(
+        stderr.contains(&format!("cannot reach Redis at {url}")),
+        "{stderr}"
+    );
 }
