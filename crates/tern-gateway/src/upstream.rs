@@ -161,7 +161,12 @@ impl Upstream {
 
     /// It answered its last connection.
     pub fn is_up(&self) -> bool {
-        matches!(*lock(&self.health), Health::Up)
+        !self.is_closed() && matches!(*lock(&self.health), Health::Up)
+    }
+
+    /// It was closed ([`Self::close`]): stopped for good.
+    pub fn is_closed(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
     }
 
     /// The fail-fast error a call gets now (the upstream is down or not yet

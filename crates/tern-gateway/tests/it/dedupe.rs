@@ -8,7 +8,7 @@ use tern_server::error::codes;
 use crate::child::FAIL_IF;
 use crate::gateway::{accept, all_tools, bounded, client, upstream};
 
-async fn start(servers: serde_json::Value, options: GatewayOptions) -> Gateway {
+pub async fn start(servers: serde_json::Value, options: GatewayOptions) -> Gateway {
     let file = json!({"mcpServers": servers}).to_string();
     bounded(Gateway::start(
         GatewayConfig::parse(&file).unwrap(),
@@ -18,7 +18,7 @@ async fn start(servers: serde_json::Value, options: GatewayOptions) -> Gateway {
     .unwrap()
 }
 
-fn go() -> serde_json::Value {
+pub fn go() -> serde_json::Value {
     json!({"go": accept(json!({"go": true}))})
 }
 

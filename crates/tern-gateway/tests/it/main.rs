@@ -16,3 +16,4 @@ mod child;
 mod dedupe;
 mod gateway;
 mod layers;
+mod reload;

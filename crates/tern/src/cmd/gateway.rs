@@ -148,6 +148,7 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
                 return Ok(ExitCode::FAILURE);
             }
         };
+        reload_on_hangup(gateway.clone(), args.config.clone());
         let outcome = match args.http {
             Some(addr) => serve_http(addr, server, gateway.clone(), tokens).await,
             None => serve_stdio(server, StdioOptions::default()).await,
@@ -162,6 +163,29 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// On `SIGHUP`, the servers file read again and loaded in place
+/// ([`Gateway::reload`]); a file that does not load keeps the running one.
+fn reload_on_hangup(gateway: Gateway, path: PathBuf) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            match GatewayConfig::load(&path) {
+                Ok(config) => {
+                    gateway.reload(config).await;
+                    eprintln!("tern gateway: reloaded {}", path.display());
+                }
+                Err(e) => eprintln!("tern gateway: {e}; the running servers are kept"),
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    let _ = (gateway, path);
 }
 
 /// `options` in fleet mode with `--redis` (the error printed: `None`).

@@ -25,6 +25,7 @@ mod fleet;
 mod fleet_mode;
 mod gateway;
 mod gateway_fleet;
+mod gateway_reload;
 mod hostile;
 mod layers;
 mod limits;
