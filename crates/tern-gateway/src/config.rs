@@ -23,7 +23,7 @@
 //! | `roots` | `file://` URIs answered to its `roots/list` | none |
 //! | `uriPrefixes` | resource URIs it serves beyond those it lists | none |
 //! | `concurrency` | requests in flight to it at most | unbounded |
-//! | `dedupe` | the gateway guards duplicate retries for it | `false` |
+//! | `dedupe` | the gateway relays a duplicated retry once ([`crate::dedupe`]) | `false` |
 //!
 //! `gateway.separator` (default `__`) joins prefix and name. Unknown members
 //! (`type`, `disabled`, …) are ignored, as `tern servers` ignores them;
@@ -100,7 +100,7 @@ pub struct UpstreamConfig {
     pub uri_prefixes: Vec<String>,
     /// Requests in flight to it at most.
     pub concurrency: Option<usize>,
-    /// The gateway guards duplicate retries for it.
+    /// The gateway relays a duplicated retry once ([`crate::dedupe`]).
     pub dedupe: bool,
 }
 

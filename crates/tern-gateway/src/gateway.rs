@@ -14,12 +14,13 @@ use tern_protocol::{
     ClientCapabilities, Implementation, InputRequests, ServerNotification, method,
 };
 use tern_server::relay::{ListKind, ListPage, ListRequest, Relay, RelayLeg, RelayOutcome};
-use tern_server::replay::BoxFuture;
+use tern_server::replay::{BoxFuture, MemoryReplayStore, ReplayStore, Scope};
 use tern_server::{Changes, ServerBuilder};
 
 use crate::catalogue::{Catalogue, Strictness};
 use crate::config::GatewayConfig;
 use crate::cursor::Cursors;
+use crate::dedupe;
 use crate::upstream::{Extras, Upstream};
 
 /// The default page size of the merged lists: 100.
@@ -35,6 +36,12 @@ pub struct GatewayOptions {
     pub cursors: Cursors,
     /// Entries per page of a merged list.
     pub page_size: usize,
+    /// Where `dedupe` upstreams' retries are claimed: memory for one
+    /// process; share one (Redis) between replicas.
+    pub replay: Arc<dyn ReplayStore>,
+    /// Fleet mode: the lists do not vary per replica — a down upstream's
+    /// entries (as it last listed them) stay listed, their calls fail fast.
+    pub fleet: bool,
 }
 
 impl Default for GatewayOptions {
@@ -43,6 +50,8 @@ impl Default for GatewayOptions {
             info: Implementation::new("tern-gateway", env!("CARGO_PKG_VERSION")),
             cursors: Cursors::random(),
             page_size: DEFAULT_PAGE_SIZE,
+            replay: Arc::new(MemoryReplayStore::default()),
+            fleet: false,
         }
     }
 }
@@ -62,6 +71,20 @@ impl GatewayOptions {
         self
     }
 
+    /// Sets the replay store `dedupe` upstreams' retries are claimed in.
+    #[must_use]
+    pub fn replay_store(mut self, store: Arc<dyn ReplayStore>) -> Self {
+        self.replay = store;
+        self
+    }
+
+    /// Fleet mode ([`Self::fleet`]): a down upstream's entries stay listed.
+    #[must_use]
+    pub fn fleet(mut self, on: bool) -> Self {
+        self.fleet = on;
+        self
+    }
+
     /// Sets the page size (at least 1).
     #[must_use]
     pub fn page_size(mut self, size: usize) -> Self {
@@ -71,9 +94,15 @@ impl GatewayOptions {
 }
 
 struct Inner {
-    config: GatewayConfig,
+    /// The file as last loaded; its upstreams are the slots' configs.
+    config: RwLock<GatewayConfig>,
     options: GatewayOptions,
-    upstreams: Vec<Arc<Upstream>>,
+    /// One slot per upstream ever loaded, in the order first seen: an index
+    /// stays the same upstream's for the process's life (task ids and
+    /// routes hold it); a removed one stays, closed.
+    upstreams: RwLock<Arc<Vec<Arc<Upstream>>>>,
+    /// Serialises reloads.
+    reloading: tokio::sync::Mutex<()>,
     catalogue: RwLock<Arc<Catalogue>>,
     changes: OnceLock<Changes>,
     /// Serialises rebuilds of the catalogue.
@@ -106,7 +135,7 @@ pub struct Gateway {
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
-            .field("upstreams", &self.inner.upstreams)
+            .field("upstreams", &self.slots())
             .finish_non_exhaustive()
     }
 }
@@ -129,9 +158,10 @@ impl Gateway {
         let connected = futures_join(&upstreams).await;
         let gateway = Self {
             inner: Arc::new(Inner {
-                config,
+                config: RwLock::new(config),
                 options,
-                upstreams,
+                upstreams: RwLock::new(Arc::new(upstreams)),
+                reloading: tokio::sync::Mutex::new(()),
                 catalogue: RwLock::default(),
                 changes: OnceLock::new(),
                 rebuilding: Mutex::new(()),
@@ -144,15 +174,92 @@ impl Gateway {
             .catalogue
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(catalogue);
-        for (upstream, watch) in gateway.inner.upstreams.iter().zip(connected) {
-            let this = gateway.clone();
-            let changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || this.rebuild());
-            if upstream.is_up() && watch.is_none() {
-                continue; // HTTP, up: nothing to watch
-            }
-            tokio::spawn(Arc::clone(upstream).keep_up(watch, changed));
+        for (upstream, watch) in gateway.slots().iter().zip(connected) {
+            gateway.keep_up(upstream, watch);
         }
         Ok(gateway)
+    }
+
+    /// Watches `upstream` (a stdio child, or one not reached) and restarts
+    /// it with backoff, the catalogue rebuilt each time it comes or goes.
+    fn keep_up(
+        &self,
+        upstream: &Arc<Upstream>,
+        watch: Option<tern_client::transport::stdio::ChildWatch>,
+    ) {
+        if upstream.is_up() && watch.is_none() {
+            return; // HTTP, up: nothing to watch
+        }
+        let this = self.clone();
+        let changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || this.rebuild());
+        tokio::spawn(Arc::clone(upstream).keep_up(watch, changed));
+    }
+
+    /// Every slot, closed ones included, by index.
+    fn slots(&self) -> Arc<Vec<Arc<Upstream>>> {
+        Arc::clone(&read(&self.inner.upstreams))
+    }
+
+    /// Loads `config` in place of the running one (`SIGHUP` for `tern
+    /// gateway`): an upstream no longer named is closed and leaves the lists,
+    /// a new one is started, a changed one (any key) is restarted with its new
+    /// keys, an unchanged one keeps running; then the catalogue is rebuilt
+    /// (a clash with an entry already listed drops the newcomer, logged) and
+    /// list-changed is sent. Its index stays each upstream's, so task ids and
+    /// states issued before stay valid for it.
+    pub async fn reload(&self, config: GatewayConfig) {
+        let _one = self.inner.reloading.lock().await;
+        let old = self.slots();
+        let old_configs = read(&self.inner.config).upstreams.clone();
+        let mut slots: Vec<Arc<Upstream>> = old.to_vec();
+        let mut configs = old_configs.clone();
+        let mut started = Vec::new();
+        for (i, previous) in old_configs.iter().enumerate() {
+            let next = config.upstreams.iter().find(|c| c.name == previous.name);
+            match next {
+                Some(next) if next == previous && !old[i].is_closed() => {}
+                Some(next) => {
+                    old[i].close().await;
+                    let fresh =
+                        Arc::new(Upstream::new(next.clone(), self.inner.options.info.clone()));
+                    slots[i] = Arc::clone(&fresh);
+                    configs[i] = next.clone();
+                    started.push(fresh);
+                }
+                None => {
+                    old[i].close().await;
+                    // Closed: it lists nothing and routes nothing.
+                    configs[i].uri_prefixes.clear();
+                }
+            }
+        }
+        for next in &config.upstreams {
+            if !old_configs.iter().any(|c| c.name == next.name) {
+                let fresh = Arc::new(Upstream::new(next.clone(), self.inner.options.info.clone()));
+                slots.push(Arc::clone(&fresh));
+                configs.push(next.clone());
+                started.push(fresh);
+            }
+        }
+        let connected = futures_join(&started).await;
+        {
+            let mut held = self
+                .inner
+                .config
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            held.separator = config.separator;
+            held.upstreams = configs;
+            *self
+                .inner
+                .upstreams
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(slots);
+        }
+        for (upstream, watch) in started.iter().zip(connected) {
+            self.keep_up(upstream, watch);
+        }
+        self.rebuild();
     }
 
     fn build_catalogue(
@@ -160,29 +267,33 @@ impl Gateway {
         previous: Option<&Catalogue>,
         strictness: Strictness,
     ) -> Result<Catalogue, String> {
-        let listed: Vec<_> = self
-            .inner
-            .config
+        let config = read(&self.inner.config);
+        let slots = self.slots();
+        let listed: Vec<_> = config
             .upstreams
             .iter()
-            .zip(&self.inner.upstreams)
-            .map(|(c, u)| (c, u.listed()))
+            .zip(slots.iter())
+            .map(|(c, u)| {
+                if u.is_closed() {
+                    return (c, None);
+                }
+                // In fleet mode every replica lists what an upstream last
+                // listed, up or down, so that pages agree across replicas.
+                let listed = if self.inner.options.fleet {
+                    u.last_listed()
+                } else {
+                    u.listed()
+                };
+                (c, listed)
+            })
             .collect();
-        let dormant: Vec<_> = self
-            .inner
-            .upstreams
+        let dormant: Vec<_> = slots
             .iter()
             .enumerate()
-            .filter(|(_, u)| !u.is_up())
+            .filter(|(_, u)| !u.is_up() && !u.is_closed() && !self.inner.options.fleet)
             .filter_map(|(i, u)| u.last_listed().map(|l| (i, l)))
             .collect();
-        Catalogue::build_with(
-            &self.inner.config.separator,
-            &listed,
-            &dormant,
-            previous,
-            strictness,
-        )
+        Catalogue::build_with(&config.separator, &listed, &dormant, previous, strictness)
     }
 
     /// An upstream came up or went down: the catalogue again, and
@@ -223,14 +334,18 @@ impl Gateway {
         Arc::clone(&read(&self.inner.catalogue))
     }
 
-    /// The upstreams, in file order.
-    pub fn upstreams(&self) -> &[Arc<Upstream>] {
-        &self.inner.upstreams
+    /// The upstreams of the file as last loaded, in the order first seen.
+    pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
+        self.slots()
+            .iter()
+            .filter(|u| !u.is_closed())
+            .cloned()
+            .collect()
     }
 
     /// At least one upstream is up (`/readyz`).
     pub fn ready(&self) -> bool {
-        self.inner.upstreams.iter().any(|u| u.is_up())
+        self.slots().iter().any(|u| u.is_up())
     }
 
     /// The relay that serves this gateway.
@@ -258,7 +373,10 @@ impl Gateway {
         use std::fmt::Write as _;
         let catalogue = self.catalogue();
         let mut out = String::new();
-        for (index, upstream) in self.inner.upstreams.iter().enumerate() {
+        for (index, upstream) in self.slots().iter().enumerate() {
+            if upstream.is_closed() {
+                continue;
+            }
             let state = match (upstream.listed(), upstream.down_reason()) {
                 (Some(l), _) => format!("up, {}", l.era),
                 (None, Some(reason)) => format!("down: {reason}"),
@@ -301,7 +419,7 @@ impl Gateway {
 
     /// Stops every upstream.
     pub async fn close(&self) {
-        for upstream in &self.inner.upstreams {
+        for upstream in self.slots().iter() {
             upstream.close().await;
         }
     }
@@ -473,12 +591,52 @@ impl Gateway {
             _ => return Err(ErrorObject::invalid_params("Unknown reference type")),
         };
         let capabilities = ClientCapabilities::default();
-        self.inner.upstreams[index]
+        self.slots()[index]
             .request(method::COMPLETION_COMPLETE, params, &capabilities)
             .await
     }
 
+    /// A leg: claimed first when it retries a round of a `dedupe` upstream
+    /// ([`crate::dedupe`]), then relayed.
     async fn relay_leg(&self, leg: RelayLeg) -> Result<RelayOutcome, ErrorObject> {
+        let guarded = leg.routing.as_ref().and_then(|routing| {
+            let upstream = self
+                .slots()
+                .iter()
+                .find(|u| routing["u"].as_str() == Some(u.name()))
+                .cloned()?;
+            let id = dedupe::id_of(routing)?;
+            upstream
+                .config()
+                .dedupe
+                .then(|| (Arc::clone(&upstream), id, routing.clone()))
+        });
+        let Some((upstream, id, routing)) = guarded else {
+            return self.send_leg(leg).await;
+        };
+        // Refused before it is sent: no record, a later retry may go.
+        if let Some(e) = upstream.unavailable_now() {
+            return Err(e);
+        }
+        let scope = match leg.ctx.principal().id() {
+            Some(id) => Scope::principal(id),
+            None => Scope::anonymous("tern-gateway"),
+        };
+        let lease = upstream.config().timeout + std::time::Duration::from_secs(10);
+        let gateway = self.clone();
+        dedupe::once(
+            Arc::clone(&self.inner.options.replay),
+            id,
+            scope,
+            lease,
+            routing,
+            async move { gateway.send_leg(leg).await },
+        )
+        .await
+    }
+
+    /// Sends a leg to its upstream, once.
+    async fn send_leg(&self, leg: RelayLeg) -> Result<RelayOutcome, ErrorObject> {
         let catalogue = self.catalogue();
         let (index, mut params) = match leg.method {
             method::TOOLS_CALL => {
@@ -507,7 +665,8 @@ impl Gateway {
                 (index, json!({"uri": leg.target}))
             }
         };
-        let upstream = &self.inner.upstreams[index];
+        let slots = self.slots();
+        let upstream = &slots[index];
         if let Some(routing) = &leg.routing {
             // The state was sealed for this target; it must still lead to
             // the upstream that issued it.
@@ -559,6 +718,9 @@ impl Gateway {
             if let Some(state) = result.get("requestState").filter(|s| s.is_string()) {
                 routing["s"] = state.clone();
             }
+            if upstream.config().dedupe {
+                routing[dedupe::KEY] = dedupe::new_id();
+            }
             return Ok(RelayOutcome::InputRequired { requests, routing });
         }
         let mut result = result;
@@ -591,9 +753,9 @@ impl Gateway {
             .cursors
             .unwrap_task_id(principal.id(), &wrapped)?;
         let upstream = self
-            .inner
-            .upstreams
+            .slots()
             .get(usize::from(index))
+            .cloned()
             .ok_or_else(|| ErrorObject::invalid_params("Unknown task"))?;
         params["taskId"] = Value::String(id);
         let capabilities: ClientCapabilities = params["_meta"]

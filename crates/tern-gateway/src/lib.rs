@@ -36,6 +36,9 @@
 pub mod catalogue;
 pub mod config;
 pub mod cursor;
+pub mod dedupe;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 pub mod gateway;
 pub mod upstream;
 

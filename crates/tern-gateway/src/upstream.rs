@@ -161,7 +161,26 @@ impl Upstream {
 
     /// It answered its last connection.
     pub fn is_up(&self) -> bool {
-        matches!(*lock(&self.health), Health::Up)
+        !self.is_closed() && matches!(*lock(&self.health), Health::Up)
+    }
+
+    /// It was closed ([`Self::close`]): stopped for good.
+    pub fn is_closed(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
+    }
+
+    /// The fail-fast error a call gets now (the upstream is down or not yet
+    /// started), or `None` when it is up: checked before a leg is claimed,
+    /// so that a leg never sent leaves no record.
+    pub fn unavailable_now(&self) -> Option<ErrorObject> {
+        if let Health::Down { reason, retry_at } = &*lock(&self.health) {
+            let retry_in = retry_at.saturating_duration_since(Instant::now());
+            return Some(unavailable(&self.config.name, reason, retry_in));
+        }
+        if lock(&self.link).is_none() {
+            return Some(unavailable(&self.config.name, "not started", FIRST_BACKOFF));
+        }
+        None
     }
 
     /// Why it is down, if it is.

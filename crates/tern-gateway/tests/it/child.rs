@@ -67,12 +67,47 @@ async fn crash() -> String {
     std::process::exit(3);
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct Go {
+    go: bool,
+}
+
+/// Effects made by this process: what dedupe must keep to one per round.
+static EFFECTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Asks to go, then makes an effect (unguarded: every leg that reaches it
+/// with the answer makes one).
+async fn effect(ctx: Ctx) -> Result<String, ToolError> {
+    let Answer::Accept(Go { go: true }) = ctx.ask(Elicit::<Go>::form("Go?").key("go")).await?
+    else {
+        return Ok("stopped".into());
+    };
+    let n = EFFECTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    Ok(format!("effect #{n}"))
+}
+
+/// Asks to go, then exits: an upstream lost after the leg was sent.
+async fn effect_then_die(ctx: Ctx) -> Result<String, ToolError> {
+    let _ = ctx.ask(Elicit::<Go>::form("Go?").key("go")).await?;
+    std::process::exit(3);
+}
+
+/// The effects so far.
+async fn effects() -> String {
+    EFFECTS
+        .load(std::sync::atomic::Ordering::SeqCst)
+        .to_string()
+}
+
 fn upstream() -> Server {
     let who = std::env::var(WHO).unwrap_or_default();
     Server::builder(format!("upstream-{who}"), "1")
         .tool(ToolDef::new("ask_name", "Asks a name", ask_name).elicits::<Name>())
         .tool(ToolDef::new("caps", "The declared capabilities", caps))
         .tool(ToolDef::new("crash", "Exits", crash))
+        .tool(ToolDef::new("effect", "Asks, then makes an effect", effect).elicits::<Go>())
+        .tool(ToolDef::new("effect_then_die", "Asks, then exits", effect_then_die).elicits::<Go>())
+        .tool(ToolDef::new("effects", "The effects so far", effects))
         .prompt(PromptDef::new("greeting", "A greeting", move || {
             let who = std::env::var(WHO).unwrap_or_default();
             async move { format!("greetings from {who}") }

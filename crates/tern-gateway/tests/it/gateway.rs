@@ -14,14 +14,14 @@ use crate::child::{FAIL_IF, ROLE, WHO};
 
 /// A hang guard, not a timing assertion: a broken test fails instead of
 /// stalling the suite.
-async fn bounded<T>(f: impl Future<Output = T>) -> T {
+pub async fn bounded<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(60), f)
         .await
         .expect("the gateway test stalled")
 }
 
 /// An upstream entry: this test binary as `who`, with `extra` keys.
-fn upstream(who: &str, extra: Value) -> Value {
+pub fn upstream(who: &str, extra: Value) -> Value {
     let exe = std::env::current_exe().unwrap();
     let mut entry = json!({
         "command": exe.display().to_string(),
@@ -49,7 +49,7 @@ async fn start(servers: Value) -> Result<Gateway, String> {
     .await
 }
 
-fn client(gateway: &Gateway) -> TestClient {
+pub fn client(gateway: &Gateway) -> TestClient {
     TestClient::new(
         gateway
             .server_builder()
@@ -59,7 +59,7 @@ fn client(gateway: &Gateway) -> TestClient {
     )
 }
 
-async fn all_tools(c: &TestClient) -> Vec<String> {
+pub async fn all_tools(c: &TestClient) -> Vec<String> {
     let mut names = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
@@ -79,7 +79,7 @@ async fn all_tools(c: &TestClient) -> Vec<String> {
     }
 }
 
-fn accept(content: Value) -> Value {
+pub fn accept(content: Value) -> Value {
     json!({"action": "accept", "content": content})
 }
 
@@ -87,7 +87,7 @@ fn accept(content: Value) -> Value {
 async fn one_catalogue_over_two_upstreams_routes_every_call() {
     let gateway = bounded(start(json!({
         "a": upstream("a", json!({})),
-        "b": upstream("b", json!({"prefix": "", "deny": ["crash"]})),
+        "b": upstream("b", json!({"prefix": "", "deny": ["crash", "effect", "effect_then_die", "effects"]})),
     })))
     .await
     .unwrap();
@@ -97,7 +97,16 @@ async fn one_catalogue_over_two_upstreams_routes_every_call() {
     tools.sort();
     assert_eq!(
         tools,
-        ["a__ask_name", "a__caps", "a__crash", "ask_name", "caps"]
+        [
+            "a__ask_name",
+            "a__caps",
+            "a__crash",
+            "a__effect",
+            "a__effect_then_die",
+            "a__effects",
+            "ask_name",
+            "caps"
+        ]
     );
     let page = c.send("tools/list", json!({})).await.result().unwrap();
     assert_eq!(page["tools"].as_array().unwrap().len(), 4, "paged by 4");

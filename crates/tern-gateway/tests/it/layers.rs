@@ -3,14 +3,16 @@
 
 /// Lowest first.
 const FLOORS: &[&[&str]] = &[
-    // Leaves: the file, the cursors.
-    &["config", "cursor"],
+    // Leaves: the file, the cursors, the claims of deduplicated retries.
+    &["config", "cursor", "dedupe"],
     // One upstream: its transport, lists and health.
     &["upstream"],
     // The merged catalogue.
     &["catalogue"],
     // The gateway: the relay a tern server serves.
     &["gateway"],
+    // Fleet mode: the gateway's options with Redis.
+    &["fleet"],
 ];
 
 #[test]

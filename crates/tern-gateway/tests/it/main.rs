@@ -13,5 +13,7 @@
 )]
 
 mod child;
+mod dedupe;
 mod gateway;
 mod layers;
+mod reload;

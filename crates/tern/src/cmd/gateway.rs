@@ -38,6 +38,15 @@ pub(crate) struct GatewayArgs {
     /// states). The client's token is never passed to an upstream.
     #[arg(long, value_name = "FILE", requires = "http")]
     tokens: Option<PathBuf>,
+    /// Fleet mode: replicas behind a load balancer, sharing `--keys` and
+    /// this Redis (`redis://` or `rediss://`): the replay store of
+    /// `dedupe` upstreams, and lists that do not vary per replica (a down
+    /// upstream's entries stay listed; their calls fail fast).
+    #[arg(long, value_name = "URL", requires_all = ["http", "keys"])]
+    redis: Option<String>,
+    /// For `rediss://`: the CA certificates to trust.
+    #[arg(long, value_name = "FILE", requires = "redis")]
+    redis_ca: Option<PathBuf>,
     /// Start every upstream, print each one's era and health and the
     /// catalogue, and exit: 0 when every upstream is up, 1 otherwise.
     #[arg(long, conflicts_with_all = ["stdio", "http"])]
@@ -105,6 +114,9 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
         Err(code) => return code,
     };
     let outcome = runtime.block_on(async move {
+        let Some(options) = fleet(options, &args).await else {
+            return Ok(ExitCode::from(2));
+        };
         let gateway = match Gateway::start(config, options).await {
             Ok(g) => g,
             Err(e) => {
@@ -136,6 +148,7 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
                 return Ok(ExitCode::FAILURE);
             }
         };
+        reload_on_hangup(gateway.clone(), args.config.clone());
         let outcome = match args.http {
             Some(addr) => serve_http(addr, server, gateway.clone(), tokens).await,
             None => serve_stdio(server, StdioOptions::default()).await,
@@ -150,6 +163,40 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// On `SIGHUP`, the servers file read again and loaded in place
+/// ([`Gateway::reload`]); a file that does not load keeps the running one.
+fn reload_on_hangup(gateway: Gateway, path: PathBuf) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            match GatewayConfig::load(&path) {
+                Ok(config) => {
+                    gateway.reload(config).await;
+                    eprintln!("tern gateway: reloaded {}", path.display());
+                }
+                Err(e) => eprintln!("tern gateway: {e}; the running servers are kept"),
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    let _ = (gateway, path);
+}
+
+/// `options` in fleet mode with `--redis` (the error printed: `None`).
+async fn fleet(options: GatewayOptions, args: &GatewayArgs) -> Option<GatewayOptions> {
+    let Some(url) = &args.redis else {
+        return Some(options);
+    };
+    tern_gateway::fleet::options(options, url, args.redis_ca.as_deref())
+        .await
+        .map_err(|e| eprintln!("tern gateway: {e}"))
+        .ok()
 }
 
 /// `/mcp`, `/healthz` (200 while the process serves) and `/readyz` (200

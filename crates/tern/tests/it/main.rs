@@ -24,6 +24,8 @@ mod fake;
 mod fleet;
 mod fleet_mode;
 mod gateway;
+mod gateway_fleet;
+mod gateway_reload;
 mod hostile;
 mod layers;
 mod limits;
