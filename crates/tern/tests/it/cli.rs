@@ -2,8 +2,7 @@
 //! so tern never prompts): preset answers, `--no-input`, `--json`, exit
 //! codes, and each way of naming the server.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -499,35 +498,9 @@ fn a_child_named_after_the_double_dash_is_the_server() {
     assert_eq!(stdout(&o), "Created database orders in eu-west-1.\n");
 }
 
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_url_names_an_http_server() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(["serve", "demo", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let served = Served(child);
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the server says where it serves")
-            .unwrap();
-        if let Some(url) = line.split("serving the demo at ").nth(1) {
-            break url.trim().to_owned();
-        }
-    };
+    let (served, url) = crate::served::demo_over_http(&[]);
     let o = tern(&[
         "call",
         "--url",

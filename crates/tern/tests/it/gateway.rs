@@ -2,8 +2,8 @@
 //! call` through it over stdio and over HTTP answering the demo's
 //! questions, `/healthz` and `/readyz`.
 
-use std::io::{BufRead, BufReader, Read as _, Write as _};
-use std::process::{Child, Command, Output, Stdio};
+use std::io::{Read as _, Write as _};
+use std::process::{Command, Output, Stdio};
 
 const REGION: &str = r#"region={"action":"accept","content":{"region":"eu-west-1"}}"#;
 
@@ -152,15 +152,6 @@ fn tern_call_through_the_gateway_answers_the_demos_question_over_stdio() {
     assert!(text(&o.stderr).contains("[-32021]"), "{}", text(&o.stderr));
 }
 
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn get(addr: &str, path: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
@@ -176,30 +167,16 @@ fn get(addr: &str, path: &str) -> String {
 #[test]
 fn over_http_the_gateway_relays_rounds_and_says_it_is_ready() {
     let file = config("");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args([
+    let (served, url, _) = crate::served::serve(
+        &[
             "gateway",
             "--config",
             file.as_str(),
             "--http",
             "127.0.0.1:0",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let served = Served(child);
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the gateway says where it serves")
-            .unwrap();
-        if let Some(url) = line.split("serving the gateway at ").nth(1) {
-            break url.trim().to_owned();
-        }
-    };
+        ],
+        "serving the gateway at ",
+    );
     let addr = url
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")

@@ -11,9 +11,8 @@
 //! transcript of issue 16 comes from it).
 
 use std::collections::HashMap;
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -307,23 +306,14 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `tern serve demo --http 127.0.0.1:0 --issuer ISSUER --ca-file CA`: the
 /// child and the MCP URL it serves.
-fn serve_demo(auth: &AuthServer) -> (Served, String) {
+fn serve_demo(auth: &AuthServer) -> (crate::served::Served, String) {
     serve_demo_with(auth, &[])
 }
 
 /// [`serve_demo`] with `extra` flags.
-fn serve_demo_with(auth: &AuthServer, extra: &[&str]) -> (Served, String) {
+fn serve_demo_with(auth: &AuthServer, extra: &[&str]) -> (crate::served::Served, String) {
     let ca = auth.ca_file.to_str().unwrap();
     let mut args = vec![
         "serve",
@@ -336,29 +326,8 @@ fn serve_demo_with(auth: &AuthServer, extra: &[&str]) -> (Served, String) {
         ca,
     ];
     args.extend_from_slice(extra);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let served = Served(child);
-    let mut said = Vec::new();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the server says where it serves")
-            .unwrap();
-        said.push(line.clone());
-        if let Some(url) = line.split("serving the demo at ").nth(1) {
-            break url.trim().to_owned();
-        }
-    };
+    let (served, url, said) = crate::served::serve(&args, "serving the demo at ");
     eprintln!("$ tern {} &\n{}", args.join(" "), said.join("\n"));
-    // Keep reading its stderr so it never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
     (served, url)
 }
 

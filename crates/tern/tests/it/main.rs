@@ -36,6 +36,7 @@ mod otel;
 mod park;
 mod peers2025;
 mod process;
+mod served;
 mod skills;
 mod skills_ts;
 mod terminal;

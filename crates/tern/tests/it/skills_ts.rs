@@ -6,9 +6,8 @@
 //! file verified; and `tern skills` / `tern skill` read a folder of skills
 //! its `SkillsExtension` serves over stdio.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 /// Node 22 and the folder the SDK is installed in; missing, the test fails
 /// and says how to install them.
@@ -50,42 +49,11 @@ fn stderr(o: &Output) -> String {
 }
 
 /// A server process, killed when dropped.
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `tern serve demo --http` on a free loopback port, and its URL.
-fn demo_over_http() -> (Served, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(["serve", "demo", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let served = Served(child);
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the demo says where it serves")
-            .unwrap();
-        if let Some(url) = line.split("serving the demo at ").nth(1) {
-            break url.trim().to_owned();
-        }
-    };
-    (served, url)
-}
 
 #[test]
 fn the_typescript_skills_client_reads_the_demos_skill_verified() {
     let (node, dir) = sdk();
-    let (_served, url) = demo_over_http();
+    let (_served, url) = crate::served::demo_over_http(&[]);
     let reader = script("skills_reader.mjs");
     for era in ["modern", "legacy"] {
         let o = Command::new(&node)
