@@ -98,6 +98,30 @@ pub(crate) struct Origin {
     pub(crate) principal: Principal,
 }
 
+impl Origin {
+    /// Opens `token` against every binding of this request (rules
+    /// `state-bound-principal`, `state-bound-request`; the expiry at `now`),
+    /// with the uniform `-32602` and the seal's reason logged otherwise. The
+    /// leg runner and the relay both open their states here.
+    pub(crate) fn open(
+        &self,
+        sealer: &tern_seal::Sealer,
+        token: &str,
+        now: SystemTime,
+    ) -> Result<tern_seal::Opened, ErrorObject> {
+        let expect = Expect {
+            principal: self.principal.id(),
+            method: self.method,
+            target: &self.target,
+            arguments: self.arguments.as_deref(),
+        };
+        sealer.open(token, &expect, now).map_err(|e| {
+            let reason = format!("{:?}", e.reason());
+            invalid_state(&format!("seal:{reason}"), reason)
+        })
+    }
+}
+
 /// What a target asks of the runner (docs/design.md, "Exactly once"), the
 /// same for tools, prompts and resources.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -452,17 +476,7 @@ impl Engine {
                 presented: None,
             });
         };
-        let origin = &request.origin;
-        let expect = Expect {
-            principal: origin.principal.id(),
-            method: origin.method,
-            target: &origin.target,
-            arguments: origin.arguments.as_deref(),
-        };
-        let opened = self.sealer().open(token, &expect, now).map_err(|e| {
-            let reason = format!("{:?}", e.reason());
-            invalid_state(&format!("seal:{reason}"), reason)
-        })?;
+        let opened = request.origin.open(&self.sealer(), token, now)?;
         let payload = Payload::decode(&opened.payload, opened.state_id, opened.issued_at)
             .map_err(|e| invalid_state("payload", e))?;
         if now

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::meta::RequestMeta;
 use tern_protocol::{InputRequests, InputRequiredResult, InputResponses, RequestId};
-use tern_seal::{Claims, Expect};
+use tern_seal::Claims;
 use tracing::Instrument as _;
 
 use super::{Relay, RelayLeg, RelayOutcome};
@@ -311,17 +311,7 @@ fn open(engine: &Engine, request: &RelayRequest) -> Result<Opened, ErrorObject> 
             routing: None,
         });
     };
-    let origin = &request.origin;
-    let expect = Expect {
-        principal: origin.principal.id(),
-        method: origin.method,
-        target: &origin.target,
-        arguments: origin.arguments.as_deref(),
-    };
-    let opened = engine.sealer().open(token, &expect, now).map_err(|e| {
-        let reason = format!("{:?}", e.reason());
-        invalid_state(&format!("seal:{reason}"), reason)
-    })?;
+    let opened = request.origin.open(&engine.sealer(), token, now)?;
     let wire: Wire = serde_json::from_slice(&opened.payload)
         .map_err(|e| invalid_state("payload", format_args!("relay payload: {e}")))?;
     if wire.v != RELAY_VERSION {
