@@ -4,32 +4,13 @@
 
 use std::process::{Command, Output, Stdio};
 
+use crate::served::{code, stderr, stdout, tern};
 use serde_json::{Value, json};
 
 const REGION: &str = r#"region={"action":"accept","content":{"region":"eu-west-1"}}"#;
 
 /// Runs `tern args` without a terminal and without the era cache (each
 /// test sees a server afresh).
-fn tern(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(args)
-        .env("TERN_ERA_CACHE", "off")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap()
-}
 
 #[test]
 fn a_preset_answer_creates_the_database_and_exits_0() {

@@ -3,18 +3,10 @@
 //! questions, `/healthz` and `/readyz`.
 
 use std::io::{Read as _, Write as _};
-use std::process::{Command, Output, Stdio};
+
+use crate::served::tern;
 
 const REGION: &str = r#"region={"action":"accept","content":{"region":"eu-west-1"}}"#;
-
-fn tern(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(args)
-        .env("TERN_ERA_CACHE", "off")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -1,10 +1,36 @@
-//! `tern` started as a server for a test (`tern serve demo --http …`,
+//! The `tern` binary run by a test: [`tern`] once, to its end (no era cache,
+//! no input), with readers of its output; or started as a server (`tern serve demo --http …`,
 //! `tern gateway --http …`) on a free loopback port: its URL read from what
 //! it says on standard error, its standard error drained after that so it
 //! never blocks on a full pipe, the process killed on drop.
 
 use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+
+/// `tern args` run to its end, without input and without the era cache.
+pub fn tern(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(args)
+        .env("TERN_ERA_CACHE", "off")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Its standard output, as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Its standard error, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Its exit status (a signal is a failed test).
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap()
+}
 
 /// A running `tern`, killed on drop.
 pub struct Served(Child);

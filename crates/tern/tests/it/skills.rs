@@ -3,34 +3,12 @@
 //! HTTP servers for what the demo never does (a tampered file, names that
 //! leave the folder, two skills of one name, no extension at all).
 
-use std::process::{Command, Output, Stdio};
-
 use serde_json::{Value, json};
 use tern_protocol::skill::{Skill, digest};
 use tern_server::testing::TestClient;
 
 use crate::fake::{Fake, result};
-
-fn tern(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(args)
-        .env("TERN_ERA_CACHE", "off")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap()
-}
+use crate::served::{code, stderr, stdout, tern};
 
 /// A fresh folder of this test's own.
 fn folder(name: &str) -> std::path::PathBuf {
