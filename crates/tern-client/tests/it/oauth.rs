@@ -612,6 +612,43 @@ async fn the_flow_end_to_end_then_a_step_up_for_a_tool_needing_more_scope() {
     assert_eq!(grant.key.resource, w.url);
 }
 
+/// A 2025-11-25 HTTP session runs the same OAuth step as the 2026 wire
+/// (`transport::authorize`): the 401 on `initialize` starts the flow, the
+/// session's requests carry the token, and the 403 of a tool needing more
+/// scope steps up once, on the live session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_session_authorizes_and_steps_up_as_the_2026_wire_does() {
+    let w = world(3600).await;
+    let oauth = w.oauth();
+    let transport = tern_client::legacy::DualEra::http(&w.url)
+        .unwrap()
+        .assume_legacy()
+        .with_tls(&w.tls())
+        .unwrap()
+        .with_oauth(oauth)
+        .unwrap();
+    let transport = Arc::new(transport);
+    let client = Client::builder()
+        .elicitation(Elicit::fill(&[("name", "Grace")]))
+        .build(Arc::clone(&transport));
+    let result = bounded(client.call_tool("greet", None)).await.unwrap();
+    assert_eq!(crate::harness::text(&result), "Hello, Grace!");
+    assert!(
+        matches!(transport.era(), Some(tern_client::legacy::Era::Legacy(_))),
+        "the call went over a 2025 session: {:?}",
+        transport.era()
+    );
+    let log = w.auth.log.lock().unwrap();
+    assert_eq!(log.registrations, 1);
+    assert_eq!(
+        log.authorizations,
+        [
+            "mcp:basic offline_access",
+            "mcp:basic offline_access mcp:write"
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expiring_token_is_refreshed_before_it_is_used() {
     // expires_in under the client's margin: every request refreshes first.
