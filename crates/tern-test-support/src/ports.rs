@@ -18,18 +18,28 @@ pub fn free_port() -> u16 {
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
-    /// A new, empty folder named after `what`, this process and a free port.
+    /// A new, empty folder named after `what`, this process and a counter.
+    ///
+    /// The name is never reused within a process (a port is: two tests that
+    /// asked for a free port at once could be given the same one, and one's
+    /// drop removed the other's folder), and the folder is created with
+    /// `create_dir`, so a leftover from an earlier process of the same id is
+    /// skipped rather than shared.
     ///
     /// # Panics
     /// When the folder cannot be made.
     pub fn new(what: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "tern-it-{what}-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        Self(dir)
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let base = std::env::temp_dir();
+        loop {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = base.join(format!("tern-it-{what}-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Self(dir),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => panic!("{}: {e}", dir.display()),
+            }
+        }
     }
 }
 
