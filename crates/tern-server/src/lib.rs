@@ -70,7 +70,7 @@
 //! | feature | adds | pulls |
 //! |---|---|---|
 //! | `http` | `transport::http` (Streamable HTTP, `serve`, the accept loop, trusted proxies), `auth::ResourceServer` with a verifier of your own | axum, hyper, tower |
-//! | `auth` (implies `http`) | `auth::JwtVerifier`, `auth::Introspection` | jsonwebtoken, rustls, webpki-roots |
+//! | `auth` (implies `http`) | `auth::JwtVerifier`, `auth::Introspection` | ring (as rustls), rustls, webpki-roots |
 //! | `testing` | [`testing`]: the in-process test client, the store contract suites | nothing |
 //!
 //! A stdio-only server: `tern-server = { version = "0.1", default-features

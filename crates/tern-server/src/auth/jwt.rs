@@ -3,8 +3,10 @@
 //! - **Algorithms**: asymmetric only (RS256/384/512, PS256/384/512, ES256/384,
 //!   `EdDSA` by default); `alg: none` does not parse, HS* is never accepted, and
 //!   the key's family must match the header's algorithm (so an RSA or EC
-//!   public key can never serve as an HMAC secret). `oct` keys of the JWKS are
-//!   ignored.
+//!   public key can never serve as an HMAC secret), and a key naming its own
+//!   `alg` serves only that one. `oct` and encryption keys of the JWKS are
+//!   ignored. Signatures are checked by ring (see `jws.rs`), the provider
+//!   rustls already builds: no other cryptographic crate is linked.
 //! - **Type**: the header's `typ` must be `at+jwt` (or `application/at+jwt`),
 //!   case aside (RFC 9068 §2.1, §4), so an ID token or another JWT of the
 //!   same issuer and audience is not taken for an access token. For an
@@ -29,11 +31,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet};
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
 use super::fetch::{self, HttpClient};
+use super::jws::{Algorithm, Jwk, Token, Unusable};
 use super::{AccessToken, TokenVerifier, VerifyError};
 use crate::future::BoxFuture;
 
@@ -42,22 +43,10 @@ pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(60);
 /// The least time between two JWKS fetches caused by unknown `kid`s: 30 s.
 pub const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 
-const ASYMMETRIC: [Algorithm; 9] = [
-    Algorithm::RS256,
-    Algorithm::RS384,
-    Algorithm::RS512,
-    Algorithm::PS256,
-    Algorithm::PS384,
-    Algorithm::PS512,
-    Algorithm::ES256,
-    Algorithm::ES384,
-    Algorithm::EdDSA,
-];
-
 #[derive(Default)]
 struct Keys {
     jwks_uri: Option<String>,
-    set: Option<Arc<JwkSet>>,
+    set: Option<Arc<[Jwk]>>,
     last_refetch: Option<Instant>,
     /// When a fetch last failed: no other is tried within the refetch
     /// interval (an issuer that is down is not hammered).
@@ -105,7 +94,7 @@ impl JwtVerifier {
             audience: audience.into(),
             leeway: DEFAULT_LEEWAY,
             refetch_interval: DEFAULT_REFETCH_INTERVAL,
-            algorithms: ASYMMETRIC.to_vec(),
+            algorithms: Algorithm::ALL.to_vec(),
             ca_file: None,
             plain_jwt: false,
             http: std::sync::OnceLock::new(),
@@ -139,14 +128,11 @@ impl JwtVerifier {
         self
     }
 
-    /// Accepts only `algorithms` (asymmetric ones; HS* are dropped).
+    /// Accepts only `algorithms` (all of [`Algorithm`] by default; there
+    /// is no symmetric one to add).
     #[must_use]
     pub fn algorithms(mut self, algorithms: &[Algorithm]) -> Self {
-        self.algorithms = algorithms
-            .iter()
-            .copied()
-            .filter(|a| ASYMMETRIC.contains(a))
-            .collect();
+        self.algorithms = algorithms.to_vec();
         self
     }
 
@@ -245,11 +231,11 @@ impl JwtVerifier {
         keys.last_failure = outcome.is_err().then(Instant::now);
         let (uri, set) = outcome?;
         keys.jwks_uri = Some(uri);
-        keys.set = Some(Arc::new(set));
+        keys.set = Some(set.into());
         Ok(())
     }
 
-    async fn fetch_now(&self, known: Option<String>) -> Result<(String, JwkSet), VerifyError> {
+    async fn fetch_now(&self, known: Option<String>) -> Result<(String, Vec<Jwk>), VerifyError> {
         let uri = match known {
             Some(u) => u,
             None => self.discover_jwks_uri().await?,
@@ -265,25 +251,18 @@ impl JwtVerifier {
     }
 
     /// The key for `kid` (or the only key, when the token names none).
-    fn find(set: &JwkSet, kid: Option<&str>) -> Option<DecodingKey> {
-        let usable =
-            |j: &&jsonwebtoken::jwk::Jwk| !matches!(j.algorithm, AlgorithmParameters::OctetKey(_));
-        let jwk = if let Some(kid) = kid {
-            set.keys
-                .iter()
-                .filter(usable)
-                .find(|j| j.common.key_id.as_deref() == Some(kid))
+    fn find(set: &[Jwk], kid: Option<&str>) -> Option<Jwk> {
+        if let Some(kid) = kid {
+            set.iter().find(|j| j.kid.as_deref() == Some(kid)).cloned()
         } else {
-            let mut keys = set.keys.iter().filter(usable);
-            match (keys.next(), keys.next()) {
-                (Some(only), None) => Some(only),
+            match set {
+                [only] => Some(only.clone()),
                 _ => None,
             }
-        }?;
-        DecodingKey::from_jwk(jwk).ok()
+        }
     }
 
-    async fn key(&self, kid: Option<&str>) -> Result<DecodingKey, VerifyError> {
+    async fn key(&self, kid: Option<&str>) -> Result<Jwk, VerifyError> {
         let no_key = || {
             VerifyError::Invalid(format!(
                 "no key {} in the issuer's JWKS",
@@ -337,31 +316,24 @@ impl JwtVerifier {
     }
 
     async fn check(&self, token: &str) -> Result<AccessToken, VerifyError> {
-        let header = jsonwebtoken::decode_header(token)
-            .map_err(|e| VerifyError::Invalid(format!("not a JWT: {e}")))?;
-        if !typ_accepted(header.typ.as_deref(), self.plain_jwt) {
+        let jws = Token::parse(token).map_err(VerifyError::Invalid)?;
+        if !typ_accepted(jws.typ.as_deref(), self.plain_jwt) {
             return Err(VerifyError::Invalid(format!(
                 "typ {:?} is not an access token's (at+jwt, RFC 9068)",
-                header.typ.as_deref().unwrap_or("(none)")
+                jws.typ.as_deref().unwrap_or("(none)")
             )));
         }
-        if !self.algorithms.contains(&header.alg) {
+        if !self.algorithms.contains(&jws.alg) {
             return Err(VerifyError::Invalid(format!(
-                "algorithm {:?} is not accepted",
-                header.alg
+                "algorithm {} is not accepted",
+                jws.alg
             )));
         }
-        let key = self.key(header.kid.as_deref()).await?;
-        let mut validation = Validation::new(header.alg);
-        validation.algorithms = vec![header.alg];
-        validation.set_issuer(&[&self.issuer]);
-        validation.set_audience(&[&self.audience]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.validate_nbf = true;
-        validation.leeway = self.leeway.as_secs();
-        let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &key, &validation)
+        let key = self.key(jws.kid.as_deref()).await?;
+        let claims = jws
+            .verify(&key)
+            .and_then(|claims| self.claims_valid(claims))
             .map_err(|e| VerifyError::Invalid(format!("the token is refused: {e}")))?;
-        let claims = data.claims;
         let scopes = match (claims.get("scope"), claims.get("scp")) {
             (Some(Value::String(s)), _) => s
                 .split(' ')
@@ -391,6 +363,52 @@ impl JwtVerifier {
     }
 }
 
+impl JwtVerifier {
+    /// RFC 9068 §4 (and RFC 7519 §4.1): `iss` is the issuer, `aud` names
+    /// this resource, `sub` is present, `exp` is not past and `nbf` (when
+    /// present) not ahead, give or take the leeway.
+    fn claims_valid(
+        &self,
+        claims: serde_json::Map<String, Value>,
+    ) -> Result<serde_json::Map<String, Value>, String> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let leeway = self.leeway.as_secs_f64();
+        let date = |name: &str| match claims.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| format!("\"{name}\" is not a NumericDate")),
+        };
+        match date("exp")? {
+            None => return Err("no \"exp\"".into()),
+            Some(exp) if now > exp + leeway => return Err("it expired".into()),
+            Some(_) => {}
+        }
+        if date("nbf")?.is_some_and(|nbf| now + leeway < nbf) {
+            return Err("it is not valid yet (\"nbf\")".into());
+        }
+        if claims.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) {
+            return Err(format!("\"iss\" is not {}", self.issuer));
+        }
+        let audience = Value::String(self.audience.clone());
+        let named = match claims.get("aud") {
+            Some(Value::String(_)) => claims.get("aud") == Some(&audience),
+            Some(Value::Array(list)) => list.contains(&audience),
+            _ => false,
+        };
+        if !named {
+            return Err(format!("\"aud\" does not name {}", self.audience));
+        }
+        if !claims.get("sub").is_some_and(Value::is_string) {
+            return Err("no \"sub\"".into());
+        }
+        Ok(claims)
+    }
+}
+
 /// RFC 9068 §2.1: `typ` is `at+jwt`; §4: `application/at+jwt` is the same
 /// media type, compared case-insensitively. `plain` also takes `JWT` and no
 /// `typ` ([`JwtVerifier::accept_plain_jwt`]).
@@ -410,20 +428,21 @@ fn typ_accepted(typ: Option<&str>, plain: bool) -> bool {
 /// The keys of a JWKS document: each key read on its own, so one the
 /// verifier cannot use (an unknown `kty`, a curve it lacks, a malformed
 /// member) is skipped and logged, not fatal to the set.
-fn read_set(uri: &str, mut body: Value) -> Result<JwkSet, VerifyError> {
+fn read_set(uri: &str, mut body: Value) -> Result<Vec<Jwk>, VerifyError> {
     let Some(Value::Array(keys)) = body.get_mut("keys").map(Value::take) else {
         return Err(VerifyError::Unavailable(format!(
             "{uri} is not a JWKS: no \"keys\" array"
         )));
     };
-    let mut set = JwkSet { keys: Vec::new() };
+    let mut set = Vec::with_capacity(keys.len());
     for key in keys {
-        let kid = key.get("kid").and_then(Value::as_str).map(str::to_owned);
-        match serde_json::from_value::<jsonwebtoken::jwk::Jwk>(key) {
-            Ok(jwk) => set.keys.push(jwk),
-            Err(e) => tracing::warn!(
+        let kid = key.get("kid").and_then(Value::as_str).unwrap_or("(none)");
+        match Jwk::read(&key) {
+            Ok(jwk) => set.push(jwk),
+            Err(Unusable::NotForSignatures) => {}
+            Err(Unusable::Malformed(e)) => tracing::warn!(
                 %uri,
-                kid = kid.as_deref().unwrap_or("(none)"),
+                kid,
                 error = %e,
                 "a key of the JWKS cannot be read; skipped"
             ),
@@ -484,13 +503,68 @@ mod tests {
             {"kty": "EC", "crv": "P-256", "kid": "broken", "x": 7},
         ]});
         let set = read_set("https://as.example/jwks", body).unwrap();
-        let kids: Vec<_> = set
-            .keys
-            .iter()
-            .filter_map(|k| k.common.key_id.as_deref())
-            .collect();
+        let kids: Vec<_> = set.iter().filter_map(|k| k.kid.as_deref()).collect();
         assert_eq!(kids, ["good"]);
         assert!(JwtVerifier::find(&set, Some("good")).is_some());
         assert!(read_set("u", serde_json::json!({"nokeys": []})).is_err());
+    }
+
+    #[test]
+    fn claims_name_the_issuer_the_audience_a_subject_and_a_live_window() {
+        let v = JwtVerifier::new("https://as.example", "https://mcp.example/mcp");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let good = serde_json::json!({"iss": "https://as.example", "sub": "grace",
+            "aud": "https://mcp.example/mcp", "exp": now + 300.5});
+        let claims = |changes: Value| {
+            let mut c = good.clone();
+            for (k, v) in changes.as_object().unwrap() {
+                if v.is_null() {
+                    c.as_object_mut().unwrap().remove(k);
+                } else {
+                    c[k] = v.clone();
+                }
+            }
+            c.as_object().unwrap().clone()
+        };
+        let ok = |changes: Value| v.claims_valid(claims(changes)).is_ok();
+        assert!(ok(serde_json::json!({})));
+        assert!(ok(
+            serde_json::json!({"aud": ["https://other.example", "https://mcp.example/mcp"]})
+        ));
+        // Within the leeway (60 s) either side.
+        assert!(ok(
+            serde_json::json!({"exp": now - 30.0, "nbf": now + 30.0})
+        ));
+        for (what, changes) in [
+            ("expired", serde_json::json!({"exp": now - 120.0})),
+            ("not yet valid", serde_json::json!({"nbf": now + 120.0})),
+            ("exp a string", serde_json::json!({"exp": "tomorrow"})),
+            ("no exp", serde_json::json!({"exp": null})),
+            (
+                "other issuer",
+                serde_json::json!({"iss": "https://evil.example"}),
+            ),
+            ("no issuer", serde_json::json!({"iss": null})),
+            (
+                "other audience",
+                serde_json::json!({"aud": "https://other.example"}),
+            ),
+            (
+                "audience list without it",
+                serde_json::json!({"aud": ["https://other.example"]}),
+            ),
+            (
+                "audience a prefix",
+                serde_json::json!({"aud": "https://mcp.example"}),
+            ),
+            ("no audience", serde_json::json!({"aud": null})),
+            ("no subject", serde_json::json!({"sub": null})),
+            ("subject a number", serde_json::json!({"sub": 7})),
+        ] {
+            assert!(!ok(changes), "{what}");
+        }
     }
 }

@@ -56,6 +56,8 @@ mod fetch;
 #[cfg(feature = "auth")]
 mod introspection;
 #[cfg(feature = "auth")]
+mod jws;
+#[cfg(feature = "auth")]
 mod jwt;
 #[cfg(feature = "http")]
 mod resource;
@@ -64,6 +66,8 @@ use serde_json::Value;
 
 #[cfg(feature = "auth")]
 pub use introspection::Introspection;
+#[cfg(feature = "auth")]
+pub use jws::Algorithm;
 #[cfg(feature = "auth")]
 pub use jwt::{DEFAULT_LEEWAY, DEFAULT_REFETCH_INTERVAL, JwtVerifier};
 #[cfg(feature = "http")]

@@ -11,7 +11,17 @@ fn workspace() -> &'static Path {
 }
 
 const HTTP: [&str; 4] = ["axum", "hyper", "hyper-util", "tower"];
-const TLS_AND_JWT: [&str; 4] = ["rustls", "hyper-rustls", "webpki-roots", "jsonwebtoken"];
+const TLS_AND_JWT: [&str; 4] = ["rustls", "hyper-rustls", "webpki-roots", "ring"];
+/// What a JWT library's `RustCrypto` backend would add: the verifier checks
+/// signatures with ring, which TLS builds anyway.
+const SECOND_CRYPTO_STACK: [&str; 6] = [
+    "jsonwebtoken",
+    "rsa",
+    "p256",
+    "p384",
+    "ed25519-dalek",
+    "aws-lc-rs",
+];
 
 fn has(deps: &std::collections::BTreeSet<String>, name: &str) -> bool {
     deps.contains(name)
@@ -49,5 +59,8 @@ fn auth_brings_tls_and_jwt() {
     let deps = normal_deps(workspace(), "tern-server", &["auth"]);
     for name in HTTP.iter().chain(&TLS_AND_JWT) {
         assert!(has(&deps, name), "`auth` without {name}");
+    }
+    for name in SECOND_CRYPTO_STACK {
+        assert!(!has(&deps, name), "`auth` pulls {name}");
     }
 }
