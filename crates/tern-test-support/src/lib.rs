@@ -8,11 +8,15 @@
 //! - real servers: [`redis_server::RedisServer`], [`nginx::Nginx`] (round robin
 //!   over replicas, or one re-chunking upstream), and [`ports`] (free loopback
 //!   ports, scratch folders);
-//! - [`ca::TestCa`]: a test certificate authority and the certificates it signs.
+//! - [`ca::TestCa`]: a test certificate authority and the certificates it signs;
+//! - `mrtr` (feature `server`): the MRTR handlers and question types both
+//!   fixture servers register.
 
 pub mod ca;
 pub mod deps;
 pub mod layers;
+#[cfg(feature = "server")]
+pub mod mrtr;
 pub mod nginx;
 pub mod ports;
 pub mod redis_server;

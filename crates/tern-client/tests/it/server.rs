@@ -11,8 +11,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tern_server::task::{MemoryTaskStore, TaskConfig};
 use tern_server::{
-    Answer, Args, CompletionDef, Ctx, Elicit, KeyRing, ListRoots, PromptDef, ResourceDef, Sample,
-    Server, ToolDef, ToolError, Uri,
+    Answer, Args, CompletionDef, Ctx, Elicit, KeyRing, PromptDef, ResourceDef, Server, ToolDef,
+    ToolError,
+};
+use tern_test_support::mrtr::{
+    Color, Name, ask_prompt, ask_resource, batch, login, roots, sample, until_valid,
 };
 use tokio::sync::watch;
 
@@ -25,18 +28,6 @@ pub const NAME: &str = "client-fixture";
 
 /// How long a server-side wait may take before the tool gives up.
 const SERVER_WAIT: Duration = Duration::from_secs(20);
-
-#[derive(Deserialize, JsonSchema)]
-pub struct Name {
-    /// Your name
-    pub name: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct Color {
-    /// Favourite colour
-    pub color: String,
-}
 
 #[derive(Deserialize, JsonSchema)]
 pub struct Confirm {
@@ -72,12 +63,6 @@ pub struct AtLeast {
     pub at_least: u32,
 }
 
-#[derive(Deserialize, JsonSchema)]
-pub struct Who {
-    /// Who the prompt is for.
-    pub who: String,
-}
-
 /// What the server's tools remember within one process.
 #[derive(Debug)]
 struct State {
@@ -108,17 +93,6 @@ async fn name_for(ctx: Ctx, Args(t): Args<Tag>) -> Result<String, ToolError> {
     Ok(format!("{}: {name}", t.tag))
 }
 
-async fn batch(ctx: Ctx) -> Result<String, ToolError> {
-    let (name, color) = tokio::join!(
-        ctx.ask(Elicit::<Name>::form("Name?").key("name")),
-        ctx.ask(Elicit::<Color>::form("Colour?").key("color")),
-    );
-    let (Answer::Accept(Name { name }), Answer::Accept(Color { color })) = (name?, color?) else {
-        return Ok("incomplete".into());
-    };
-    Ok(format!("{name} likes {color}"))
-}
-
 async fn three_rounds(ctx: Ctx, Args(_label): Args<Label>) -> Result<String, ToolError> {
     let Answer::Accept(Name { name }) = ctx
         .ask(Elicit::<Name>::form("Step 1: name?").key("step1"))
@@ -141,39 +115,6 @@ async fn three_rounds(ctx: Ctx, Args(_label): Args<Label>) -> Result<String, Too
     Ok(format!("{name}/{color}/{ok}"))
 }
 
-async fn login(ctx: Ctx) -> Result<String, ToolError> {
-    match ctx
-        .ask(Elicit::url("Sign in", "https://example.com/login?flow=1").key("login"))
-        .await?
-    {
-        Answer::Accept(()) => Ok("consented".into()),
-        Answer::Decline => Ok("declined".into()),
-        Answer::Cancel => Ok("cancelled".into()),
-    }
-}
-
-#[allow(deprecated, reason = "sampling is deprecated and still supported")]
-async fn sample(ctx: Ctx) -> Result<String, ToolError> {
-    let reply = ctx
-        .ask(Sample::text("Capital of France?", 50).key("capital"))
-        .await?;
-    Ok(format!(
-        "{}: {}",
-        reply.model,
-        reply.text().unwrap_or_default()
-    ))
-}
-
-#[allow(deprecated, reason = "roots are deprecated and still supported")]
-async fn roots(ctx: Ctx) -> Result<String, ToolError> {
-    let roots = ctx.ask(ListRoots::new().key("roots")).await?;
-    Ok(roots
-        .iter()
-        .map(|r| r.uri.as_str())
-        .collect::<Vec<_>>()
-        .join(","))
-}
-
 async fn fallback(ctx: Ctx) -> Result<String, ToolError> {
     let question = Elicit::<Name>::form("Name?").key("name");
     if !ctx.can_ask(&question) {
@@ -182,22 +123,6 @@ async fn fallback(ctx: Ctx) -> Result<String, ToolError> {
     match ctx.ask(question).await? {
         Answer::Accept(Name { name }) => Ok(format!("asked: {name}")),
         _ => Ok("none".into()),
-    }
-}
-
-/// Asks again until the name has three letters: a client answering "x"
-/// never gets a result (the round bound, rule `bounded-rounds`).
-async fn until_valid(ctx: Ctx) -> Result<String, ToolError> {
-    loop {
-        let Answer::Accept(Name { name }) = ctx
-            .ask(Elicit::<Name>::form("A name of 3 letters or more?").key("name"))
-            .await?
-        else {
-            return Ok("none".into());
-        };
-        if name.len() >= 3 {
-            return Ok(name);
-        }
     }
 }
 
@@ -254,18 +179,6 @@ async fn task_greet(ctx: Ctx) -> Result<String, ToolError> {
     Ok(format!("Hello from a task, {name}!"))
 }
 
-/// A task asking two questions at once.
-async fn task_batch(ctx: Ctx) -> Result<String, ToolError> {
-    let (name, color) = tokio::join!(
-        ctx.ask(Elicit::<Name>::form("Name?").key("name")),
-        ctx.ask(Elicit::<Color>::form("Colour?").key("color")),
-    );
-    let (Answer::Accept(Name { name }), Answer::Accept(Color { color })) = (name?, color?) else {
-        return Ok("incomplete".into());
-    };
-    Ok(format!("{name} likes {color}"))
-}
-
 /// A task that runs until it is cancelled, then stops with a tool error
 /// (which the server records as `cancelled`).
 async fn task_hang(ctx: Ctx) -> Result<String, ToolError> {
@@ -289,26 +202,6 @@ async fn progress(ctx: Ctx) -> String {
         ctx.progress(f64::from(i), Some(4.0), Some("working"));
     }
     "done".into()
-}
-
-async fn ask_prompt(ctx: Ctx, Args(w): Args<Who>) -> Result<String, ToolError> {
-    let Answer::Accept(Color { color }) = ctx
-        .ask(Elicit::<Color>::form("Colour?").key("color"))
-        .await?
-    else {
-        return Ok(format!("{} has no colour", w.who));
-    };
-    Ok(format!("{} likes {color}", w.who))
-}
-
-async fn ask_resource(ctx: Ctx, Uri(uri): Uri) -> Result<String, ToolError> {
-    let Answer::Accept(Name { name }) = ctx
-        .ask(Elicit::<Name>::form("Reader?").key("reader"))
-        .await?
-    else {
-        return Ok("anonymous".into());
-    };
-    Ok(format!("{uri} for {name}"))
 }
 
 /// The fixture server.
@@ -373,7 +266,7 @@ pub fn build() -> Server {
         ))
         .tool(ToolDef::new("progress", "Reports progress", progress))
         .tool(ToolDef::new("task_greet", "A task asking a name", task_greet).task_from_start())
-        .tool(ToolDef::new("task_batch", "A task asking two", task_batch).task_from_start())
+        .tool(ToolDef::new("task_batch", "A task asking two", batch).task_from_start())
         .tool(ToolDef::new("task_hang", "A task waiting for cancel", task_hang).task_from_start())
         .tool(ToolDef::new("task_fail", "A task that fails", task_fail).task_from_start())
         .tool(ToolDef::new("touch", "Announces a tool list change", touch))

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
-use crate::fixture::{Counters, TestClock, builder};
+use crate::fixture::{Counters, ManualClock, builder};
 
 struct Running {
     port: u16,
@@ -22,7 +22,7 @@ struct Running {
 
 async fn start(options: ServeOptions) -> Running {
     let counters = Arc::new(Counters::default());
-    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let server = builder(&counters, ManualClock::new()).build().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -272,7 +272,7 @@ async fn shutdown_stops_accepting_and_drains() {
 #[tokio::test]
 async fn serve_with_routes_the_endpoint_the_metadata_and_nothing_else() {
     let counters = Arc::new(Counters::default());
-    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let server = builder(&counters, ManualClock::new()).build().unwrap();
     let resource = tern_server::auth::ResourceServer::new(
         "http://127.0.0.1/mcp",
         "https://as.example",
@@ -324,7 +324,7 @@ async fn serve_with_routes_the_endpoint_the_metadata_and_nothing_else() {
 
     for path in ["mcp", "", "/mcp/{tenant}", "/{*rest}"] {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let server = builder(&counters, TestClock::new()).build().unwrap();
+        let server = builder(&counters, ManualClock::new()).build().unwrap();
         let refused = serve_with(
             listener,
             Http::new(server),

@@ -13,7 +13,7 @@ use tern_server::Principal;
 use tern_server::testing::TestClient;
 use tokio_util::sync::CancellationToken;
 
-use crate::fixture::{Counters, TestClock, builder, client};
+use crate::fixture::{Counters, ManualClock, builder, client};
 
 const UNIFORM: &str = "Invalid or expired requestState";
 
@@ -94,7 +94,7 @@ async fn state_integrity_truncated_extended_and_foreign_tokens_are_refused() {
     // A token sealed by another server (other keys) is refused too.
     let counters = Arc::new(Counters::default());
     let other = TestClient::new(
-        builder(&counters, TestClock::new())
+        builder(&counters, ManualClock::new())
             .keys(tern_server::KeyRing::generate())
             .build()
             .unwrap(),
@@ -121,7 +121,7 @@ async fn state_expiry_expired_state_is_refused() {
         .request_state()
         .unwrap()
         .to_owned();
-    clock.advance(Duration::from_secs(599));
+    clock.tick(Duration::from_secs(599));
     let fresh = c
         .call_tool("greet", json!({}))
         .await
@@ -134,7 +134,7 @@ async fn state_expiry_expired_state_is_refused() {
             .text(),
         Some("Hello, A!")
     );
-    clock.advance(Duration::from_secs(2));
+    clock.tick(Duration::from_secs(2));
     assert_refused(
         &c.retry_tool("greet", json!({}), accept_name("A"), Some(&state))
             .await,
@@ -294,14 +294,14 @@ async fn state_single_use_a_state_is_redeemed_once_and_an_idempotent_retry_repea
 async fn an_oversized_state_is_an_internal_error_not_a_truncation() {
     let counters = Arc::new(Counters::default());
     let small = TestClient::new(
-        builder(&counters, TestClock::new())
+        builder(&counters, ManualClock::new())
             .max_state_len(1024)
             .build()
             .unwrap(),
     );
     let e = small.call_tool("big_state", json!({})).await;
     assert_eq!(e.error_code(), Some(code::INTERNAL_ERROR));
-    let roomy = TestClient::new(builder(&counters, TestClock::new()).build().unwrap());
+    let roomy = TestClient::new(builder(&counters, ManualClock::new()).build().unwrap());
     assert!(
         roomy
             .call_tool("big_state", json!({}))
@@ -438,7 +438,7 @@ async fn state_bound_request_large_integer_arguments_are_bound_exactly() {
 async fn an_oversized_answer_is_invalid_params() {
     let counters = Arc::new(Counters::default());
     let small = TestClient::new(
-        builder(&counters, TestClock::new())
+        builder(&counters, ManualClock::new())
             .max_state_len(4096)
             .build()
             .unwrap(),

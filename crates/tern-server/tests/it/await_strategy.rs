@@ -16,7 +16,7 @@ use tern_server::replay::BoxFuture;
 use tern_server::testing::TestClient;
 use tern_server::{AnswerSource, CallLimits};
 
-use crate::fixture::{Counters, TestClock, builder, client};
+use crate::fixture::{Counters, ManualClock, builder, client};
 
 type Script = dyn Fn(&InputRequests) -> Vec<(String, Value)> + Send + Sync;
 
@@ -249,7 +249,7 @@ async fn capability_gating_and_round_limits_hold_under_await_too() {
 
     let counters = Arc::new(Counters::default());
     let two = TestClient::new(
-        builder(&counters, TestClock::new())
+        builder(&counters, ManualClock::new())
             .call_limits(CallLimits::default().max_rounds(2))
             .build()
             .unwrap(),

@@ -12,7 +12,7 @@ use tern_server::error::codes;
 use tern_server::testing::TestClient;
 use tern_server::{CallLimits, Clock, Principal};
 
-use crate::fixture::{Counters, KEYS, TestClock, builder, client};
+use crate::fixture::{Counters, KEYS, ManualClock, builder, client};
 
 const UNIFORM: &str = "Invalid or expired requestState";
 
@@ -51,7 +51,7 @@ async fn the_call_id_is_the_same_in_every_round_and_new_for_every_call() {
 #[tokio::test]
 async fn a_call_past_its_lifetime_is_refused_like_an_expired_state() {
     let counters = Arc::new(Counters::default());
-    let clock = TestClock::new();
+    let clock = ManualClock::new();
     let c = TestClient::new(
         builder(&counters, Arc::clone(&clock))
             .call_limits(CallLimits::default().max_lifetime(Duration::from_secs(60)))
@@ -59,7 +59,7 @@ async fn a_call_past_its_lifetime_is_refused_like_an_expired_state() {
             .unwrap(),
     );
     let r1 = c.call_tool("call_info", json!({})).await;
-    clock.advance(Duration::from_secs(40));
+    clock.tick(Duration::from_secs(40));
     let r2 = c
         .retry_tool("call_info", json!({}), name("Ann"), r1.request_state())
         .await;
@@ -69,7 +69,7 @@ async fn a_call_past_its_lifetime_is_refused_like_an_expired_state() {
         "within the lifetime"
     );
     // Each round's token is fresh (10 minutes), but the call started 61 s ago.
-    clock.advance(Duration::from_secs(21));
+    clock.tick(Duration::from_secs(21));
     let r3 = c
         .retry_tool("call_info", json!({}), json!({}), r2.request_state())
         .await;
@@ -80,7 +80,7 @@ async fn a_call_past_its_lifetime_is_refused_like_an_expired_state() {
 async fn a_call_may_take_only_so_many_rounds() {
     let counters = Arc::new(Counters::default());
     let c = TestClient::new(
-        builder(&counters, TestClock::new())
+        builder(&counters, ManualClock::new())
             .call_limits(CallLimits::default().max_rounds(1))
             .build()
             .unwrap(),

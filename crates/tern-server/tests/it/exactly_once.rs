@@ -17,7 +17,7 @@ use tern_server::testing::{Exchange, ManualClock, TestClient};
 use tern_server::{CallLimits, Principal, Server};
 use tokio_util::sync::CancellationToken;
 
-use crate::fixture::{Counters, TestClock, builder};
+use crate::fixture::{Counters, builder};
 
 fn yes() -> Value {
     json!({"confirm": {"action": "accept", "content": {"ok": true}}})
@@ -28,7 +28,7 @@ fn go() -> Value {
 }
 
 fn server_with(counters: &Arc<Counters>, limits: CallLimits) -> Server {
-    builder(counters, TestClock::new())
+    builder(counters, ManualClock::new())
         .call_limits(limits)
         .build()
         .unwrap()
@@ -70,7 +70,7 @@ fn abandonable(
 async fn a_guarded_leg_abandoned_after_its_effect_finishes_and_its_outcome_is_served() {
     let counters = Arc::new(Counters::default());
     let c = Arc::new(TestClient::new(
-        builder(&counters, TestClock::new()).build().unwrap(),
+        builder(&counters, ManualClock::new()).build().unwrap(),
     ));
     let state = first_leg(&c, "transfer").await;
     let (task, cancel) = abandonable(&c, "transfer", yes(), &state);
@@ -94,7 +94,7 @@ async fn a_guarded_leg_abandoned_after_its_effect_finishes_and_its_outcome_is_se
 #[tokio::test]
 async fn a_failure_after_the_effect_is_the_outcome_every_duplicate_gets() {
     let counters = Arc::new(Counters::default());
-    let c = TestClient::new(builder(&counters, TestClock::new()).build().unwrap());
+    let c = TestClient::new(builder(&counters, ManualClock::new()).build().unwrap());
     let state = first_leg(&c, "transfer_failing").await;
     counters.release_audit.notify_one();
     let first = retry(&c, "transfer_failing", yes(), &state).await;
@@ -115,7 +115,7 @@ async fn a_duplicate_while_the_first_runs_waits_for_its_outcome() {
     let counters = Arc::new(Counters::default());
     let store = Partitioned::new(ManualClock::new());
     let c = Arc::new(TestClient::new(
-        builder(&counters, TestClock::new())
+        builder(&counters, ManualClock::new())
             .replay_store(store.clone())
             .build()
             .unwrap(),
@@ -179,7 +179,7 @@ async fn a_run_past_its_deadline_is_stopped_and_reads_outcome_unknown() {
 #[tokio::test]
 async fn a_run_that_panics_reads_outcome_unknown_for_its_duplicates() {
     let counters = Arc::new(Counters::default());
-    let c = TestClient::new(builder(&counters, TestClock::new()).build().unwrap());
+    let c = TestClient::new(builder(&counters, ManualClock::new()).build().unwrap());
     let state = first_leg(&c, "boom").await;
     let first = retry(&c, "boom", go(), &state).await;
     assert_eq!(first.error_code(), Some(code::INTERNAL_ERROR));
@@ -249,7 +249,7 @@ async fn a_claim_whose_owner_died_reads_outcome_unknown_on_another_replica() {
     let store = Partitioned::new(clock.clone());
     let limits = CallLimits::default().lease(Duration::from_millis(30));
     let replica = |counters: &Arc<Counters>| {
-        builder(counters, TestClock::new())
+        builder(counters, ManualClock::new())
             .replay_store(store.clone())
             .call_limits(limits)
             .multi_instance()
@@ -339,7 +339,7 @@ async fn prompts_and_resources_are_guarded_like_tools() {
 #[tokio::test]
 async fn refusals_before_the_claim_leave_no_record() {
     let counters = Arc::new(Counters::default());
-    let c = TestClient::new(builder(&counters, TestClock::new()).build().unwrap());
+    let c = TestClient::new(builder(&counters, ManualClock::new()).build().unwrap());
     let state = first_leg(&c, "transfer").await;
     // A wrong-kind answer is refused before the claim…
     let bad = json!({"confirm": {"roots": []}});
@@ -356,7 +356,7 @@ async fn a_full_store_refuses_new_claims_with_its_own_code() {
     let counters = Arc::new(Counters::default());
     // One server, one store, two callers: the anonymous one fills its
     // share, alice's is untouched.
-    let server = builder(&counters, TestClock::new())
+    let server = builder(&counters, ManualClock::new())
         .replay_store_limits(StoreLimits::default().per_anonymous_bytes(300))
         .build()
         .unwrap();
@@ -388,7 +388,7 @@ async fn a_full_store_refuses_new_claims_with_its_own_code() {
 #[test]
 fn multi_instance_refuses_a_store_only_one_process_sees() {
     let counters = Arc::new(Counters::default());
-    let err = builder(&counters, TestClock::new())
+    let err = builder(&counters, ManualClock::new())
         .multi_instance()
         .build()
         .unwrap_err();

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -11,41 +11,14 @@ use tern_protocol::sampling::{CreateMessageRequestParams, SamplingMessage};
 use tern_protocol::tool::Tool;
 use tern_server::testing::TestClient;
 use tern_server::{
-    Answer, Args, Clock, CompletionDef, Ctx, Elicit, KeyRing, PromptDef, ResourceDef,
-    ResourceTemplateDef, Server, ServerBuilder, ToolDef, ToolError, Uri,
+    Answer, Args, CompletionDef, Ctx, Elicit, KeyRing, PromptDef, ResourceDef, ResourceTemplateDef,
+    Server, ServerBuilder, ToolDef, ToolError,
 };
+pub use tern_test_support::mrtr::{Color, Name, Who};
+use tern_test_support::mrtr::{ask_prompt, ask_resource, batch, login, roots, sample, until_valid};
 
-/// A clock tests move by hand.
-#[derive(Debug)]
-pub struct TestClock(AtomicU64);
-
-impl TestClock {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self(AtomicU64::new(1_800_000_000)))
-    }
-
-    pub fn advance(&self, by: Duration) {
-        self.0.fetch_add(by.as_secs(), Ordering::SeqCst);
-    }
-}
-
-impl Clock for TestClock {
-    fn now(&self) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(self.0.load(Ordering::SeqCst))
-    }
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct Name {
-    /// Your name
-    pub name: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct Color {
-    /// Favourite colour
-    pub color: String,
-}
+/// The clock tests move by hand: the one the store contract suites use.
+pub use tern_server::testing::ManualClock;
 
 #[derive(Deserialize, JsonSchema)]
 pub struct Confirm {
@@ -56,11 +29,6 @@ pub struct Confirm {
 #[allow(dead_code, reason = "only its schema is used")]
 pub struct Nested {
     pub inner: Name,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct Who {
-    pub who: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -183,17 +151,6 @@ async fn greet_unbound(ctx: Ctx) -> Result<String, ToolError> {
         Answer::Accept(Name { name }) => Ok(format!("Hello, {name}!")),
         _ => Ok("no name".into()),
     }
-}
-
-async fn batch(ctx: Ctx) -> Result<String, ToolError> {
-    let (name, color) = tokio::join!(
-        ctx.ask(Elicit::<Name>::form("Name?").key("name")),
-        ctx.ask(Elicit::<Color>::form("Colour?").key("color")),
-    );
-    let (Answer::Accept(Name { name }), Answer::Accept(Color { color })) = (name?, color?) else {
-        return Ok("incomplete".into());
-    };
-    Ok(format!("{name} likes {color}"))
 }
 
 async fn ask_all(ctx: Ctx) -> Result<String, ToolError> {
@@ -330,29 +287,6 @@ async fn guarded_read(ctx: Ctx, counters: Arc<Counters>) -> Result<String, ToolE
     Ok(format!("read #{n} for {name}"))
 }
 
-async fn login(ctx: Ctx) -> Result<String, ToolError> {
-    match ctx
-        .ask(Elicit::url("Sign in", "https://example.com/login?flow=1").key("login"))
-        .await?
-    {
-        Answer::Accept(()) => Ok("consented".into()),
-        Answer::Decline => Ok("declined".into()),
-        Answer::Cancel => Ok("cancelled".into()),
-    }
-}
-
-#[allow(deprecated, reason = "sampling is deprecated and still supported")]
-async fn sample(ctx: Ctx) -> Result<String, ToolError> {
-    let reply = ctx
-        .ask(tern_server::Sample::text("Capital of France?", 50).key("capital"))
-        .await?;
-    Ok(format!(
-        "{}: {}",
-        reply.model,
-        reply.text().unwrap_or_default()
-    ))
-}
-
 #[allow(deprecated, reason = "sampling is deprecated and still supported")]
 async fn sample_tools(ctx: Ctx) -> Result<String, ToolError> {
     let params = CreateMessageRequestParams {
@@ -365,16 +299,6 @@ async fn sample_tools(ctx: Ctx) -> Result<String, ToolError> {
         .ask(tern_server::Sample::new(params).key("weather"))
         .await?;
     Ok(reply.model)
-}
-
-#[allow(deprecated, reason = "roots are deprecated and still supported")]
-async fn roots(ctx: Ctx) -> Result<String, ToolError> {
-    let roots = ctx.ask(tern_server::ListRoots::new().key("roots")).await?;
-    Ok(roots
-        .iter()
-        .map(|r| r.uri.as_str())
-        .collect::<Vec<_>>()
-        .join(","))
 }
 
 async fn fallback(ctx: Ctx) -> Result<String, ToolError> {
@@ -517,20 +441,6 @@ async fn later(counters: Arc<Counters>) -> Result<String, ToolError> {
     }
 }
 
-async fn until_valid(ctx: Ctx) -> Result<String, ToolError> {
-    loop {
-        let Answer::Accept(Name { name }) = ctx
-            .ask(Elicit::<Name>::form("A name of 3 letters or more?").key("name"))
-            .await?
-        else {
-            return Ok("none".into());
-        };
-        if name.len() >= 3 {
-            return Ok(name);
-        }
-    }
-}
-
 #[derive(Deserialize, JsonSchema)]
 pub struct Id {
     pub id: u64,
@@ -562,26 +472,6 @@ async fn failing() -> Result<String, ToolError> {
     Err(ToolError::new("the backend is down"))
 }
 
-async fn ask_prompt(ctx: Ctx, Args(w): Args<Who>) -> Result<String, ToolError> {
-    let Answer::Accept(Color { color }) = ctx
-        .ask(Elicit::<Color>::form("Colour?").key("color"))
-        .await?
-    else {
-        return Ok(format!("{} has no colour", w.who));
-    };
-    Ok(format!("{} likes {color}", w.who))
-}
-
-async fn ask_resource(ctx: Ctx, Uri(uri): Uri) -> Result<String, ToolError> {
-    let Answer::Accept(Name { name }) = ctx
-        .ask(Elicit::<Name>::form("Reader?").key("reader"))
-        .await?
-    else {
-        return Ok("anonymous".into());
-    };
-    Ok(format!("{uri} for {name}"))
-}
-
 async fn item(Args(i): Args<ItemId>) -> ResourceContents {
     ResourceContents::Text(tern_protocol::content::TextResourceContents::new(
         format!("res://item/{}", i.id),
@@ -596,7 +486,7 @@ pub struct ItemId {
 
 /// The fixture server's builder (keys fixed, clock injected).
 #[allow(clippy::too_many_lines, reason = "one registration per fixture tool")]
-pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder {
+pub fn builder(counters: &Arc<Counters>, clock: Arc<ManualClock>) -> ServerBuilder {
     let c = Arc::clone(counters);
     let greet_tool = move |ctx: Ctx| greet(ctx, Arc::clone(&c));
     let c = Arc::clone(counters);
@@ -780,9 +670,9 @@ pub fn builder(counters: &Arc<Counters>, clock: Arc<TestClock>) -> ServerBuilder
 }
 
 /// A client of a fresh fixture server.
-pub fn client() -> (TestClient, Arc<Counters>, Arc<TestClock>) {
+pub fn client() -> (TestClient, Arc<Counters>, Arc<ManualClock>) {
     let counters = Arc::new(Counters::default());
-    let clock = TestClock::new();
+    let clock = ManualClock::new();
     let server = builder(&counters, Arc::clone(&clock)).build().unwrap();
     (TestClient::new(server), counters, clock)
 }

@@ -12,7 +12,7 @@ use tern_server::{Principal, Server, ToolDef};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::fixture::{Counters, TestClock, builder};
+use crate::fixture::{Counters, ManualClock, builder};
 
 struct Endpoint {
     port: u16,
@@ -22,7 +22,7 @@ struct Endpoint {
 
 async fn start(configure: impl FnOnce(Http) -> Http) -> Endpoint {
     let counters = Arc::new(Counters::default());
-    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let server = builder(&counters, ManualClock::new()).build().unwrap();
     let mut e = start_server(server, configure).await;
     e.counters = counters;
     e
@@ -1054,7 +1054,7 @@ async fn handlers_see_the_token_only_when_asked() {
     ];
     for (exposure, expected) in cases {
         let counters = Arc::new(Counters::default());
-        let server = builder(&counters, TestClock::new())
+        let server = builder(&counters, ManualClock::new())
             .tool(ToolDef::new(
                 "whoami",
                 "The caller's token",
@@ -1095,7 +1095,7 @@ async fn a_durable_handler_that_read_the_access_token_is_not_recoverable() {
     use tern_server::task::TaskStore as _;
     let counters = Arc::new(Counters::default());
     let store = Arc::new(tern_server::task::MemoryTaskStore::new());
-    let server = builder(&counters, TestClock::new())
+    let server = builder(&counters, ManualClock::new())
         .task_store(Arc::clone(&store) as Arc<dyn tern_server::task::TaskStore>)
         .tool(
             ToolDef::new("reads_token", "", |ctx: tern_server::Ctx| async move {

@@ -18,7 +18,7 @@ use tern_server::transport::stdio::{StdioOptions, serve};
 use tern_server::{Answer, Args, Ctx, Elicit, Principal, PromptDef, Server, ToolDef, ToolError};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
-use crate::fixture::{Counters, Name, TestClock, TwoTokens, Who, builder};
+use crate::fixture::{Counters, ManualClock, Name, TwoTokens, Who, builder};
 
 /// What the scripted client answers to one server-to-client request: the
 /// `result` / `error` members, or `None` to leave it unanswered.
@@ -352,7 +352,7 @@ impl Session<'_> {
 }
 
 fn fixture() -> Server {
-    builder(&Arc::new(Counters::default()), TestClock::new())
+    builder(&Arc::new(Counters::default()), ManualClock::new())
         .build()
         .unwrap()
 }
@@ -714,7 +714,7 @@ async fn modern_only_methods_and_tasks_are_not_on_a_legacy_session() {
 
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_question_times_out_and_is_cancelled() {
-    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+    let server = builder(&Arc::new(Counters::default()), ManualClock::new())
         .legacy(LegacyOptions::default().question_timeout(Duration::from_secs(30)))
         .build()
         .unwrap();
@@ -753,7 +753,7 @@ async fn an_unanswered_question_times_out_and_is_cancelled() {
 
 #[tokio::test(start_paused = true)]
 async fn no_request_reaches_the_client_before_initialized() {
-    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+    let server = builder(&Arc::new(Counters::default()), ManualClock::new())
         .legacy(LegacyOptions::default().question_timeout(Duration::from_secs(30)))
         .build()
         .unwrap();
@@ -1021,7 +1021,7 @@ async fn sessions_are_bound_to_their_principal() {
 
 #[tokio::test]
 async fn sessions_are_bounded_in_number() {
-    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+    let server = builder(&Arc::new(Counters::default()), ManualClock::new())
         .legacy(LegacyOptions::default().max_sessions(2))
         .build()
         .unwrap();
@@ -1046,7 +1046,7 @@ async fn sessions_are_bounded_in_number() {
 
 #[tokio::test(start_paused = true)]
 async fn idle_sessions_expire() {
-    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+    let server = builder(&Arc::new(Counters::default()), ManualClock::new())
         .legacy(LegacyOptions::default().session_idle(Duration::from_secs(60)))
         .build()
         .unwrap();
@@ -1146,7 +1146,7 @@ async fn both_eras_on_one_endpoint_routing_row_by_row() {
 #[tokio::test]
 async fn a_modern_only_server_refuses_initialize_on_both_transports() {
     let server = || {
-        builder(&Arc::new(Counters::default()), TestClock::new())
+        builder(&Arc::new(Counters::default()), ManualClock::new())
             .modern_only()
             .build()
             .unwrap()
@@ -1296,7 +1296,7 @@ async fn results_follow_the_schema_of_the_negotiated_version() {
 }
 
 fn pinging(interval: Duration) -> Server {
-    builder(&Arc::new(Counters::default()), TestClock::new())
+    builder(&Arc::new(Counters::default()), ManualClock::new())
         .legacy(LegacyOptions::default().ping_interval(interval))
         .build()
         .unwrap()
@@ -1409,7 +1409,7 @@ async fn without_a_ping_interval_the_server_sends_no_ping() {
 #[tokio::test]
 async fn a_legacy_session_is_held_to_per_tool_scopes() {
     let counters = Arc::new(Counters::default());
-    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let server = builder(&counters, ManualClock::new()).build().unwrap();
     let resource = tern_server::auth::ResourceServer::new(
         "http://127.0.0.1/mcp",
         "https://as.example",
@@ -1470,7 +1470,7 @@ async fn a_legacy_session_is_held_to_per_tool_scopes() {
 /// (under `token_in_context`), the raw token left out.
 #[tokio::test]
 async fn a_legacy_session_handler_sees_the_token_when_asked() {
-    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+    let server = builder(&Arc::new(Counters::default()), ManualClock::new())
         .tool(ToolDef::new(
             "whoami",
             "The caller's token",
@@ -1515,7 +1515,7 @@ async fn a_legacy_session_handler_sees_the_token_when_asked() {
 #[tokio::test]
 async fn a_repeated_member_on_a_legacy_session_is_refused_not_read_last_wins() {
     let counters = Arc::new(Counters::default());
-    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let server = builder(&counters, ManualClock::new()).build().unwrap();
     let resource = tern_server::auth::ResourceServer::new(
         "http://127.0.0.1/mcp",
         "https://as.example",
@@ -1641,7 +1641,7 @@ fn ping(id: i64) -> Value {
 /// caller's 1,024 initializes held the table for 30 minutes.
 #[tokio::test]
 async fn a_caller_at_its_session_share_ends_its_own_oldest_session() {
-    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+    let server = builder(&Arc::new(Counters::default()), ManualClock::new())
         .legacy(
             LegacyOptions::default()
                 .max_sessions(4)
@@ -1674,7 +1674,7 @@ async fn a_caller_at_its_session_share_ends_its_own_oldest_session() {
 /// legacy GETs took no slot and four addresses took every request slot.
 #[tokio::test]
 async fn legacy_get_streams_take_a_slot_of_the_callers_stream_share() {
-    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+    let server = builder(&Arc::new(Counters::default()), ManualClock::new())
         .build()
         .unwrap();
     let http = named_endpoint(server, |h| h.max_streams_per_caller(2)).await;
@@ -1726,7 +1726,7 @@ async fn legacy_get_streams_take_a_slot_of_the_callers_stream_share() {
 /// stream: after 1,000 GETs, the last still open, one listens.
 #[tokio::test]
 async fn a_thousand_gets_leave_one_change_forwarder() {
-    let server = builder(&Arc::new(Counters::default()), TestClock::new())
+    let server = builder(&Arc::new(Counters::default()), ManualClock::new())
         .build()
         .unwrap();
     let changes = server.changes().clone();

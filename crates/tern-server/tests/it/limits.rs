@@ -14,7 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
-use crate::fixture::{Counters, TestClock, builder};
+use crate::fixture::{Counters, ManualClock, builder};
 
 struct Running {
     port: u16,
@@ -39,7 +39,7 @@ async fn start_as(
     options: ServeOptions,
 ) -> Running {
     let counters = Arc::new(Counters::default());
-    let server = configure(builder(&counters, TestClock::new()))
+    let server = configure(builder(&counters, ManualClock::new()))
         .build()
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

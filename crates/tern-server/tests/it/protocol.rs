@@ -29,7 +29,7 @@ async fn discover_derives_capabilities_and_stamps_server_info() {
 #[tokio::test]
 async fn lists_are_cacheable_paginated_and_stable() {
     let counters = std::sync::Arc::new(crate::fixture::Counters::default());
-    let server = crate::fixture::builder(&counters, crate::fixture::TestClock::new())
+    let server = crate::fixture::builder(&counters, crate::fixture::ManualClock::new())
         .page_size(5)
         .build()
         .unwrap();
@@ -241,7 +241,8 @@ async fn resources_templates_prompts_and_completion() {
     let prompts = c.send("prompts/list", json!({})).await.outcome.unwrap();
     assert_eq!(
         prompts["prompts"][0]["arguments"],
-        json!([{"name": "who", "required": true}])
+        // The argument's doc comment is its description.
+        json!([{"name": "who", "description": "Who the prompt is for.", "required": true}])
     );
     let done = c
         .send("completion/complete", json!({"ref": {"type": "ref/prompt", "name": "ask_prompt"}, "argument": {"name": "who", "value": "b"}}))

@@ -21,7 +21,7 @@ use tern_server::{
     ToolDef, ToolError,
 };
 
-use crate::fixture::TestClock;
+use crate::fixture::ManualClock;
 
 #[derive(Deserialize, JsonSchema)]
 struct Name {
@@ -189,8 +189,8 @@ impl Relay for ToUpstream {
     }
 }
 
-fn gateway(relay: Arc<ToUpstream>) -> (TestClient, Arc<TestClock>) {
-    let clock = TestClock::new();
+fn gateway(relay: Arc<ToUpstream>) -> (TestClient, Arc<ManualClock>) {
+    let clock = ManualClock::new();
     let server = Server::builder("gateway", "2")
         .keys(KeyRing::generate())
         .clock(clock.clone())
@@ -378,7 +378,7 @@ async fn a_relay_state_is_bound_as_the_engines_own() {
     // Nothing refused reached the upstream.
     assert_eq!(relay.sent().len(), 1);
     // Past its expiry.
-    clock.advance(Duration::from_secs(601));
+    clock.tick(Duration::from_secs(601));
     refused(
         &client
             .retry_tool("up__ask_name", json!({}), answers, Some(&state))

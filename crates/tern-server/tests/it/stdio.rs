@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tern_server::transport::stdio::{StdioOptions, serve};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
-use crate::fixture::{Counters, TestClock, builder};
+use crate::fixture::{Counters, ManualClock, builder};
 
 struct Pipe {
     server_handle: tern_server::Server,
@@ -19,7 +19,7 @@ struct Pipe {
 
 fn start(options: StdioOptions) -> (Pipe, Arc<Counters>) {
     let counters = Arc::new(Counters::default());
-    let server = builder(&counters, TestClock::new()).build().unwrap();
+    let server = builder(&counters, ManualClock::new()).build().unwrap();
     let (input, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, output) = tokio::io::duplex(1 << 16);
     let server_handle = server.clone();
@@ -381,7 +381,7 @@ async fn overload_is_answered_32603_with_a_retry_hint() {
 #[tokio::test]
 async fn a_listen_over_the_cap_is_32603_with_a_retry_hint_over_stdio() {
     let counters = Arc::new(Counters::default());
-    let server = builder(&counters, TestClock::new())
+    let server = builder(&counters, ManualClock::new())
         .max_listens(1)
         .build()
         .unwrap();
