@@ -46,13 +46,19 @@ pub(super) async fn listen(
     let mut subscription = d
         .wait("subscriptions/listen", d.client.listen(filter))
         .await?;
+    // One Ctrl-C future for the whole listen: tokio delivers a SIGINT only
+    // to a `ctrl_c` future already polled, so one made anew each turn missed
+    // a Ctrl-C that came while a notification was being printed (and the
+    // listen went on).
+    let stop = interrupt();
+    tokio::pin!(stop);
     loop {
         let next = tokio::select! {
             n = subscription.next() => n,
             // Ctrl-C is how a listen ends: dropping the stream ends the
             // subscription on the wire (a closed HTTP stream, or
             // notifications/cancelled over stdio).
-            () = interrupt() => {
+            () = &mut stop => {
                 crate::terminal::restore();
                 eprintln!("tern: stopped listening");
                 return Ok(EXIT_OK);
