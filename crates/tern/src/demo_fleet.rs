@@ -163,8 +163,9 @@ async fn readiness(
     )
 }
 
-/// `SIGINT` or `SIGTERM`.
-async fn stop_signal() {
+/// `SIGINT` or `SIGTERM`: what stops a served process (a terminal's Ctrl-C,
+/// or a supervisor's stop).
+pub async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

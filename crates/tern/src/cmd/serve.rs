@@ -337,8 +337,18 @@ pub(crate) fn command(served: Served) -> ExitCode {
                             "tern: serving the demo at http://{}/mcp",
                             listener.local_addr()?
                         );
-                        let shutdown = async {
-                            let _ = tokio::signal::ctrl_c().await;
+                        // As in fleet mode: open subscriptions get their
+                        // closing result, and the tasks this process runs
+                        // are stopped cleanly (durable ones handed off for
+                        // the next start on the same --tasks file) rather
+                        // than left to their leases.
+                        let shutdown = {
+                            let server = demo_server.clone();
+                            async move {
+                                tern::demo_fleet::stop_signal().await;
+                                server.shutdown();
+                                server.stop_tasks().await;
+                            }
                         };
                         let options = access.serve_options();
                         let endpoint = access.apply(Http::new(demo_server), listener.local_addr()?);

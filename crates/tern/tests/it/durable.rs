@@ -173,6 +173,36 @@ async fn sqlite_a_server_killed_mid_import_and_started_again_finishes_it_each_ba
 }
 
 #[tokio::test]
+async fn sqlite_a_server_stopped_with_sigterm_hands_the_task_to_its_next_start() {
+    let mut host = Host::start("durable-sigterm", &[]).await;
+    let id = host
+        .create(json!({"rows": 60, "pause_after_batch": 1}))
+        .await;
+    host.until(&id, Duration::from_secs(20), |t| {
+        t["statusMessage"] == "paused after batch 1"
+    })
+    .await;
+    // SIGTERM: the process stops its tasks cleanly and exits by itself.
+    host.server.signal("TERM").await;
+    let status = host.server.exited(Duration::from_secs(20)).await;
+    assert!(status.success(), "{status}\n{}", host.server.log_text());
+    host.server.restart().await;
+    // Handed off, not failed: the next start takes the task and runs on.
+    let asking = host
+        .until(&id, recovered_within(), |t| {
+            status_is(t, "input_required") || terminal(t)
+        })
+        .await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    host.answer_skip(&id, &asking).await;
+    let done = host.until(&id, recovered_within(), terminal).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let imports = host.imports(&id).await;
+    assert_eq!(imports.len(), 7, "each batch and the commit once: {imports:?}");
+    assert_eq!(imports[6], "commit 58 rows");
+}
+
+#[tokio::test]
 async fn sqlite_a_server_killed_inside_the_commit_leaves_the_task_failed_naming_the_step() {
     let mut host = Host::start("durable-commit", &[]).await;
     let id = host

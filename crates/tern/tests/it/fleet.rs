@@ -170,7 +170,23 @@ impl Replica {
         }
     }
 
-    /// Starts it again on the same port.
+    /// Waits for the process to exit on its own (after a signal), at most
+    /// `within`; its exit status.
+    pub async fn exited(&mut self, within: Duration) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        match tokio::time::timeout(within, child.wait()).await {
+            Ok(status) => status.unwrap(),
+            Err(_) => {
+                let _ = child.kill().await;
+                panic!(
+                    "the server did not exit within {within:?}\n{}",
+                    self.log_text()
+                );
+            }
+        }
+    }
+
+    /// Starts it again on the same port (killing it first if it runs).
     pub async fn restart(&mut self) {
         self.kill().await;
         self.spawn().await;
