@@ -343,11 +343,11 @@ pub(crate) fn command(served: Served) -> ExitCode {
                         // the next start on the same --tasks file) rather
                         // than left to their leases.
                         let shutdown = {
-                            let server = demo_server.clone();
+                            let stopping = demo_server.clone();
                             async move {
                                 tern::demo_fleet::stop_signal().await;
-                                server.shutdown();
-                                server.stop_tasks().await;
+                                stopping.shutdown();
+                                stopping.stop_tasks().await;
                             }
                         };
                         let options = access.serve_options();
