@@ -198,7 +198,11 @@ async fn sqlite_a_server_stopped_with_sigterm_hands_the_task_to_its_next_start()
     let done = host.until(&id, recovered_within(), terminal).await;
     assert_eq!(done["status"], "completed", "{done}");
     let imports = host.imports(&id).await;
-    assert_eq!(imports.len(), 7, "each batch and the commit once: {imports:?}");
+    assert_eq!(
+        imports.len(),
+        7,
+        "each batch and the commit once: {imports:?}"
+    );
     assert_eq!(imports[6], "commit 58 rows");
 }
 

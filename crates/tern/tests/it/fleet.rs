@@ -174,16 +174,14 @@ impl Replica {
     /// `within`; its exit status.
     pub async fn exited(&mut self, within: Duration) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("running");
-        match tokio::time::timeout(within, child.wait()).await {
-            Ok(status) => status.unwrap(),
-            Err(_) => {
-                let _ = child.kill().await;
-                panic!(
-                    "the server did not exit within {within:?}\n{}",
-                    self.log_text()
-                );
-            }
+        if let Ok(status) = tokio::time::timeout(within, child.wait()).await {
+            return status.unwrap();
         }
+        let _ = child.kill().await;
+        panic!(
+            "the server did not exit within {within:?}\n{}",
+            self.log_text()
+        );
     }
 
     /// Starts it again on the same port (killing it first if it runs).
