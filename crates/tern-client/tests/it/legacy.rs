@@ -521,3 +521,128 @@ async fn a_listen_on_a_2025_http_session_hears_the_updates_of_its_subscription()
     );
     c.close().await;
 }
+
+/// What a restartable 2025 endpoint saw: each request's method (`GET` for a
+/// standalone stream) and the session it named.
+type Seen = Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
+/// tern's server with its modern wire refused, behind a switch that swaps
+/// in a new server (a restart: every session is gone, so the client's next
+/// request gets 404).
+async fn restartable_legacy_endpoint() -> (String, Seen, impl Fn()) {
+    type Mcp = tern_server::transport::http::McpService;
+    let current: Arc<std::sync::Mutex<Mcp>> = Arc::new(std::sync::Mutex::new(
+        Http::new(crate::server::build()).into_service(),
+    ));
+    let seen: Seen = Arc::default();
+    let (now, record) = (Arc::clone(&current), Arc::clone(&seen));
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::any(move |request: Request<Body>| {
+            let mut mcp = now.lock().unwrap().clone();
+            let record = Arc::clone(&record);
+            async move {
+                if request
+                    .headers()
+                    .get("mcp-protocol-version")
+                    .is_some_and(|v| v == "2026-07-28")
+                {
+                    let refusal = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Bad Request: Server not initialized"}});
+                    let mut response = Response::new(Body::from(refusal.to_string()));
+                    *response.status_mut() = StatusCode::BAD_REQUEST;
+                    return Ok::<_, Infallible>(response);
+                }
+                let session = request
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let (parts, body) = request.into_parts();
+                let bytes = http_body_util::BodyExt::collect(body)
+                    .await
+                    .unwrap()
+                    .to_bytes();
+                let method = if parts.method == http::Method::GET {
+                    "GET".to_owned()
+                } else {
+                    serde_json::from_slice::<serde_json::Value>(&bytes)
+                        .ok()
+                        .and_then(|b| b["method"].as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                };
+                record.lock().unwrap().push((method, session));
+                tower::Service::call(&mut mcp, Request::from_parts(parts, Body::from(bytes))).await
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let restart = move || {
+        *current.lock().unwrap() = Http::new(crate::server::build()).into_service();
+    };
+    (format!("http://127.0.0.1:{port}/mcp"), seen, restart)
+}
+
+/// The first session a standalone `GET` named other than `not`, waiting at
+/// most 10 s for one.
+async fn standalone_stream(seen: &Seen, not: Option<&str>) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let found = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == "GET")
+            .filter_map(|(_, s)| s.clone())
+            .find(|s| Some(s.as_str()) != not);
+        if let Some(session) = found {
+            return session;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no standalone stream (other than {not:?}): {:?}",
+            seen.lock().unwrap()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_http_session_gone_after_a_restart_is_opened_again_with_its_standalone_stream() {
+    let (url, seen, restart) = restartable_legacy_endpoint().await;
+    let transport = Arc::new(DualEra::http(&url).unwrap());
+    let c = client(Shared(Arc::clone(&transport)));
+    assert_eq!(
+        c.call_tool("greet", None).await.unwrap().content[0].as_text(),
+        Some("Hello, Ada!")
+    );
+    let first = standalone_stream(&seen, None).await;
+    restart();
+    // The old session is unknown now: 404, a new initialize, the call again.
+    assert_eq!(
+        c.call_tool("batch", None).await.unwrap().content[0].as_text(),
+        Some("Ada likes blue")
+    );
+    let second = standalone_stream(&seen, Some(&first)).await;
+    let log = seen.lock().unwrap().clone();
+    let inits: Vec<_> = log.iter().filter(|(m, _)| m == "initialize").collect();
+    assert_eq!(inits.len(), 2, "one initialize per session: {log:?}");
+    // greet under the first session; batch refused under it (404), then
+    // sent again under the second.
+    let batches: Vec<_> = log
+        .iter()
+        .filter(|(m, _)| m == "tools/call")
+        .map(|(_, s)| s.clone())
+        .collect();
+    assert_eq!(
+        batches,
+        [
+            Some(first.clone()),
+            Some(first.clone()),
+            Some(second.clone())
+        ],
+        "{log:?}"
+    );
+    c.close().await;
+}
