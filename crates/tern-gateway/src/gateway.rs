@@ -14,7 +14,7 @@ use tern_protocol::{
     ClientCapabilities, Implementation, InputRequests, ServerNotification, method,
 };
 use tern_server::relay::{ListKind, ListPage, ListRequest, Relay, RelayLeg, RelayOutcome};
-use tern_server::replay::{BoxFuture, MemoryReplayStore, ReplayStore, Scope};
+use tern_server::replay::{BoxFuture, MemoryReplayStore, RecordKey, ReplayStore, Scope};
 use tern_server::{Changes, ServerBuilder};
 
 use crate::catalogue::{Catalogue, Strictness};
@@ -614,14 +614,29 @@ impl Gateway {
         let Some((upstream, id, routing)) = guarded else {
             return self.send_leg(leg).await;
         };
-        // Refused before it is sent: no record, a later retry may go.
-        if let Some(e) = upstream.unavailable_now() {
-            return Err(e);
-        }
         let scope = match leg.ctx.principal().id() {
             Some(id) => Scope::principal(id),
             None => Scope::anonymous("tern-gateway"),
         };
+        // Refused before it is sent when the upstream is down: no record, a
+        // later retry may go. A round already claimed is answered from its
+        // record whatever the upstream's state (a duplicate of a leg lost
+        // with its upstream is "outcome unknown", not "try again").
+        if let Some(e) = upstream.unavailable_now() {
+            let record = RecordKey::new(id, scope.clone());
+            let claimed = self
+                .inner
+                .options
+                .replay
+                .status(&record)
+                .await
+                .ok()
+                .flatten()
+                .is_some();
+            if !claimed {
+                return Err(e);
+            }
+        }
         let lease = upstream.config().timeout + std::time::Duration::from_secs(10);
         let gateway = self.clone();
         dedupe::once(

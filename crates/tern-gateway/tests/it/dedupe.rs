@@ -89,19 +89,24 @@ async fn an_upstream_lost_after_the_leg_was_sent_is_outcome_unknown_never_a_seco
         "{:?}",
         lost.outcome
     );
+    let not_again = |duplicate: &tern_server::testing::Exchange| {
+        let error = duplicate.outcome.as_ref().unwrap_err();
+        assert_eq!(error.code, codes::OUTCOME_UNKNOWN, "{}", error.message);
+        assert!(
+            error.message.contains("will not be sent again"),
+            "{}",
+            error.message
+        );
+    };
+    // At once, while the upstream is down or starting again: answered from
+    // the record, not "unavailable, try again".
+    not_again(&bounded(c.retry_tool("a__effect_then_die", json!({}), go(), state)).await);
     // Restarted (a new process, which would refuse the old state with
     // -32602 if the retry reached it): the duplicate is not sent again.
     bounded(generations.wait_for(|_| gateway.upstreams()[0].is_up()))
         .await
         .unwrap();
-    let duplicate = bounded(c.retry_tool("a__effect_then_die", json!({}), go(), state)).await;
-    let error = duplicate.outcome.unwrap_err();
-    assert_eq!(error.code, codes::OUTCOME_UNKNOWN, "{}", error.message);
-    assert!(
-        error.message.contains("will not be sent again"),
-        "{}",
-        error.message
-    );
+    not_again(&bounded(c.retry_tool("a__effect_then_die", json!({}), go(), state)).await);
     gateway.close().await;
 }
 
