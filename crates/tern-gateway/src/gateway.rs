@@ -109,6 +109,8 @@ struct Inner {
     rebuilding: Mutex<()>,
     /// Counts the catalogue's rebuilds.
     generation: tokio::sync::watch::Sender<u64>,
+    /// What `subscriptions/listen` streams follow ([`crate::listen`]).
+    listens: Arc<crate::listen::Listens>,
 }
 
 /// A gateway in front of the upstreams of a [`GatewayConfig`]. Cheap to
@@ -166,6 +168,7 @@ impl Gateway {
                 changes: OnceLock::new(),
                 rebuilding: Mutex::new(()),
                 generation: tokio::sync::watch::Sender::new(0),
+                listens: Arc::default(),
             }),
         };
         let catalogue = gateway.build_catalogue(None, Strictness::Refuse)?;
@@ -176,6 +179,7 @@ impl Gateway {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(catalogue);
         for (upstream, watch) in gateway.slots().iter().zip(connected) {
             gateway.keep_up(upstream, watch);
+            gateway.listen_at(upstream);
         }
         Ok(gateway)
     }
@@ -193,6 +197,46 @@ impl Gateway {
         let this = self.clone();
         let changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || this.rebuild());
         tokio::spawn(Arc::clone(upstream).keep_up(watch, changed));
+    }
+
+    /// Keeps a listen stream open at `upstream` ([`crate::listen`]).
+    fn listen_at(&self, upstream: &Arc<Upstream>) {
+        let Some(index) = self.slots().iter().position(|u| Arc::ptr_eq(u, upstream)) else {
+            return;
+        };
+        let (gateway, again) = (self.clone(), Arc::clone(upstream));
+        let hooks = crate::listen::Hooks {
+            updated: Arc::new({
+                let gateway = self.clone();
+                move |uri| {
+                    if let Some(changes) = gateway.inner.changes.get() {
+                        changes.deliver(tern_server::Change::ResourceUpdated(uri));
+                    }
+                }
+            }),
+            lists_changed: Arc::new(move || {
+                let (gateway, upstream) = (gateway.clone(), Arc::clone(&again));
+                tokio::spawn(async move {
+                    match upstream.reread().await {
+                        Ok(()) => gateway.rebuild(),
+                        Err(e) => tracing::warn!(upstream = %upstream.name(), error = %e.message, "lists not read again"),
+                    }
+                });
+            }),
+            generations: self.generations(),
+        };
+        tokio::spawn(crate::listen::watch(
+            Arc::clone(&self.inner.listens),
+            index,
+            Arc::clone(upstream),
+            hooks,
+        ));
+    }
+
+    /// The resource URIs the upstreams acknowledged following for the
+    /// gateway's `subscriptions/listen` streams, as it changes.
+    pub fn following(&self) -> tokio::sync::watch::Receiver<std::collections::BTreeSet<String>> {
+        self.inner.listens.following()
     }
 
     /// Every slot, closed ones included, by index.
@@ -258,6 +302,7 @@ impl Gateway {
         }
         for (upstream, watch) in started.iter().zip(connected) {
             self.keep_up(upstream, watch);
+            self.listen_at(upstream);
         }
         self.rebuild();
     }
@@ -539,6 +584,10 @@ impl Relay for Gateway {
         true
     }
 
+    fn follow(&self, uris: &[String], _principal: &tern_server::Principal) -> Box<dyn std::any::Any + Send> {
+        crate::listen::follow(&self.inner.listens, &self.catalogue(), uris)
+    }
+
     fn relays_tasks(&self) -> bool {
         true
     }
@@ -612,7 +661,8 @@ impl Gateway {
                 .then(|| (Arc::clone(&upstream), id, routing.clone()))
         });
         let Some((upstream, id, routing)) = guarded else {
-            return self.send_leg(leg).await;
+            let ctx = leg.ctx.clone();
+            return crate::cancel::or_cancelled(&ctx, self.send_leg(leg)).await;
         };
         // Refused before it is sent: no record, a later retry may go.
         if let Some(e) = upstream.unavailable_now() {

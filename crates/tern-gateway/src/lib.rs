@@ -33,6 +33,7 @@
 //! # Ok(()) }
 //! ```
 
+mod cancel;
 pub mod catalogue;
 pub mod config;
 pub mod cursor;
@@ -40,6 +41,7 @@ pub mod dedupe;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod gateway;
+mod listen;
 pub mod upstream;
 
 pub use config::{GatewayConfig, UpstreamConfig};

@@ -600,6 +600,33 @@ impl Upstream {
         live.respond(answer);
     }
 
+    /// Sends `method` (a `subscriptions/listen`) with no timeout, its
+    /// notifications to `tell`, until it ends; dropping the future cancels
+    /// it upstream.
+    pub(crate) async fn stream(
+        &self,
+        method: &str,
+        mut params: Value,
+        tell: &(dyn Fn(ServerNotification) + Send + Sync),
+    ) -> Result<Value, ErrorObject> {
+        let Some(link) = lock(&self.link).clone().filter(|_| self.is_up()) else {
+            return Err(unavailable(&self.config.name, "not up", FIRST_BACKOFF));
+        };
+        params["_meta"] = self.meta(&ClientCapabilities::default());
+        self.send_with(&link, method, params, Vec::new(), Some(tell))
+            .await
+    }
+
+    /// Reads its lists again (it said one changed), on the link it has.
+    pub(crate) async fn reread(&self) -> Result<(), ErrorObject> {
+        let Some(link) = lock(&self.link).clone() else {
+            return Ok(());
+        };
+        let listed = self.read_lists(&link).await?;
+        *lock(&self.listed) = Some(Arc::new(listed));
+        Ok(())
+    }
+
     /// Stops it (a stdio child is asked to exit) for good.
     pub async fn close(&self) {
         self.closing.store(true, Ordering::SeqCst);

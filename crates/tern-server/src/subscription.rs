@@ -178,6 +178,12 @@ impl Server {
         filter.task_ids = self.followed_tasks(&params, &call.principal).await?;
         let meta = || Some(NotificationMeta::subscription(id.clone()));
         let mut changes = self.changes().subscribe();
+        // Relayed resources are followed at the servers that own them while
+        // this stream lives.
+        let _followed = self.registry().relay.as_ref().and_then(|relay| {
+            let uris = filter.resource_subscriptions.as_deref()?;
+            Some(relay.follow(uris, &call.principal))
+        });
         notifier.send(ServerNotification::SubscriptionsAcknowledged(
             SubscriptionsAcknowledgedNotificationParams {
                 notifications: filter.clone(),

@@ -4,11 +4,13 @@
 /// Lowest first.
 const FLOORS: &[&[&str]] = &[
     // Leaves: the file, the cursors, the claims of deduplicated retries.
-    &["config", "cursor", "dedupe"],
+    &["cancel", "config", "cursor", "dedupe"],
     // One upstream: its transport, lists and health.
     &["upstream"],
     // The merged catalogue.
     &["catalogue"],
+    // What `subscriptions/listen` streams follow at the upstreams.
+    &["listen"],
     // The gateway: the relay a tern server serves.
     &["gateway"],
     // Fleet mode: the gateway's options with Redis.

@@ -16,4 +16,5 @@ mod child;
 mod dedupe;
 mod gateway;
 mod layers;
+mod relayed;
 mod reload;

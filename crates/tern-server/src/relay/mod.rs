@@ -241,6 +241,16 @@ pub trait Relay: Send + Sync + 'static {
         ))))
     }
 
+    /// A `subscriptions/listen` stream opened that follows the resource
+    /// `uris` (the relayed resources' updates reach it when the relay hands
+    /// them to [`crate::Changes::deliver`]): the relay follows them at the
+    /// servers that own them for as long as the returned guard lives — it is
+    /// dropped when the stream ends. Default: nothing to follow.
+    fn follow(&self, uris: &[String], principal: &Principal) -> Box<dyn std::any::Any + Send> {
+        let _ = (uris, principal);
+        Box::new(())
+    }
+
     /// It answers `completion/complete` (the `completions` capability is
     /// then declared). Default: no.
     fn completes(&self) -> bool {
