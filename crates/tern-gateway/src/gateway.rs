@@ -17,6 +17,7 @@ use tern_server::relay::{ListKind, ListPage, ListRequest, Relay, RelayLeg, Relay
 use tern_server::replay::{BoxFuture, MemoryReplayStore, ReplayStore, Scope};
 use tern_server::{Changes, ServerBuilder};
 
+use crate::access;
 use crate::catalogue::{Catalogue, Strictness};
 use crate::config::GatewayConfig;
 use crate::cursor::Cursors;
@@ -42,6 +43,10 @@ pub struct GatewayOptions {
     /// Fleet mode: the lists do not vary per replica — a down upstream's
     /// entries (as it last listed them) stay listed, their calls fail fast.
     pub fleet: bool,
+    /// Where the grants of `"auth": "login"` upstreams are read (`tern
+    /// login`'s store for `tern gateway`); `None`: such an upstream is
+    /// down, saying so.
+    pub logins: Option<Arc<dyn tern_client::auth::TokenStore>>,
 }
 
 impl Default for GatewayOptions {
@@ -52,6 +57,7 @@ impl Default for GatewayOptions {
             page_size: DEFAULT_PAGE_SIZE,
             replay: Arc::new(MemoryReplayStore::default()),
             fleet: false,
+            logins: None,
         }
     }
 }
@@ -82,6 +88,13 @@ impl GatewayOptions {
     #[must_use]
     pub fn fleet(mut self, on: bool) -> Self {
         self.fleet = on;
+        self
+    }
+
+    /// Reads the grants of `"auth": "login"` upstreams from `store`.
+    #[must_use]
+    pub fn logins(mut self, store: Arc<dyn tern_client::auth::TokenStore>) -> Self {
+        self.logins = Some(store);
         self
     }
 
@@ -155,7 +168,12 @@ impl Gateway {
         let upstreams: Vec<Arc<Upstream>> = config
             .upstreams
             .iter()
-            .map(|c| Arc::new(Upstream::new(c.clone(), options.info.clone())))
+            .map(|c| {
+                Arc::new(
+                    Upstream::new(c.clone(), options.info.clone())
+                        .with_logins(options.logins.clone()),
+                )
+            })
             .collect();
         let connected = futures_join(&upstreams).await;
         let gateway = Self {
@@ -219,7 +237,9 @@ impl Gateway {
                 tokio::spawn(async move {
                     match upstream.reread().await {
                         Ok(()) => gateway.rebuild(),
-                        Err(e) => tracing::warn!(upstream = %upstream.name(), error = %e.message, "lists not read again"),
+                        Err(e) => {
+                            tracing::warn!(upstream = %upstream.name(), error = %e.message, "lists not read again")
+                        }
                     }
                 });
             }),
@@ -264,8 +284,10 @@ impl Gateway {
                 Some(next) if next == previous && !old[i].is_closed() => {}
                 Some(next) => {
                     old[i].close().await;
-                    let fresh =
-                        Arc::new(Upstream::new(next.clone(), self.inner.options.info.clone()));
+                    let fresh = Arc::new(
+                        Upstream::new(next.clone(), self.inner.options.info.clone())
+                            .with_logins(self.inner.options.logins.clone()),
+                    );
                     slots[i] = Arc::clone(&fresh);
                     configs[i] = next.clone();
                     started.push(fresh);
@@ -279,7 +301,10 @@ impl Gateway {
         }
         for next in &config.upstreams {
             if !old_configs.iter().any(|c| c.name == next.name) {
-                let fresh = Arc::new(Upstream::new(next.clone(), self.inner.options.info.clone()));
+                let fresh = Arc::new(
+                    Upstream::new(next.clone(), self.inner.options.info.clone())
+                        .with_logins(self.inner.options.logins.clone()),
+                );
                 slots.push(Arc::clone(&fresh));
                 configs.push(next.clone());
                 started.push(fresh);
@@ -541,13 +566,28 @@ impl Relay for Gateway {
         let catalogue = self.catalogue();
         let cursors = self.inner.options.cursors.clone();
         let page_size = self.inner.options.page_size;
+        let access: Vec<_> = self
+            .slots()
+            .iter()
+            .map(|u| u.config().access.clone())
+            .collect();
         Box::pin(async move {
+            let caller = access::Caller::new(&request.principal, request.access_token.as_deref());
+            let allowed = |i: usize| access.get(i).is_some_and(|a| caller.may(a));
+            let filtered = access.iter().any(|a| !a.is_open());
             let items: Vec<Value> = match kind {
                 ListKind::Tools => catalogue.tools.items.clone(),
                 ListKind::Prompts => catalogue.prompts.items.clone(),
                 ListKind::Resources => catalogue.resources.items.clone(),
-                _ => catalogue.templates.iter().map(|(t, _)| t.clone()).collect(),
+                _ => access::templates(&catalogue, &allowed),
             };
+            let items = if filtered && kind != ListKind::ResourceTemplates {
+                access::filter(&catalogue, kind, items, &allowed)
+            } else {
+                items
+            };
+            // A list that varies by caller is no shared cache's.
+            let private = catalogue.private || filtered;
             let start = match request.cursor.as_deref() {
                 None => 0,
                 Some(c) => cursors.decode(tag(kind), c)?.min(items.len()),
@@ -558,13 +598,13 @@ impl Relay for Gateway {
                 page = page.next_cursor(cursors.encode(tag(kind), end));
             }
             if let Some(ttl) = catalogue.ttl_ms {
-                let scope = if catalogue.private {
+                let scope = if private {
                     CacheScope::Private
                 } else {
                     CacheScope::Public
                 };
                 page = page.cache(ttl, scope);
-            } else if catalogue.private {
+            } else if private {
                 page = page.cache(0, CacheScope::Private);
             }
             Ok(page)
@@ -584,8 +624,27 @@ impl Relay for Gateway {
         true
     }
 
-    fn follow(&self, uris: &[String], _principal: &tern_server::Principal) -> Box<dyn std::any::Any + Send> {
-        crate::listen::follow(&self.inner.listens, &self.catalogue(), uris)
+    fn follow(
+        &self,
+        uris: &[String],
+        principal: &tern_server::Principal,
+        access_token: Option<&tern_server::auth::AccessToken>,
+    ) -> Box<dyn std::any::Any + Send> {
+        // Only what the caller may read is followed for it.
+        let caller = access::Caller::new(principal, access_token);
+        let catalogue = self.catalogue();
+        let slots = self.slots();
+        let uris: Vec<String> = uris
+            .iter()
+            .filter(|uri| {
+                catalogue
+                    .resource_upstream(uri)
+                    .and_then(|i| slots.get(i))
+                    .is_some_and(|u| caller.may(&u.config().access))
+            })
+            .cloned()
+            .collect();
+        crate::listen::follow(&self.inner.listens, &catalogue, &uris)
     }
 
     fn relays_tasks(&self) -> bool {
@@ -605,17 +664,21 @@ impl Relay for Gateway {
     fn complete(
         &self,
         params: Value,
-        _principal: tern_server::Principal,
+        principal: tern_server::Principal,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
         let gateway = self.clone();
-        Box::pin(async move { gateway.complete_for(params).await })
+        Box::pin(async move { gateway.complete_for(params, &principal).await })
     }
 }
 
 impl Gateway {
     /// `completion/complete`, routed by its reference: a prompt by its
     /// name, a resource template by the upstream that serves its URI.
-    async fn complete_for(&self, mut params: Value) -> Result<Value, ErrorObject> {
+    async fn complete_for(
+        &self,
+        mut params: Value,
+        principal: &tern_server::Principal,
+    ) -> Result<Value, ErrorObject> {
         let catalogue = self.catalogue();
         let reference = &params["ref"];
         let index = match reference["type"].as_str() {
@@ -639,6 +702,11 @@ impl Gateway {
             }
             _ => return Err(ErrorObject::invalid_params("Unknown reference type")),
         };
+        // Completion carries no token: a principal let in by name only.
+        let caller = access::Caller::new(principal, None);
+        if !caller.may(&self.slots()[index].config().access) {
+            return Err(ErrorObject::invalid_params("Unknown reference"));
+        }
         let capabilities = ClientCapabilities::default();
         self.slots()[index]
             .request(method::COMPLETION_COMPLETE, params, &capabilities)
@@ -717,6 +785,20 @@ impl Gateway {
         };
         let slots = self.slots();
         let upstream = &slots[index];
+        let caller = access::Caller::new(leg.ctx.principal(), leg.ctx.access_token());
+        if !caller.may(&upstream.config().access) {
+            // As for a name nobody has: the upstream is not revealed.
+            return Err(match leg.method {
+                method::TOOLS_CALL => {
+                    ErrorObject::invalid_params(format!("Unknown tool: {}", leg.target))
+                }
+                method::PROMPTS_GET => {
+                    ErrorObject::invalid_params(format!("Unknown prompt: {}", leg.target))
+                }
+                _ => ErrorObject::invalid_params("Resource not found")
+                    .with_data(json!({"uri": leg.target})),
+            });
+        }
         if let Some(routing) = &leg.routing {
             // The state was sealed for this target; it must still lead to
             // the upstream that issued it.

@@ -33,9 +33,11 @@
 //! # Ok(()) }
 //! ```
 
+mod access;
 mod cancel;
 pub mod catalogue;
 pub mod config;
+mod credentials;
 pub mod cursor;
 pub mod dedupe;
 #[cfg(feature = "fleet")]

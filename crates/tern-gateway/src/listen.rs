@@ -71,7 +71,9 @@ impl Listens {
     }
 
     fn wanted_at(&self, index: usize, uri: &str) -> bool {
-        lock(&self.wanted).get(uri).is_some_and(|(i, _)| *i == index)
+        lock(&self.wanted)
+            .get(uri)
+            .is_some_and(|(i, _)| *i == index)
     }
 
     fn set_acked(&self, index: usize, uris: Vec<String>) {

@@ -105,6 +105,8 @@ pub struct Upstream {
     permits: Option<Semaphore>,
     /// [`Self::close`] was called: no more restarts.
     closing: std::sync::atomic::AtomicBool,
+    /// `tern login`'s grants, for `"auth": "login"`.
+    logins: Option<Arc<dyn tern_client::auth::TokenStore>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -146,7 +148,38 @@ impl Upstream {
             ids: AtomicI64::new(1),
             permits,
             closing: std::sync::atomic::AtomicBool::new(false),
+            logins: None,
         }
+    }
+
+    /// Reads the grant of an `"auth": "login"` upstream from `store`.
+    #[must_use]
+    pub fn with_logins(mut self, store: Option<Arc<dyn tern_client::auth::TokenStore>>) -> Self {
+        self.logins = store;
+        self
+    }
+
+    /// The OAuth of an `"auth": "login"` upstream at `url` (its grant
+    /// checked now: none is an error saying to log in).
+    fn login(
+        &self,
+        url: &str,
+        tls: Option<&tern_client::tls::TlsOptions>,
+    ) -> Result<Option<tern_client::auth::OAuth>, String> {
+        if !self.config.login {
+            return Ok(None);
+        }
+        let store = self
+            .logins
+            .clone()
+            .ok_or("`auth: login` needs the gateway's login store")?;
+        let oauth = crate::credentials::login(url, store, tls).map_err(|e| e.to_string())?;
+        if !oauth.has_grant() {
+            return Err(format!(
+                "no login for {url}: run `tern login {url}` where the gateway runs"
+            ));
+        }
+        Ok(Some(oauth))
     }
 
     /// Its configuration.
@@ -244,6 +277,7 @@ impl Upstream {
                 })
             }
             Wire::Http { url, headers } => {
+                let login = self.login(url, tls.as_ref())?;
                 if self.config.era == Some(EraPin::Modern) {
                     let mut t = HttpTransport::new(url).map_err(failed)?;
                     for (k, v) in headers {
@@ -251,6 +285,9 @@ impl Upstream {
                     }
                     if let Some(tls) = &tls {
                         t = t.with_tls(tls).map_err(failed)?;
+                    }
+                    if let Some(oauth) = login {
+                        t = t.with_oauth(oauth).map_err(failed)?;
                     }
                     return Ok(Link {
                         transport: Arc::new(t),
@@ -263,6 +300,9 @@ impl Upstream {
                 }
                 if let Some(tls) = &tls {
                     t = t.with_tls(tls).map_err(failed)?;
+                }
+                if let Some(oauth) = login {
+                    t = t.with_oauth(oauth).map_err(failed)?;
                 }
                 if self.config.era == Some(EraPin::Legacy) {
                     t = t.assume_legacy();

@@ -182,7 +182,7 @@ impl Server {
         // this stream lives.
         let _followed = self.registry().relay.as_ref().and_then(|relay| {
             let uris = filter.resource_subscriptions.as_deref()?;
-            Some(relay.follow(uris, &call.principal))
+            Some(relay.follow(uris, &call.principal, call.access_token.as_deref()))
         });
         notifier.send(ServerNotification::SubscriptionsAcknowledged(
             SubscriptionsAcknowledgedNotificationParams {

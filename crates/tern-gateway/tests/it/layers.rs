@@ -4,13 +4,14 @@
 /// Lowest first.
 const FLOORS: &[&[&str]] = &[
     // Leaves: the file, the cursors, the claims of deduplicated retries.
-    &["cancel", "config", "cursor", "dedupe"],
+    &["cancel", "credentials", "cursor", "dedupe"],
+    &["config"],
     // One upstream: its transport, lists and health.
     &["upstream"],
     // The merged catalogue.
     &["catalogue"],
     // What `subscriptions/listen` streams follow at the upstreams.
-    &["listen"],
+    &["access", "listen"],
     // The gateway: the relay a tern server serves.
     &["gateway"],
     // Fleet mode: the gateway's options with Redis.

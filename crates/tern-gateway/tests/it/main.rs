@@ -12,6 +12,7 @@
     reason = "test code reads best with values passed"
 )]
 
+mod auth;
 mod child;
 mod dedupe;
 mod gateway;

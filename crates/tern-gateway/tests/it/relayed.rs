@@ -48,7 +48,11 @@ async fn until_text(c: &TestClient, tool: &str, want: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clients_cancellation_reaches_the_upstream_and_progress_keeps_its_token() {
     let gateway = start().await;
-    let server = gateway.server_builder().keys(KeyRing::generate()).build().unwrap();
+    let server = gateway
+        .server_builder()
+        .keys(KeyRing::generate())
+        .build()
+        .unwrap();
     let c = Arc::new(TestClient::new(server));
     let cancel = CancellationToken::new();
     let call = tokio::spawn({
@@ -66,7 +70,12 @@ async fn a_clients_cancellation_reaches_the_upstream_and_progress_keeps_its_toke
     // The upstream's own handler saw the cancellation.
     until_text(&c, "a__held", "began 1, cancelled 1").await;
     let cancelled = bounded(call).await.unwrap();
-    assert_ne!(cancelled.text(), Some("held to the end"), "{:?}", cancelled.outcome);
+    assert_ne!(
+        cancelled.text(),
+        Some("held to the end"),
+        "{:?}",
+        cancelled.outcome
+    );
     // Its progress reached the client under the client's token, not the
     // gateway's own.
     let progress: Vec<&Value> = cancelled
@@ -131,7 +140,11 @@ async fn next<T>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listen_is_fanned_out_to_the_upstreams_and_their_changes_merged() {
     let gateway = start().await;
-    let server = gateway.server_builder().keys(KeyRing::generate()).build().unwrap();
+    let server = gateway
+        .server_builder()
+        .keys(KeyRing::generate())
+        .build()
+        .unwrap();
     let c = TestClient::new(server.clone());
     let cancel = CancellationToken::new();
     let mut stream = listen(
@@ -158,8 +171,14 @@ async fn listen_is_fanned_out_to_the_upstreams_and_their_changes_merged() {
     );
 
     // b's readme changing is not followed; a's is, under the stream's id.
-    assert_eq!(c.call_tool("b__touch", json!({})).await.text(), Some("touched"));
-    assert_eq!(c.call_tool("a__touch", json!({})).await.text(), Some("touched"));
+    assert_eq!(
+        c.call_tool("b__touch", json!({})).await.text(),
+        Some("touched")
+    );
+    assert_eq!(
+        c.call_tool("a__touch", json!({})).await.text(),
+        Some("touched")
+    );
     let (uri, subscription) = next(&mut stream, |n| match n {
         ServerNotification::ResourceUpdated(u) => {
             Some((u.uri, u.meta.and_then(|m| m.subscription_id)))
@@ -172,12 +191,18 @@ async fn listen_is_fanned_out_to_the_upstreams_and_their_changes_merged() {
 
     // An upstream's list change is the merged list's.
     let before = *gateway.generations().borrow();
-    assert_eq!(c.call_tool("b__relist", json!({})).await.text(), Some("relisted"));
+    assert_eq!(
+        c.call_tool("b__relist", json!({})).await.text(),
+        Some("relisted")
+    );
     next(&mut stream, |n| {
         matches!(n, ServerNotification::ToolListChanged(_)).then_some(())
     })
     .await;
-    assert!(*gateway.generations().borrow() > before, "the catalogue was rebuilt");
+    assert!(
+        *gateway.generations().borrow() > before,
+        "the catalogue was rebuilt"
+    );
 
     // The stream gone, the upstream no longer follows its URI.
     cancel.cancel();

@@ -99,6 +99,9 @@ pub struct ListRequest {
     pub cursor: Option<String>,
     /// The caller.
     pub principal: Principal,
+    /// The caller's verified OAuth access token, when the endpoint checks
+    /// them (its scopes, for a relay that lists by scope).
+    pub access_token: Option<Arc<crate::auth::AccessToken>>,
     /// The request's `_meta`.
     pub meta: RequestMeta,
 }
@@ -245,9 +248,16 @@ pub trait Relay: Send + Sync + 'static {
     /// `uris` (the relayed resources' updates reach it when the relay hands
     /// them to [`crate::Changes::deliver`]): the relay follows them at the
     /// servers that own them for as long as the returned guard lives — it is
-    /// dropped when the stream ends. Default: nothing to follow.
-    fn follow(&self, uris: &[String], principal: &Principal) -> Box<dyn std::any::Any + Send> {
-        let _ = (uris, principal);
+    /// dropped when the stream ends. `principal` (and its verified access
+    /// token, when the endpoint checks them) is the stream's caller.
+    /// Default: nothing to follow.
+    fn follow(
+        &self,
+        uris: &[String],
+        principal: &Principal,
+        access_token: Option<&crate::auth::AccessToken>,
+    ) -> Box<dyn std::any::Any + Send> {
+        let _ = (uris, principal, access_token);
         Box::new(())
     }
 
