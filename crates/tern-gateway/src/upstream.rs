@@ -319,7 +319,11 @@ impl Upstream {
     /// once they are read. The watch of a stdio child comes back, for
     /// [`Self::keep_up`].
     pub async fn connect(&self) -> Result<Option<ChildWatch>, String> {
-        let link = Arc::new(self.open_transport()?);
+        // One that cannot even be opened (a program not found, no login)
+        // is down with that reason.
+        let link = Arc::new(self.open_transport().inspect_err(|e| {
+            self.mark_down(e, FIRST_BACKOFF);
+        })?);
         *lock(&self.link) = Some(Arc::clone(&link));
         match self.read_lists(&link).await {
             Ok(listed) => {

@@ -59,7 +59,10 @@ fn client(url: &str, token: &str) -> Client {
 
 fn text(result: &impl serde::Serialize) -> String {
     let v = serde_json::to_value(result).unwrap();
-    v["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    v["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,11 +85,13 @@ async fn upstreams_see_their_own_credential_and_allow_lists_hide_them() {
         .keys(KeyRing::generate())
         .build()
         .unwrap();
-    let url = serve(Http::new(server.clone()).authenticate(Bearer(|token: &str| match token {
-        "alice-token" => Some(Principal::new("alice")),
-        "bob-token" => Some(Principal::new("bob")),
-        _ => None,
-    })))
+    let url = serve(
+        Http::new(server.clone()).authenticate(Bearer(|token: &str| match token {
+            "alice-token" => Some(Principal::new("alice")),
+            "bob-token" => Some(Principal::new("bob")),
+            _ => None,
+        })),
+    )
     .await;
 
     // Alice: the api upstream, as the gateway's own principal there; the
@@ -102,10 +107,15 @@ async fn upstreams_see_their_own_credential_and_allow_lists_hide_them() {
         .collect();
     assert!(tools.contains(&"api__whoami".to_owned()), "{tools:?}");
     assert!(!tools.iter().any(|t| t.starts_with("ops__")), "{tools:?}");
-    let refused = bounded(alice.call_tool("ops__caps", None)).await.unwrap_err();
+    let refused = bounded(alice.call_tool("ops__caps", None))
+        .await
+        .unwrap_err();
     let rpc = refused.rpc_error().expect("a JSON-RPC error");
     assert_eq!(rpc.code, code::INVALID_PARAMS);
-    assert_eq!(rpc.message, "Unknown tool: ops__caps", "as for a name nobody has");
+    assert_eq!(
+        rpc.message, "Unknown tool: ops__caps",
+        "as for a name nobody has"
+    );
 
     // Bob is let in by name.
     let bob = client(&url, "bob-token");
@@ -158,6 +168,60 @@ async fn an_upstream_refusing_the_gateways_credential_is_down_saying_why() {
     assert!(!api.is_up());
     let reason = api.down_reason().unwrap();
     assert!(reason.contains("401"), "{reason}");
-    assert!(!reason.contains("wrong"), "the credential is never in a message: {reason}");
+    assert!(
+        !reason.contains("wrong"),
+        "the credential is never in a message: {reason}"
+    );
+    gateway.close().await;
+}
+
+/// A grant as `tern login` stores one, for `endpoint`.
+fn grant(endpoint: &str, token: &str) -> tern_client::auth::Grant {
+    serde_json::from_value(json!({
+        "key": {"resource": endpoint, "issuer": "https://as.example", "client_id": "c"},
+        "endpoint": endpoint, "access_token": token, "refresh_token": null,
+        "expires_at": null, "scopes": [], "token_endpoint": "https://as.example/token",
+        "client_secret": null, "auth_method": "none"
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auth_login_upstream_gets_the_stored_grant_and_without_one_is_down() {
+    use tern_client::auth::{MemoryTokenStore, TokenStore};
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let api = guarded_upstream(Arc::clone(&seen)).await;
+    let other = guarded_upstream(Arc::clone(&seen)).await;
+    let store = Arc::new(MemoryTokenStore::new());
+    store.put(grant(&api, "up-secret"));
+    let file = json!({"mcpServers": {
+        "api": {"url": api, "auth": "login"},
+        "other": {"url": other, "auth": "login"},
+    }})
+    .to_string();
+    let gateway = bounded(Gateway::start(
+        GatewayConfig::parse(&file).unwrap(),
+        GatewayOptions::default().logins(store),
+    ))
+    .await
+    .unwrap();
+    let c = tern_server::testing::TestClient::new(
+        gateway
+            .server_builder()
+            .keys(KeyRing::generate())
+            .build()
+            .unwrap(),
+    );
+    let me = bounded(c.call_tool("api__whoami", json!({}))).await;
+    assert_eq!(me.text(), Some("gateway-svc"), "{:?}", me.outcome);
+    assert!(seen.lock().unwrap().iter().all(|t| t == "up-secret"));
+    // No grant for the other: down, saying what to run; nothing was sent.
+    let down = &gateway.upstreams()[1];
+    assert!(!down.is_up());
+    let reason = down.down_reason().unwrap();
+    assert!(
+        reason.contains(&format!("run `tern login {other}`")),
+        "{reason}"
+    );
     gateway.close().await;
 }
