@@ -5,7 +5,9 @@
 //! upstream's existence is not revealed. A list filtered this way is
 //! `cacheScope: private` (it varies by caller).
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use tern_protocol::error::ErrorObject;
+use tern_protocol::method;
 use tern_server::Principal;
 use tern_server::auth::AccessToken;
 use tern_server::relay::ListKind;
@@ -32,6 +34,16 @@ impl<'a> Caller<'a> {
     /// `access` lets this caller in.
     pub(crate) fn may(&self, access: &Access) -> bool {
         access.allows(self.principal, self.scopes)
+    }
+}
+
+/// What a caller an upstream does not let in is answered for `target` of
+/// `method`: what a name nobody has gets, so the upstream is not revealed.
+pub(crate) fn unknown(method: &str, target: &str) -> ErrorObject {
+    match method {
+        method::TOOLS_CALL => ErrorObject::invalid_params(format!("Unknown tool: {target}")),
+        method::PROMPTS_GET => ErrorObject::invalid_params(format!("Unknown prompt: {target}")),
+        _ => ErrorObject::invalid_params("Resource not found").with_data(json!({"uri": target})),
     }
 }
 

@@ -238,7 +238,7 @@ impl Gateway {
                     match upstream.reread().await {
                         Ok(()) => gateway.rebuild(),
                         Err(e) => {
-                            tracing::warn!(upstream = %upstream.name(), error = %e.message, "lists not read again")
+                            tracing::warn!(upstream = %upstream.name(), error = %e.message, "lists not read again");
                         }
                     }
                 });
@@ -787,17 +787,7 @@ impl Gateway {
         let upstream = &slots[index];
         let caller = access::Caller::new(leg.ctx.principal(), leg.ctx.access_token());
         if !caller.may(&upstream.config().access) {
-            // As for a name nobody has: the upstream is not revealed.
-            return Err(match leg.method {
-                method::TOOLS_CALL => {
-                    ErrorObject::invalid_params(format!("Unknown tool: {}", leg.target))
-                }
-                method::PROMPTS_GET => {
-                    ErrorObject::invalid_params(format!("Unknown prompt: {}", leg.target))
-                }
-                _ => ErrorObject::invalid_params("Resource not found")
-                    .with_data(json!({"uri": leg.target})),
-            });
+            return Err(access::unknown(leg.method, &leg.target));
         }
         if let Some(routing) = &leg.routing {
             // The state was sealed for this target; it must still lead to

@@ -36,7 +36,7 @@ impl Scratch {
             let dir = base.join(format!("tern-it-{what}-{}-{n}", std::process::id()));
             match std::fs::create_dir(&dir) {
                 Ok(()) => return Self(dir),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {} // taken: the next number
                 Err(e) => panic!("{}: {e}", dir.display()),
             }
         }

@@ -96,6 +96,30 @@ fn read_tokens(
     tern::demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Who may call the gateway over HTTP: `--tokens`, `--issuer` and its
+/// flags, the trusted proxies (as for `tern serve demo`).
+fn access(args: &GatewayArgs) -> Result<Access, String> {
+    let tokens = args.tokens.as_deref().map(read_tokens).transpose()?;
+    let proxies = args
+        .forwarded_header
+        .map(|h| tern_server::transport::forwarded::TrustedProxies::new(&args.trusted_proxies, h))
+        .transpose()
+        .map_err(|e| format!("--trusted-proxy: {e}"))?;
+    Ok(Access {
+        tokens,
+        proxies,
+        oauth: args.issuer.clone().map(|issuer| DemoOAuth {
+            issuer,
+            audience: args.audience.clone(),
+            scopes: args.scopes.clone(),
+            tool_scopes: args.tool_scopes.clone(),
+            accept_plain_jwt: args.accept_plain_jwt,
+            ca_file: args.ca_file.clone(),
+            name: "tern gateway",
+        }),
+    })
+}
+
 /// `tern gateway …`.
 #[allow(
     clippy::needless_pass_by_value,
@@ -113,36 +137,12 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let tokens = match args.tokens.as_deref().map(read_tokens).transpose() {
-        Ok(t) => t,
+    let access = match access(&args) {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("tern gateway: {e}");
             return ExitCode::from(2);
         }
-    };
-    let proxies = match args
-        .forwarded_header
-        .map(|h| tern_server::transport::forwarded::TrustedProxies::new(&args.trusted_proxies, h))
-        .transpose()
-    {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("tern gateway: --trusted-proxy: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let access = Access {
-        tokens,
-        proxies,
-        oauth: args.issuer.clone().map(|issuer| DemoOAuth {
-            issuer,
-            audience: args.audience.clone(),
-            scopes: args.scopes.clone(),
-            tool_scopes: args.tool_scopes.clone(),
-            accept_plain_jwt: args.accept_plain_jwt,
-            ca_file: args.ca_file.clone(),
-            name: "tern gateway",
-        }),
     };
     let mut options = GatewayOptions::default().info(tern_protocol::Implementation::new(
         "tern-gateway",

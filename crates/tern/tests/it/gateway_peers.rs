@@ -1,7 +1,7 @@
 //! `tern gateway` with real peers as upstreams, versions pinned (installed
 //! by `scripts/peers`, which `scripts/test` runs before the tests): tern's
 //! demo (stdio), a server on the official Python SDK 2.3 (`MCPServer`,
-//! Streamable HTTP, `tests/audit/python_server.py`), a FastMCP server on
+//! Streamable HTTP, `tests/audit/python_server.py`), a `FastMCP` server on
 //! the Python SDK 1.30 (2025-11-25, stdio, `tests/interop/legacy_server.py`)
 //! and `@modelcontextprotocol/server-everything` (2025-11-25, stdio). One
 //! catalogue over the four, `tern call` through the gateway answering the
