@@ -320,3 +320,58 @@ fn with_an_issuer_the_gateway_is_an_oauth_resource_server() {
     // And the health routes stay open.
     assert!(get(&addr, "/healthz").starts_with("HTTP/1.1 200"));
 }
+
+/// `tern call ARGS -- tern gateway --config FILE --stdio`.
+fn through_the_gateway(file: &tempfile_path::Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["call"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&[
+        "--",
+        env!("CARGO_BIN_EXE_tern"),
+        "gateway",
+        "--config",
+        file.as_str(),
+        "--stdio",
+    ]);
+    tern(&all)
+}
+
+#[test]
+fn the_deprecated_sampling_and_roots_are_relayed_where_the_client_declares_them() {
+    let file = config("");
+    // Sampling: the upstream's request reaches tern's --sampler.
+    let o = through_the_gateway(
+        &file,
+        &[
+            "demo__summarize",
+            "text=hello world",
+            "--sampler",
+            "tr a-z A-Z",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "Summary (tr a-z A-Z): SUMMARISE IN ONE SENTENCE:\n\nHELLO WORLD\n"
+    );
+    // Roots: the client's folders, as it declared them.
+    let dir = std::env::temp_dir().join(format!("tern-gateway-roots-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = through_the_gateway(
+        &file,
+        &["demo__workspace_files", "--root", dir.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains(&format!("file://{}", dir.display())),
+        "{}",
+        text(&o.stdout)
+    );
+    let _ = std::fs::remove_dir(&dir);
+    // Undeclared (no --sampler, no terminal): not forwarded, and the
+    // upstream's -32021 comes back naming what it needs.
+    let o = through_the_gateway(&file, &["demo__summarize", "text=hi"]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("[-32021]"), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("sampling"), "{}", text(&o.stderr));
+}
