@@ -627,9 +627,10 @@ impl Relay for Gateway {
     fn follow(
         &self,
         uris: &[String],
+        task_ids: &[String],
         principal: &tern_server::Principal,
         access_token: Option<&tern_server::auth::AccessToken>,
-    ) -> Box<dyn std::any::Any + Send> {
+    ) -> tern_server::relay::Following {
         // Only what the caller may read is followed for it.
         let caller = access::Caller::new(principal, access_token);
         let catalogue = self.catalogue();
@@ -644,7 +645,37 @@ impl Relay for Gateway {
             })
             .cloned()
             .collect();
-        crate::listen::follow(&self.inner.listens, &catalogue, &uris)
+        let resources = crate::listen::follow(&self.inner.listens, &catalogue, &uris);
+        // Tasks: each wrapped id opened for this principal (another's, or
+        // a forged one, is left out), grouped by upstream.
+        let mut at: crate::listen::TasksAt = Vec::new();
+        let mut followed = Vec::new();
+        for wrapped in task_ids {
+            let Ok((index, id)) = self
+                .inner
+                .options
+                .cursors
+                .unwrap_task_id(principal.id(), wrapped)
+            else {
+                continue;
+            };
+            let Some(upstream) = slots.get(usize::from(index)) else {
+                continue;
+            };
+            if !caller.may(&upstream.config().access) {
+                continue;
+            }
+            followed.push(wrapped.clone());
+            match at.iter_mut().find(|(u, _)| Arc::ptr_eq(u, upstream)) {
+                Some((_, ids)) => ids.push((id, wrapped.clone())),
+                None => at.push((Arc::clone(upstream), vec![(id, wrapped.clone())])),
+            }
+        }
+        if followed.is_empty() {
+            return tern_server::relay::Following::new(resources);
+        }
+        let (tasks, status) = crate::listen::follow_tasks(at);
+        tern_server::relay::Following::new(Box::new((resources, tasks))).tasks(followed, status)
     }
 
     fn relays_tasks(&self) -> bool {

@@ -24,7 +24,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tern_protocol::{ServerNotification, method};
+use tern_protocol::task::{DetailedTask, TASKS_EXTENSION};
+use tern_protocol::{ClientCapabilities, ServerNotification, method};
 use tokio::sync::watch;
 
 use crate::catalogue::Catalogue;
@@ -155,6 +156,79 @@ pub(crate) fn follow(
     })
 }
 
+/// Aborts its tasks when dropped (each one's upstream listen is then
+/// cancelled).
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// One client stream's relayed tasks, by upstream: each task's id there
+/// and the id the client holds (wrapped).
+pub(crate) type TasksAt = Vec<(Arc<Upstream>, Vec<(String, String)>)>;
+
+/// Follows `tasks` at their upstreams, one listen stream per upstream for
+/// this client stream (task ids are the caller's own): their statuses come
+/// on the returned receiver under the ids the client holds, until the
+/// guard is dropped. A listen with task ids declares the Tasks extension
+/// (spec: the extension's `subscriptions/listen` member), nothing else.
+pub(crate) fn follow_tasks(
+    tasks: TasksAt,
+) -> (
+    Box<dyn std::any::Any + Send>,
+    tokio::sync::mpsc::UnboundedReceiver<DetailedTask>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut running = Vec::new();
+    for (upstream, ids) in tasks {
+        let tx = tx.clone();
+        running.push(tokio::spawn(async move {
+            let wrapped: HashMap<String, String> = ids.iter().cloned().collect();
+            let theirs: Vec<&String> = ids.iter().map(|(id, _)| id).collect();
+            let params = json!({"notifications": {"taskIds": theirs}});
+            let capabilities = ClientCapabilities::default().with_extension(TASKS_EXTENSION);
+            let send = move |mut task: DetailedTask| {
+                if let Some(id) = wrapped.get(&task.task.task_id) {
+                    task.task.task_id.clone_from(id);
+                    let _ = tx.send(task);
+                }
+            };
+            let at = Arc::clone(&upstream);
+            let tell = move |n: ServerNotification| match n {
+                ServerNotification::TaskStatus(p) => send(p.task),
+                // Followed there from now on: each task's current status,
+                // so that a change between the client's acknowledgement
+                // and the upstream's is not lost.
+                ServerNotification::SubscriptionsAcknowledged(ack) => {
+                    for id in ack.notifications.task_ids.unwrap_or_default() {
+                        let (at, send) = (Arc::clone(&at), send.clone());
+                        tokio::spawn(async move {
+                            let caps = ClientCapabilities::default().with_extension(TASKS_EXTENSION);
+                            let now = at.request(method::TASKS_GET, json!({"taskId": id}), &caps).await;
+                            if let Some(task) = now.ok().and_then(|t| serde_json::from_value(t).ok()) {
+                                send(task);
+                            }
+                        });
+                    }
+                }
+                _ => {}
+            };
+            let ended = upstream
+                .stream(method::SUBSCRIPTIONS_LISTEN, params, &capabilities, &tell)
+                .await;
+            if let Err(e) = ended {
+                tracing::debug!(upstream = %upstream.name(), error = %e.message, "a task listen ended");
+            }
+        }));
+    }
+    (Box::new(AbortOnDrop(running)), rx)
+}
+
 /// What a watcher does with what it hears.
 pub(crate) struct Hooks {
     /// Hands a resource update to the gateway's streams.
@@ -238,8 +312,9 @@ pub(crate) async fn watch(
                 _ => {}
             }
         };
+        let none = ClientCapabilities::default();
         tokio::select! {
-            ended = upstream.stream(method::SUBSCRIPTIONS_LISTEN, params(&uris), &tell) => {
+            ended = upstream.stream(method::SUBSCRIPTIONS_LISTEN, params(&uris), &none, &tell) => {
                 listens.set_acked(index, Vec::new());
                 match ended {
                     Ok(_) => tracing::debug!(upstream = %upstream.name(), "its listen stream closed"),

@@ -651,12 +651,13 @@ impl Upstream {
         &self,
         method: &str,
         mut params: Value,
+        capabilities: &ClientCapabilities,
         tell: &(dyn Fn(ServerNotification) + Send + Sync),
     ) -> Result<Value, ErrorObject> {
         let Some(link) = lock(&self.link).clone().filter(|_| self.is_up()) else {
             return Err(unavailable(&self.config.name, "not up", FIRST_BACKOFF));
         };
-        params["_meta"] = self.meta(&ClientCapabilities::default());
+        params["_meta"] = self.meta(capabilities);
         self.send_with(&link, method, params, Vec::new(), Some(tell))
             .await
     }

@@ -125,6 +125,15 @@ async fn held() -> String {
     format!("began {}, cancelled {}", n(0), n(1))
 }
 
+/// As a task: asks to go, then goes.
+async fn task_ask(ctx: Ctx) -> Result<String, ToolError> {
+    let Answer::Accept(Go { go: true }) = ctx.ask(Elicit::<Go>::form("Go?").key("go")).await?
+    else {
+        return Ok("stopped".into());
+    };
+    Ok("went".into())
+}
+
 fn upstream() -> Server {
     let who = std::env::var(WHO).unwrap_or_default();
     let builder = Server::builder(format!("upstream-{who}"), "1");
@@ -133,6 +142,12 @@ fn upstream() -> Server {
     let readme = format!("{who}://readme");
     builder
         .tool(ToolDef::new("hold", "Waits to be cancelled", hold))
+        .tool(
+            ToolDef::new("task_ask", "A task that asks", task_ask)
+                .elicits::<Go>()
+                .task(tern_server::TaskSupport::Required)
+                .task_from_start(),
+        )
         .tool(ToolDef::new("held", "What hold saw", held))
         .tool(ToolDef::new("touch", "Its readme changed", move || {
             let (changes, readme) = (changes.clone(), readme.clone());

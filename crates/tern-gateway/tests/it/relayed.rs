@@ -99,6 +99,17 @@ fn listen(
     notifications: Value,
     cancel: &CancellationToken,
 ) -> tern_server::Notifications {
+    listen_declaring(server, id, notifications, json!({}), cancel)
+}
+
+/// [`listen`] declaring `capabilities`.
+fn listen_declaring(
+    server: &tern_server::Server,
+    id: i64,
+    notifications: Value,
+    capabilities: Value,
+    cancel: &CancellationToken,
+) -> tern_server::Notifications {
     let (notifier, rx) = Notifier::channel(64);
     let call = CallContext::new(Principal::anonymous())
         .with_notifier(notifier)
@@ -107,7 +118,7 @@ fn listen(
         "notifications": notifications,
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": version::LATEST,
-            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
             "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "0"},
         },
     });
@@ -209,5 +220,80 @@ async fn listen_is_fanned_out_to_the_upstreams_and_their_changes_merged() {
     bounded(following.wait_for(std::collections::BTreeSet::is_empty))
         .await
         .unwrap();
+    gateway.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_tasks_status_reaches_a_listen_stream_under_the_id_the_client_holds() {
+    use tern_protocol::task::{TASKS_EXTENSION, TaskStatus};
+    let gateway = start().await;
+    let server = gateway
+        .server_builder()
+        .keys(KeyRing::generate())
+        .build()
+        .unwrap();
+    let capabilities = tern_protocol::ClientCapabilities::default()
+        .with_elicitation_form()
+        .with_extension(TASKS_EXTENSION);
+    let c = TestClient::new(server.clone()).with_capabilities(capabilities.clone());
+    let created = bounded(c.call_tool("a__task_ask", json!({})))
+        .await
+        .result()
+        .unwrap();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+
+    let cancel = CancellationToken::new();
+    let mut stream = listen_declaring(
+        &server,
+        9,
+        json!({"taskIds": [id, "forged-id"]}),
+        serde_json::to_value(&capabilities).unwrap(),
+        &cancel,
+    );
+    let acked = next(&mut stream, |n| match n {
+        ServerNotification::SubscriptionsAcknowledged(a) => Some(a.notifications),
+        _ => None,
+    })
+    .await;
+    assert_eq!(
+        acked.task_ids,
+        Some(vec![id.clone()]),
+        "a forged id is left out"
+    );
+
+    // Its status as the upstream reports it, under the wrapped id: asking.
+    let status = |want: TaskStatus| {
+        let id = id.clone();
+        move |n: ServerNotification| match n {
+            ServerNotification::TaskStatus(t) if t.task.task.status == want => {
+                assert_eq!(t.task.task.task_id, id, "the id the client holds");
+                assert_eq!(
+                    t.meta.and_then(|m| m.subscription_id),
+                    Some(RequestId::Number(9))
+                );
+                Some(t.task)
+            }
+            _ => None,
+        }
+    };
+    let asking = next(&mut stream, status(TaskStatus::InputRequired)).await;
+    assert!(
+        asking
+            .input_requests
+            .as_ref()
+            .is_some_and(|r| r.contains_key("go")),
+        "{asking:?}"
+    );
+    let updated = bounded(c.send(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"go": crate::gateway::accept(json!({"go": true}))}}),
+    ))
+    .await;
+    assert!(updated.outcome.is_ok(), "{:?}", updated.outcome);
+    let done = next(&mut stream, status(TaskStatus::Completed)).await;
+    let result = serde_json::to_value(done.result).unwrap();
+    assert_eq!(result["content"][0]["text"], "went", "{result}");
+    cancel.cancel();
     gateway.close().await;
 }
