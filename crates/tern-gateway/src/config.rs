@@ -19,6 +19,7 @@
 //! | `prefix` | the namespace of its tools and prompts (`""`: none) | the upstream's name |
 //! | `era` | `"2026-07-28"` or `"2025-11-25"`: no probe | probed |
 //! | `timeout` | seconds one request to it may take | 60 |
+//! | `healthInterval` | seconds between health probes of an HTTP upstream ([`crate::health`]) | 10 |
 //! | `caFile` | PEM CAs trusted for its `https://` URL | the system's |
 //! | `roots` | `file://` URIs answered to its `roots/list` | none |
 //! | `uriPrefixes` | resource URIs it serves beyond those it lists | none |
@@ -50,6 +51,9 @@ pub const DEFAULT_SEPARATOR: &str = "__";
 
 /// The default time one upstream request may take: 60 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often an HTTP upstream that is up is probed by default: 10 s.
+pub const DEFAULT_HEALTH_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The revision an upstream is pinned to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +103,8 @@ pub struct UpstreamConfig {
     pub era: Option<EraPin>,
     /// How long one request to it may take.
     pub timeout: Duration,
+    /// How often an HTTP upstream that is up is probed ([`crate::health`]).
+    pub health_interval: Duration,
     /// CAs trusted for its `https://` URL.
     pub ca_file: Option<PathBuf>,
     /// What its `roots/list` is answered with.
@@ -283,14 +289,14 @@ fn upstream(name: &str, what: &str, s: &Map<String, Value>) -> Result<UpstreamCo
             ));
         }
     };
-    let timeout = match s.get("timeout") {
-        None | Some(Value::Null) => DEFAULT_TIMEOUT,
-        Some(v) => v
-            .as_f64()
-            .filter(|t| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
-            .map(Duration::from_secs_f64)
-            .ok_or_else(|| format!("{what}.timeout must be a number of seconds, 0 to 86400"))?,
-    };
+    let timeout = seconds(s, what, "timeout", DEFAULT_TIMEOUT, (0.0, "0"))?;
+    let health_interval = seconds(
+        s,
+        what,
+        "healthInterval",
+        DEFAULT_HEALTH_INTERVAL,
+        (0.0, "0"),
+    )?;
     let concurrency = match s.get("concurrency") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
@@ -317,6 +323,7 @@ fn upstream(name: &str, what: &str, s: &Map<String, Value>) -> Result<UpstreamCo
         prefix,
         era,
         timeout,
+        health_interval,
         ca_file: text(s, what, "caFile")?.map(PathBuf::from),
         roots,
         uri_prefixes: strings(s.get("uriPrefixes"), &format!("{what}.uriPrefixes"))?,
@@ -325,6 +332,30 @@ fn upstream(name: &str, what: &str, s: &Map<String, Value>) -> Result<UpstreamCo
         login,
         access,
     })
+}
+
+/// The seconds of key `k` (`default` when absent): a number above `least.0`
+/// (`least.1` as the message says it) up to a day.
+fn seconds(
+    s: &Map<String, Value>,
+    what: &str,
+    k: &str,
+    default: Duration,
+    least: (f64, &str),
+) -> Result<Duration, String> {
+    match s.get(k) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v
+            .as_f64()
+            .filter(|t| t.is_finite() && *t > least.0 && *t <= 86_400.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| {
+                format!(
+                    "{what}.{k} must be a number of seconds, {} to 86400",
+                    least.1
+                )
+            }),
+    }
 }
 
 /// `values` with their `${NAME}` replaced ([`crate::credentials`]).
@@ -476,6 +507,10 @@ mod tests {
             (
                 r#"{"servers": {"x": {"command": "a", "timeout": -1}}}"#,
                 "x.timeout",
+            ),
+            (
+                r#"{"servers": {"x": {"url": "http://h/mcp", "healthInterval": 0}}}"#,
+                "x.healthInterval",
             ),
             (
                 r#"{"servers": {"x": {"command": "a", "concurrency": 0}}}"#,

@@ -209,9 +209,6 @@ impl Gateway {
         upstream: &Arc<Upstream>,
         watch: Option<tern_client::transport::stdio::ChildWatch>,
     ) {
-        if upstream.is_up() && watch.is_none() {
-            return; // HTTP, up: nothing to watch
-        }
         let this = self.clone();
         let changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || this.rebuild());
         tokio::spawn(Arc::clone(upstream).keep_up(watch, changed));

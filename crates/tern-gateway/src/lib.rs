@@ -43,6 +43,7 @@ pub mod dedupe;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod gateway;
+mod health;
 mod listen;
 pub mod upstream;
 

@@ -351,11 +351,12 @@ impl Upstream {
 
     /// Keeps the upstream up, for the gateway's life: while it is down it
     /// is started again after a pause that doubles up to [`MAX_BACKOFF`]
-    /// (reset once it came up); a stdio child that exits marks it down.
+    /// (reset once it came up); a stdio child that exits marks it down, and
+    /// so does an HTTP upstream that fails its health probe
+    /// (`healthInterval`).
     /// `changed` is called each time it comes up or goes down (its entries
     /// join or leave the lists). `watch` is the child of a first
-    /// [`Self::connect`] that succeeded, if any. Returns once an HTTP
-    /// upstream is up (nothing tells when it dies but its requests).
+    /// [`Self::connect`] that succeeded, if any.
     pub async fn keep_up(
         self: Arc<Self>,
         mut watch: Option<ChildWatch>,
@@ -364,17 +365,20 @@ impl Upstream {
         let mut backoff = FIRST_BACKOFF;
         loop {
             if self.is_up() {
-                let Some(mut child) = watch.take() else {
-                    return;
+                let reason = match watch.take() {
+                    Some(mut child) => {
+                        let exit = child.exited().await;
+                        exit.status.map_or_else(
+                            || "its output closed".to_owned(),
+                            |s| format!("it exited, {s}"),
+                        )
+                    }
+                    // HTTP: nothing tells when it goes but a probe.
+                    None => crate::health::until_unhealthy(&self).await,
                 };
-                let exit = child.exited().await;
                 if self.closing.load(Ordering::SeqCst) {
                     return;
                 }
-                let reason = exit.status.map_or_else(
-                    || "its output closed".to_owned(),
-                    |s| format!("it exited, {s}"),
-                );
                 self.mark_down(&reason, backoff);
                 let link = lock(&self.link).take();
                 if let Some(link) = link {
@@ -660,6 +664,28 @@ impl Upstream {
         params["_meta"] = self.meta(capabilities);
         self.send_with(&link, method, params, Vec::new(), Some(tell))
             .await
+    }
+
+    /// One health probe (`server/discover`, within its timeout): `Err` with
+    /// why when it cannot be reached; an answer, even an error, is health.
+    pub(crate) async fn probe(&self) -> Result<(), String> {
+        let Some(link) = lock(&self.link).clone() else {
+            return Err("not started".into());
+        };
+        let params = json!({"_meta": self.meta(&ClientCapabilities::default())});
+        let probe = self.send(&link, "server/discover", params);
+        match tokio::time::timeout(self.config.timeout, probe).await {
+            Err(_) => Err("no answer to its health probe".into()),
+            Ok(Err(e))
+                if e.code == tern_server::error::codes::OUTCOME_UNKNOWN
+                    || e.data
+                        .as_ref()
+                        .is_some_and(|d| d.get("retryAfterMs").is_some()) =>
+            {
+                Err(e.message)
+            }
+            Ok(_) => Ok(()),
+        }
     }
 
     /// Reads its lists again (it said one changed), on the link it has.

@@ -7,7 +7,8 @@ const FLOORS: &[&[&str]] = &[
     &["cancel", "credentials", "cursor", "dedupe"],
     &["config"],
     // One upstream: its transport, lists and health.
-    &["upstream"],
+    // (`health` probes it, `upstream` waits on it: one floor.)
+    &["health", "upstream"],
     // The merged catalogue.
     &["catalogue"],
     // What `subscriptions/listen` streams follow at the upstreams.

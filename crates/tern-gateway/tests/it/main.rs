@@ -16,6 +16,7 @@ mod auth;
 mod child;
 mod dedupe;
 mod gateway;
+mod health;
 mod layers;
 mod relayed;
 mod reload;
