@@ -19,19 +19,19 @@
 //! | `prefix` | the namespace of its tools and prompts (`""`: none) | the upstream's name |
 //! | `era` | `"2026-07-28"` or `"2025-11-25"`: no probe | probed |
 //! | `timeout` | seconds one request to it may take | 60 |
-//! | `healthInterval` | seconds between health probes of an HTTP upstream ([`crate::health`]) | 10 |
+//! | `healthInterval` | seconds between health probes of an HTTP upstream | 10 |
 //! | `caFile` | PEM CAs trusted for its `https://` URL | the system's |
 //! | `roots` | `file://` URIs answered to its `roots/list` | none |
 //! | `uriPrefixes` | resource URIs it serves beyond those it lists | none |
 //! | `concurrency` | requests in flight to it at most | unbounded |
 //! | `dedupe` | the gateway relays a duplicated retry once ([`crate::dedupe`]) | `false` |
-//! | `auth` | `"login"` (HTTP): `tern login`'s grant for its URL is its token ([`crate::credentials`]) | none |
+//! | `auth` | `"login"` (HTTP): `tern login`'s grant for its URL is its token | none |
 //! | `principals` | callers who may see and call it (with `scopes`: either lets in) | everyone |
 //! | `scopes` | access-token scopes any one of which lets a caller in | everyone |
 //!
 //! Values of `headers` and `env` may name the gateway's environment
 //! variables, `${NAME}` (or `${env:NAME}`): the file need not hold the
-//! secrets ([`crate::credentials`]).
+//! secrets.
 //!
 //! `gateway.separator` (default `__`) joins prefix and name. Unknown members
 //! (`type`, `disabled`, …) are ignored, as `tern servers` ignores them;
@@ -103,7 +103,7 @@ pub struct UpstreamConfig {
     pub era: Option<EraPin>,
     /// How long one request to it may take.
     pub timeout: Duration,
-    /// How often an HTTP upstream that is up is probed ([`crate::health`]).
+    /// How often an HTTP upstream that is up is probed.
     pub health_interval: Duration,
     /// CAs trusted for its `https://` URL.
     pub ca_file: Option<PathBuf>,
@@ -116,7 +116,7 @@ pub struct UpstreamConfig {
     /// The gateway relays a duplicated retry once ([`crate::dedupe`]).
     pub dedupe: bool,
     /// `"auth": "login"`: `tern login`'s grant for its URL is its bearer
-    /// token ([`crate::credentials`]).
+    /// token.
     pub login: bool,
     /// Who may see and call it.
     pub access: Access,
@@ -358,7 +358,7 @@ fn seconds(
     }
 }
 
-/// `values` with their `${NAME}` replaced ([`crate::credentials`]).
+/// `values` with their `${NAME}` replaced.
 fn expanded(
     values: IndexMap<String, String>,
     what: &str,
