@@ -20,5 +20,11 @@ async def provision_database(name: str, ctx: Context) -> str:
     return f"Created {name} in {answer.data.region}"
 
 
+@mcp.tool()
+def describe() -> str:
+    """Says what this server is (a tool that asks nothing)."""
+    return "python-legacy: provisions databases"
+
+
 if __name__ == "__main__":
     mcp.run()

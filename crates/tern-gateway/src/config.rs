@@ -19,11 +19,19 @@
 //! | `prefix` | the namespace of its tools and prompts (`""`: none) | the upstream's name |
 //! | `era` | `"2026-07-28"` or `"2025-11-25"`: no probe | probed |
 //! | `timeout` | seconds one request to it may take | 60 |
+//! | `healthInterval` | seconds between health probes of an HTTP upstream | 10 |
 //! | `caFile` | PEM CAs trusted for its `https://` URL | the system's |
 //! | `roots` | `file://` URIs answered to its `roots/list` | none |
 //! | `uriPrefixes` | resource URIs it serves beyond those it lists | none |
 //! | `concurrency` | requests in flight to it at most | unbounded |
 //! | `dedupe` | the gateway relays a duplicated retry once ([`crate::dedupe`]) | `false` |
+//! | `auth` | `"login"` (HTTP): `tern login`'s grant for its URL is its token | none |
+//! | `principals` | callers who may see and call it (with `scopes`: either lets in) | everyone |
+//! | `scopes` | access-token scopes any one of which lets a caller in | everyone |
+//!
+//! Values of `headers` and `env` may name the gateway's environment
+//! variables, `${NAME}` (or `${env:NAME}`): the file need not hold the
+//! secrets.
 //!
 //! `gateway.separator` (default `__`) joins prefix and name. Unknown members
 //! (`type`, `disabled`, …) are ignored, as `tern servers` ignores them;
@@ -43,6 +51,9 @@ pub const DEFAULT_SEPARATOR: &str = "__";
 
 /// The default time one upstream request may take: 60 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often an HTTP upstream that is up is probed by default: 10 s.
+pub const DEFAULT_HEALTH_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The revision an upstream is pinned to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +103,8 @@ pub struct UpstreamConfig {
     pub era: Option<EraPin>,
     /// How long one request to it may take.
     pub timeout: Duration,
+    /// How often an HTTP upstream that is up is probed.
+    pub health_interval: Duration,
     /// CAs trusted for its `https://` URL.
     pub ca_file: Option<PathBuf>,
     /// What its `roots/list` is answered with.
@@ -102,6 +115,38 @@ pub struct UpstreamConfig {
     pub concurrency: Option<usize>,
     /// The gateway relays a duplicated retry once ([`crate::dedupe`]).
     pub dedupe: bool,
+    /// `"auth": "login"`: `tern login`'s grant for its URL is its bearer
+    /// token.
+    pub login: bool,
+    /// Who may see and call it.
+    pub access: Access,
+}
+
+/// Who may see and call an upstream's entries: a caller whose principal is
+/// one of `principals`, or whose access token holds one of `scopes`;
+/// everyone when both are empty. Others neither see its entries listed
+/// nor reach them (they are unknown to them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Access {
+    /// Principals let in (as the endpoint names them: a `--tokens` file's
+    /// name, or an OAuth token's `ISSUER SUBJECT`).
+    pub principals: Vec<String>,
+    /// Scopes any one of which lets a caller in.
+    pub scopes: Vec<String>,
+}
+
+impl Access {
+    /// Everyone may.
+    pub fn is_open(&self) -> bool {
+        self.principals.is_empty() && self.scopes.is_empty()
+    }
+
+    /// The caller `principal` (with the scopes of its token) may.
+    pub fn allows(&self, principal: Option<&str>, scopes: &[String]) -> bool {
+        self.is_open()
+            || principal.is_some_and(|p| self.principals.iter().any(|q| q == p))
+            || scopes.iter().any(|s| self.scopes.contains(s))
+    }
 }
 
 impl UpstreamConfig {
@@ -195,12 +240,32 @@ fn upstream(name: &str, what: &str, s: &Map<String, Value>) -> Result<UpstreamCo
         (Some(command), None) => Wire::Stdio {
             command,
             args: strings(s.get("args"), &format!("{what}.args"))?,
-            env: map(s.get("env"), &format!("{what}.env"))?,
+            env: expanded(
+                map(s.get("env"), &format!("{what}.env"))?,
+                &format!("{what}.env"),
+            )?,
         },
         (None, Some(url)) => Wire::Http {
             url,
-            headers: map(s.get("headers"), &format!("{what}.headers"))?,
+            headers: expanded(
+                map(s.get("headers"), &format!("{what}.headers"))?,
+                &format!("{what}.headers"),
+            )?,
         },
+    };
+    let login = match text(s, what, "auth")?.as_deref() {
+        None => false,
+        Some("login") if matches!(wire, Wire::Http { .. }) => true,
+        Some("login") => {
+            return Err(format!(
+                "{what}.auth `login` is for an HTTP upstream (a url)"
+            ));
+        }
+        Some(other) => return Err(format!("{what}.auth `{other}` is not `login`")),
+    };
+    let access = Access {
+        principals: strings(s.get("principals"), &format!("{what}.principals"))?,
+        scopes: strings(s.get("scopes"), &format!("{what}.scopes"))?,
     };
     let allow = match s.get("allow") {
         None | Some(Value::Null) => None,
@@ -224,14 +289,14 @@ fn upstream(name: &str, what: &str, s: &Map<String, Value>) -> Result<UpstreamCo
             ));
         }
     };
-    let timeout = match s.get("timeout") {
-        None | Some(Value::Null) => DEFAULT_TIMEOUT,
-        Some(v) => v
-            .as_f64()
-            .filter(|t| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
-            .map(Duration::from_secs_f64)
-            .ok_or_else(|| format!("{what}.timeout must be a number of seconds, 0 to 86400"))?,
-    };
+    let timeout = seconds(s, what, "timeout", DEFAULT_TIMEOUT, (0.0, "0"))?;
+    let health_interval = seconds(
+        s,
+        what,
+        "healthInterval",
+        DEFAULT_HEALTH_INTERVAL,
+        (0.0, "0"),
+    )?;
     let concurrency = match s.get("concurrency") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
@@ -258,12 +323,53 @@ fn upstream(name: &str, what: &str, s: &Map<String, Value>) -> Result<UpstreamCo
         prefix,
         era,
         timeout,
+        health_interval,
         ca_file: text(s, what, "caFile")?.map(PathBuf::from),
         roots,
         uri_prefixes: strings(s.get("uriPrefixes"), &format!("{what}.uriPrefixes"))?,
         concurrency,
         dedupe,
+        login,
+        access,
     })
+}
+
+/// The seconds of key `k` (`default` when absent): a number above `least.0`
+/// (`least.1` as the message says it) up to a day.
+fn seconds(
+    s: &Map<String, Value>,
+    what: &str,
+    k: &str,
+    default: Duration,
+    least: (f64, &str),
+) -> Result<Duration, String> {
+    match s.get(k) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v
+            .as_f64()
+            .filter(|t| t.is_finite() && *t > least.0 && *t <= 86_400.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| {
+                format!(
+                    "{what}.{k} must be a number of seconds, {} to 86400",
+                    least.1
+                )
+            }),
+    }
+}
+
+/// `values` with their `${NAME}` replaced.
+fn expanded(
+    values: IndexMap<String, String>,
+    what: &str,
+) -> Result<IndexMap<String, String>, String> {
+    values
+        .into_iter()
+        .map(|(k, v)| {
+            let v = crate::credentials::expand(&v, &format!("{what}.{k}"))?;
+            Ok((k, v))
+        })
+        .collect()
 }
 
 impl GatewayConfig {
@@ -357,6 +463,34 @@ mod tests {
     }
 
     #[test]
+    fn credentials_come_from_the_environment_and_access_from_the_lists() {
+        let c = GatewayConfig::parse(
+            r#"{"servers": {
+                "api": {"url": "http://h/mcp", "headers": {"X-Path": "${PATH}", "X-Cost": "$$5"},
+                        "auth": "login", "scopes": ["ops"]},
+                "tool": {"command": "t", "env": {"P": "${env:PATH}"}, "principals": ["bob"]},
+                "open": {"command": "o"}}}"#,
+        )
+        .unwrap();
+        let path = std::env::var("PATH").unwrap();
+        let api = &c.upstreams[0];
+        assert!(api.login);
+        assert!(matches!(&api.wire, Wire::Http { headers, .. }
+            if headers["X-Path"] == path && headers["X-Cost"] == "$5"));
+        let tool = &c.upstreams[1];
+        assert!(!tool.login);
+        assert!(matches!(&tool.wire, Wire::Stdio { env, .. } if env["P"] == path));
+        let scoped = ["ops".to_owned()];
+        assert!(api.access.allows(None, &scoped));
+        assert!(!api.access.allows(Some("bob"), &[]));
+        assert!(tool.access.allows(Some("bob"), &[]));
+        assert!(!tool.access.allows(Some("alice"), &scoped));
+        assert!(!tool.access.allows(None, &[]));
+        assert!(c.upstreams[2].access.is_open());
+        assert!(c.upstreams[2].access.allows(None, &[]));
+    }
+
+    #[test]
     fn each_bad_key_is_named() {
         for (file, says) in [
             ("{}", "mcpServers"),
@@ -373,6 +507,10 @@ mod tests {
             (
                 r#"{"servers": {"x": {"command": "a", "timeout": -1}}}"#,
                 "x.timeout",
+            ),
+            (
+                r#"{"servers": {"x": {"url": "http://h/mcp", "healthInterval": 0}}}"#,
+                "x.healthInterval",
             ),
             (
                 r#"{"servers": {"x": {"command": "a", "concurrency": 0}}}"#,
@@ -403,6 +541,26 @@ mod tests {
                 "already",
             ),
             ("nope", "not JSON"),
+            (
+                r#"{"servers": {"x": {"command": "a", "auth": "login"}}}"#,
+                "for an HTTP upstream",
+            ),
+            (
+                r#"{"servers": {"x": {"url": "http://h/mcp", "auth": "oauth"}}}"#,
+                "x.auth",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "a", "principals": "bob"}}}"#,
+                "x.principals",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "a", "scopes": [1]}}}"#,
+                "x.scopes",
+            ),
+            (
+                r#"{"servers": {"x": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${TERN_GATEWAY_TEST_NEVER_SET}"}}}}"#,
+                "servers.x.headers.Authorization: the environment variable TERN_GATEWAY_TEST_NEVER_SET is not set",
+            ),
         ] {
             let err = GatewayConfig::parse(file).unwrap_err();
             assert!(err.contains(says), "{file}: {err}");

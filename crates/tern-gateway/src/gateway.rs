@@ -17,6 +17,7 @@ use tern_server::relay::{ListKind, ListPage, ListRequest, Relay, RelayLeg, Relay
 use tern_server::replay::{BoxFuture, MemoryReplayStore, RecordKey, ReplayStore, Scope};
 use tern_server::{Changes, ServerBuilder};
 
+use crate::access;
 use crate::catalogue::{Catalogue, Strictness};
 use crate::config::GatewayConfig;
 use crate::cursor::Cursors;
@@ -42,6 +43,10 @@ pub struct GatewayOptions {
     /// Fleet mode: the lists do not vary per replica — a down upstream's
     /// entries (as it last listed them) stay listed, their calls fail fast.
     pub fleet: bool,
+    /// Where the grants of `"auth": "login"` upstreams are read (`tern
+    /// login`'s store for `tern gateway`); `None`: such an upstream is
+    /// down, saying so.
+    pub logins: Option<Arc<dyn tern_client::auth::TokenStore>>,
 }
 
 impl Default for GatewayOptions {
@@ -52,6 +57,7 @@ impl Default for GatewayOptions {
             page_size: DEFAULT_PAGE_SIZE,
             replay: Arc::new(MemoryReplayStore::default()),
             fleet: false,
+            logins: None,
         }
     }
 }
@@ -85,6 +91,13 @@ impl GatewayOptions {
         self
     }
 
+    /// Reads the grants of `"auth": "login"` upstreams from `store`.
+    #[must_use]
+    pub fn logins(mut self, store: Arc<dyn tern_client::auth::TokenStore>) -> Self {
+        self.logins = Some(store);
+        self
+    }
+
     /// Sets the page size (at least 1).
     #[must_use]
     pub fn page_size(mut self, size: usize) -> Self {
@@ -109,6 +122,8 @@ struct Inner {
     rebuilding: Mutex<()>,
     /// Counts the catalogue's rebuilds.
     generation: tokio::sync::watch::Sender<u64>,
+    /// What `subscriptions/listen` streams follow ([`crate::listen`]).
+    listens: Arc<crate::listen::Listens>,
 }
 
 /// A gateway in front of the upstreams of a [`GatewayConfig`]. Cheap to
@@ -153,7 +168,12 @@ impl Gateway {
         let upstreams: Vec<Arc<Upstream>> = config
             .upstreams
             .iter()
-            .map(|c| Arc::new(Upstream::new(c.clone(), options.info.clone())))
+            .map(|c| {
+                Arc::new(
+                    Upstream::new(c.clone(), options.info.clone())
+                        .with_logins(options.logins.clone()),
+                )
+            })
             .collect();
         let connected = futures_join(&upstreams).await;
         let gateway = Self {
@@ -166,6 +186,7 @@ impl Gateway {
                 changes: OnceLock::new(),
                 rebuilding: Mutex::new(()),
                 generation: tokio::sync::watch::Sender::new(0),
+                listens: Arc::default(),
             }),
         };
         let catalogue = gateway.build_catalogue(None, Strictness::Refuse)?;
@@ -176,6 +197,7 @@ impl Gateway {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(catalogue);
         for (upstream, watch) in gateway.slots().iter().zip(connected) {
             gateway.keep_up(upstream, watch);
+            gateway.listen_at(upstream);
         }
         Ok(gateway)
     }
@@ -187,12 +209,51 @@ impl Gateway {
         upstream: &Arc<Upstream>,
         watch: Option<tern_client::transport::stdio::ChildWatch>,
     ) {
-        if upstream.is_up() && watch.is_none() {
-            return; // HTTP, up: nothing to watch
-        }
         let this = self.clone();
         let changed: Arc<dyn Fn() + Send + Sync> = Arc::new(move || this.rebuild());
         tokio::spawn(Arc::clone(upstream).keep_up(watch, changed));
+    }
+
+    /// Keeps a listen stream open at `upstream` ([`crate::listen`]).
+    fn listen_at(&self, upstream: &Arc<Upstream>) {
+        let Some(index) = self.slots().iter().position(|u| Arc::ptr_eq(u, upstream)) else {
+            return;
+        };
+        let (gateway, again) = (self.clone(), Arc::clone(upstream));
+        let hooks = crate::listen::Hooks {
+            updated: Arc::new({
+                let gateway = self.clone();
+                move |uri| {
+                    if let Some(changes) = gateway.inner.changes.get() {
+                        changes.deliver(tern_server::Change::ResourceUpdated(uri));
+                    }
+                }
+            }),
+            lists_changed: Arc::new(move || {
+                let (gateway, upstream) = (gateway.clone(), Arc::clone(&again));
+                tokio::spawn(async move {
+                    match upstream.reread().await {
+                        Ok(()) => gateway.rebuild(),
+                        Err(e) => {
+                            tracing::warn!(upstream = %upstream.name(), error = %e.message, "lists not read again");
+                        }
+                    }
+                });
+            }),
+            generations: self.generations(),
+        };
+        tokio::spawn(crate::listen::watch(
+            Arc::clone(&self.inner.listens),
+            index,
+            Arc::clone(upstream),
+            hooks,
+        ));
+    }
+
+    /// The resource URIs the upstreams acknowledged following for the
+    /// gateway's `subscriptions/listen` streams, as it changes.
+    pub fn following(&self) -> tokio::sync::watch::Receiver<std::collections::BTreeSet<String>> {
+        self.inner.listens.following()
     }
 
     /// Every slot, closed ones included, by index.
@@ -220,8 +281,10 @@ impl Gateway {
                 Some(next) if next == previous && !old[i].is_closed() => {}
                 Some(next) => {
                     old[i].close().await;
-                    let fresh =
-                        Arc::new(Upstream::new(next.clone(), self.inner.options.info.clone()));
+                    let fresh = Arc::new(
+                        Upstream::new(next.clone(), self.inner.options.info.clone())
+                            .with_logins(self.inner.options.logins.clone()),
+                    );
                     slots[i] = Arc::clone(&fresh);
                     configs[i] = next.clone();
                     started.push(fresh);
@@ -235,7 +298,10 @@ impl Gateway {
         }
         for next in &config.upstreams {
             if !old_configs.iter().any(|c| c.name == next.name) {
-                let fresh = Arc::new(Upstream::new(next.clone(), self.inner.options.info.clone()));
+                let fresh = Arc::new(
+                    Upstream::new(next.clone(), self.inner.options.info.clone())
+                        .with_logins(self.inner.options.logins.clone()),
+                );
                 slots.push(Arc::clone(&fresh));
                 configs.push(next.clone());
                 started.push(fresh);
@@ -258,6 +324,7 @@ impl Gateway {
         }
         for (upstream, watch) in started.iter().zip(connected) {
             self.keep_up(upstream, watch);
+            self.listen_at(upstream);
         }
         self.rebuild();
     }
@@ -496,13 +563,28 @@ impl Relay for Gateway {
         let catalogue = self.catalogue();
         let cursors = self.inner.options.cursors.clone();
         let page_size = self.inner.options.page_size;
+        let access: Vec<_> = self
+            .slots()
+            .iter()
+            .map(|u| u.config().access.clone())
+            .collect();
         Box::pin(async move {
+            let caller = access::Caller::new(&request.principal, request.access_token.as_deref());
+            let allowed = |i: usize| access.get(i).is_some_and(|a| caller.may(a));
+            let filtered = access.iter().any(|a| !a.is_open());
             let items: Vec<Value> = match kind {
                 ListKind::Tools => catalogue.tools.items.clone(),
                 ListKind::Prompts => catalogue.prompts.items.clone(),
                 ListKind::Resources => catalogue.resources.items.clone(),
-                _ => catalogue.templates.iter().map(|(t, _)| t.clone()).collect(),
+                _ => access::templates(&catalogue, &allowed),
             };
+            let items = if filtered && kind != ListKind::ResourceTemplates {
+                access::filter(&catalogue, kind, items, &allowed)
+            } else {
+                items
+            };
+            // A list that varies by caller is no shared cache's.
+            let private = catalogue.private || filtered;
             let start = match request.cursor.as_deref() {
                 None => 0,
                 Some(c) => cursors.decode(tag(kind), c)?.min(items.len()),
@@ -513,13 +595,13 @@ impl Relay for Gateway {
                 page = page.next_cursor(cursors.encode(tag(kind), end));
             }
             if let Some(ttl) = catalogue.ttl_ms {
-                let scope = if catalogue.private {
+                let scope = if private {
                     CacheScope::Private
                 } else {
                     CacheScope::Public
                 };
                 page = page.cache(ttl, scope);
-            } else if catalogue.private {
+            } else if private {
                 page = page.cache(0, CacheScope::Private);
             }
             Ok(page)
@@ -539,6 +621,60 @@ impl Relay for Gateway {
         true
     }
 
+    fn follow(
+        &self,
+        uris: &[String],
+        task_ids: &[String],
+        principal: &tern_server::Principal,
+        access_token: Option<&tern_server::auth::AccessToken>,
+    ) -> tern_server::relay::Following {
+        // Only what the caller may read is followed for it.
+        let caller = access::Caller::new(principal, access_token);
+        let catalogue = self.catalogue();
+        let slots = self.slots();
+        let uris: Vec<String> = uris
+            .iter()
+            .filter(|uri| {
+                catalogue
+                    .resource_upstream(uri)
+                    .and_then(|i| slots.get(i))
+                    .is_some_and(|u| caller.may(&u.config().access))
+            })
+            .cloned()
+            .collect();
+        let resources = crate::listen::follow(&self.inner.listens, &catalogue, &uris);
+        // Tasks: each wrapped id opened for this principal (another's, or
+        // a forged one, is left out), grouped by upstream.
+        let mut at: crate::listen::TasksAt = Vec::new();
+        let mut followed = Vec::new();
+        for wrapped in task_ids {
+            let Ok((index, id)) = self
+                .inner
+                .options
+                .cursors
+                .unwrap_task_id(principal.id(), wrapped)
+            else {
+                continue;
+            };
+            let Some(upstream) = slots.get(usize::from(index)) else {
+                continue;
+            };
+            if !caller.may(&upstream.config().access) {
+                continue;
+            }
+            followed.push(wrapped.clone());
+            match at.iter_mut().find(|(u, _)| Arc::ptr_eq(u, upstream)) {
+                Some((_, ids)) => ids.push((id, wrapped.clone())),
+                None => at.push((Arc::clone(upstream), vec![(id, wrapped.clone())])),
+            }
+        }
+        if followed.is_empty() {
+            return tern_server::relay::Following::new(resources);
+        }
+        let (tasks, status) = crate::listen::follow_tasks(at);
+        tern_server::relay::Following::new(Box::new((resources, tasks))).tasks(followed, status)
+    }
+
     fn relays_tasks(&self) -> bool {
         true
     }
@@ -556,17 +692,21 @@ impl Relay for Gateway {
     fn complete(
         &self,
         params: Value,
-        _principal: tern_server::Principal,
+        principal: tern_server::Principal,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
         let gateway = self.clone();
-        Box::pin(async move { gateway.complete_for(params).await })
+        Box::pin(async move { gateway.complete_for(params, &principal).await })
     }
 }
 
 impl Gateway {
     /// `completion/complete`, routed by its reference: a prompt by its
     /// name, a resource template by the upstream that serves its URI.
-    async fn complete_for(&self, mut params: Value) -> Result<Value, ErrorObject> {
+    async fn complete_for(
+        &self,
+        mut params: Value,
+        principal: &tern_server::Principal,
+    ) -> Result<Value, ErrorObject> {
         let catalogue = self.catalogue();
         let reference = &params["ref"];
         let index = match reference["type"].as_str() {
@@ -590,6 +730,11 @@ impl Gateway {
             }
             _ => return Err(ErrorObject::invalid_params("Unknown reference type")),
         };
+        // Completion carries no token: a principal let in by name only.
+        let caller = access::Caller::new(principal, None);
+        if !caller.may(&self.slots()[index].config().access) {
+            return Err(ErrorObject::invalid_params("Unknown reference"));
+        }
         let capabilities = ClientCapabilities::default();
         self.slots()[index]
             .request(method::COMPLETION_COMPLETE, params, &capabilities)
@@ -612,7 +757,8 @@ impl Gateway {
                 .then(|| (Arc::clone(&upstream), id, routing.clone()))
         });
         let Some((upstream, id, routing)) = guarded else {
-            return self.send_leg(leg).await;
+            let ctx = leg.ctx.clone();
+            return crate::cancel::or_cancelled(&ctx, self.send_leg(leg)).await;
         };
         let scope = match leg.ctx.principal().id() {
             Some(id) => Scope::principal(id),
@@ -682,6 +828,10 @@ impl Gateway {
         };
         let slots = self.slots();
         let upstream = &slots[index];
+        let caller = access::Caller::new(leg.ctx.principal(), leg.ctx.access_token());
+        if !caller.may(&upstream.config().access) {
+            return Err(access::unknown(leg.method, &leg.target));
+        }
         if let Some(routing) = &leg.routing {
             // The state was sealed for this target; it must still lead to
             // the upstream that issued it.

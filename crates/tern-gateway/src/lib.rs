@@ -33,13 +33,18 @@
 //! # Ok(()) }
 //! ```
 
+mod access;
+mod cancel;
 pub mod catalogue;
 pub mod config;
+mod credentials;
 pub mod cursor;
 pub mod dedupe;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod gateway;
+mod health;
+mod listen;
 pub mod upstream;
 
 pub use config::{GatewayConfig, UpstreamConfig};

@@ -105,6 +105,8 @@ pub struct Upstream {
     permits: Option<Semaphore>,
     /// [`Self::close`] was called: no more restarts.
     closing: std::sync::atomic::AtomicBool,
+    /// `tern login`'s grants, for `"auth": "login"`.
+    logins: Option<Arc<dyn tern_client::auth::TokenStore>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -146,7 +148,38 @@ impl Upstream {
             ids: AtomicI64::new(1),
             permits,
             closing: std::sync::atomic::AtomicBool::new(false),
+            logins: None,
         }
+    }
+
+    /// Reads the grant of an `"auth": "login"` upstream from `store`.
+    #[must_use]
+    pub fn with_logins(mut self, store: Option<Arc<dyn tern_client::auth::TokenStore>>) -> Self {
+        self.logins = store;
+        self
+    }
+
+    /// The OAuth of an `"auth": "login"` upstream at `url` (its grant
+    /// checked now: none is an error saying to log in).
+    fn login(
+        &self,
+        url: &str,
+        tls: Option<&tern_client::tls::TlsOptions>,
+    ) -> Result<Option<tern_client::auth::OAuth>, String> {
+        if !self.config.login {
+            return Ok(None);
+        }
+        let store = self
+            .logins
+            .clone()
+            .ok_or("`auth: login` needs the gateway's login store")?;
+        let oauth = crate::credentials::login(url, store, tls).map_err(|e| e.to_string())?;
+        if !oauth.has_grant() {
+            return Err(format!(
+                "no login for {url}: run `tern login {url}` where the gateway runs"
+            ));
+        }
+        Ok(Some(oauth))
     }
 
     /// Its configuration.
@@ -244,6 +277,7 @@ impl Upstream {
                 })
             }
             Wire::Http { url, headers } => {
+                let login = self.login(url, tls.as_ref())?;
                 if self.config.era == Some(EraPin::Modern) {
                     let mut t = HttpTransport::new(url).map_err(failed)?;
                     for (k, v) in headers {
@@ -251,6 +285,9 @@ impl Upstream {
                     }
                     if let Some(tls) = &tls {
                         t = t.with_tls(tls).map_err(failed)?;
+                    }
+                    if let Some(oauth) = login {
+                        t = t.with_oauth(oauth).map_err(failed)?;
                     }
                     return Ok(Link {
                         transport: Arc::new(t),
@@ -263,6 +300,9 @@ impl Upstream {
                 }
                 if let Some(tls) = &tls {
                     t = t.with_tls(tls).map_err(failed)?;
+                }
+                if let Some(oauth) = login {
+                    t = t.with_oauth(oauth).map_err(failed)?;
                 }
                 if self.config.era == Some(EraPin::Legacy) {
                     t = t.assume_legacy();
@@ -279,7 +319,11 @@ impl Upstream {
     /// once they are read. The watch of a stdio child comes back, for
     /// [`Self::keep_up`].
     pub async fn connect(&self) -> Result<Option<ChildWatch>, String> {
-        let link = Arc::new(self.open_transport()?);
+        // One that cannot even be opened (a program not found, no login)
+        // is down with that reason.
+        let link = Arc::new(self.open_transport().inspect_err(|e| {
+            self.mark_down(e, FIRST_BACKOFF);
+        })?);
         *lock(&self.link) = Some(Arc::clone(&link));
         match self.read_lists(&link).await {
             Ok(listed) => {
@@ -307,11 +351,12 @@ impl Upstream {
 
     /// Keeps the upstream up, for the gateway's life: while it is down it
     /// is started again after a pause that doubles up to [`MAX_BACKOFF`]
-    /// (reset once it came up); a stdio child that exits marks it down.
+    /// (reset once it came up); a stdio child that exits marks it down, and
+    /// so does an HTTP upstream that fails its health probe
+    /// (`healthInterval`).
     /// `changed` is called each time it comes up or goes down (its entries
     /// join or leave the lists). `watch` is the child of a first
-    /// [`Self::connect`] that succeeded, if any. Returns once an HTTP
-    /// upstream is up (nothing tells when it dies but its requests).
+    /// [`Self::connect`] that succeeded, if any.
     pub async fn keep_up(
         self: Arc<Self>,
         mut watch: Option<ChildWatch>,
@@ -320,17 +365,20 @@ impl Upstream {
         let mut backoff = FIRST_BACKOFF;
         loop {
             if self.is_up() {
-                let Some(mut child) = watch.take() else {
-                    return;
+                let reason = match watch.take() {
+                    Some(mut child) => {
+                        let exit = child.exited().await;
+                        exit.status.map_or_else(
+                            || "its output closed".to_owned(),
+                            |s| format!("it exited, {s}"),
+                        )
+                    }
+                    // HTTP: nothing tells when it goes but a probe.
+                    None => crate::health::until_unhealthy(&self).await,
                 };
-                let exit = child.exited().await;
                 if self.closing.load(Ordering::SeqCst) {
                     return;
                 }
-                let reason = exit.status.map_or_else(
-                    || "its output closed".to_owned(),
-                    |s| format!("it exited, {s}"),
-                );
                 self.mark_down(&reason, backoff);
                 let link = lock(&self.link).take();
                 if let Some(link) = link {
@@ -598,6 +646,56 @@ impl Upstream {
         };
         tracing::info!(upstream = %self.config.name, "a live request answered by the gateway");
         live.respond(answer);
+    }
+
+    /// Sends `method` (a `subscriptions/listen`) with no timeout, its
+    /// notifications to `tell`, until it ends; dropping the future cancels
+    /// it upstream.
+    pub(crate) async fn stream(
+        &self,
+        method: &str,
+        mut params: Value,
+        capabilities: &ClientCapabilities,
+        tell: &(dyn Fn(ServerNotification) + Send + Sync),
+    ) -> Result<Value, ErrorObject> {
+        let Some(link) = lock(&self.link).clone().filter(|_| self.is_up()) else {
+            return Err(unavailable(&self.config.name, "not up", FIRST_BACKOFF));
+        };
+        params["_meta"] = self.meta(capabilities);
+        self.send_with(&link, method, params, Vec::new(), Some(tell))
+            .await
+    }
+
+    /// One health probe (`server/discover`, within its timeout): `Err` with
+    /// why when it cannot be reached; an answer, even an error, is health.
+    pub(crate) async fn probe(&self) -> Result<(), String> {
+        let Some(link) = lock(&self.link).clone() else {
+            return Err("not started".into());
+        };
+        let params = json!({"_meta": self.meta(&ClientCapabilities::default())});
+        let probe = self.send(&link, "server/discover", params);
+        match tokio::time::timeout(self.config.timeout, probe).await {
+            Err(_) => Err("no answer to its health probe".into()),
+            Ok(Err(e))
+                if e.code == tern_server::error::codes::OUTCOME_UNKNOWN
+                    || e.data
+                        .as_ref()
+                        .is_some_and(|d| d.get("retryAfterMs").is_some()) =>
+            {
+                Err(e.message)
+            }
+            Ok(_) => Ok(()),
+        }
+    }
+
+    /// Reads its lists again (it said one changed), on the link it has.
+    pub(crate) async fn reread(&self) -> Result<(), ErrorObject> {
+        let Some(link) = lock(&self.link).clone() else {
+            return Ok(());
+        };
+        let listed = self.read_lists(&link).await?;
+        *lock(&self.listed) = Some(Arc::new(listed));
+        Ok(())
     }
 
     /// Stops it (a stdio child is asked to exit) for good.

@@ -386,7 +386,7 @@ impl Server {
         let page_size = self.inner.config.page_size;
         let hints = self.inner.config.list_cache;
         if let Some(relay) = relayed(registry, kind) {
-            return relay::list(engine, &*relay, kind, p, call.principal, hints).await;
+            return relay::list(engine, &*relay, kind, p, call, hints).await;
         }
         let meta = || Some(ResultMeta::with_server_info(engine.info.clone()));
         let cursor = p.cursor.as_deref();

@@ -178,6 +178,27 @@ impl Server {
         filter.task_ids = self.followed_tasks(&params, &call.principal).await?;
         let meta = || Some(NotificationMeta::subscription(id.clone()));
         let mut changes = self.changes().subscribe();
+        // Relayed resources and tasks are followed at the servers that own
+        // them while this stream lives.
+        let mut following = self.registry().relay.as_ref().map(|relay| {
+            let uris = filter.resource_subscriptions.as_deref().unwrap_or_default();
+            let tasks: Vec<String> = match &params.notifications.task_ids {
+                Some(asked) if relay.relays_tasks() => asked
+                    .iter()
+                    .filter(|id| !filter.task_ids.as_ref().is_some_and(|f| f.contains(id)))
+                    .cloned()
+                    .collect(),
+                _ => Vec::new(),
+            };
+            relay.follow(uris, &tasks, &call.principal, call.access_token.as_deref())
+        });
+        if let Some(relayed) = following.as_ref().filter(|f| !f.task_ids.is_empty()) {
+            filter
+                .task_ids
+                .get_or_insert_with(Vec::new)
+                .extend(relayed.task_ids.iter().cloned());
+        }
+        let mut relayed_tasks = following.as_mut().and_then(|f| f.task_status.take());
         notifier.send(ServerNotification::SubscriptionsAcknowledged(
             SubscriptionsAcknowledgedNotificationParams {
                 notifications: filter.clone(),
@@ -189,6 +210,17 @@ impl Server {
                 () = call.cancel.cancelled() => break,
                 () = self.inner.shutdown.cancelled() => break,
                 change = changes.recv() => change,
+                task = async { relayed_tasks.as_mut()?.recv().await }, if relayed_tasks.is_some() => {
+                    match task {
+                        Some(task) => {
+                            notifier.send(ServerNotification::TaskStatus(Box::new(
+                                TaskStatusNotificationParams { task, meta: meta() },
+                            )));
+                        }
+                        None => relayed_tasks = None,
+                    }
+                    continue;
+                }
                 task = task_changes.recv(), if filter.task_ids.is_some() => {
                     let followed = filter.task_ids.as_deref().unwrap_or_default();
                     let ids: Vec<String> = match task {
@@ -266,6 +298,7 @@ impl Server {
         // Graceful close: the result names the subscription (spec:
         // Subscriptions › Cancellation › Graceful Closure).
         drop(task_changes);
+        drop(following);
         let mut result = SubscriptionsListenResult::new(id.clone());
         result.meta.server_info = Some(self.info().clone());
         Ok(crate::json::to_json(&result))

@@ -99,9 +99,70 @@ async fn effects() -> String {
         .to_string()
 }
 
+/// Calls of `hold` that began, and that saw their cancellation.
+static HELD: [std::sync::atomic::AtomicU64; 2] = [
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+];
+
+/// Says it began (progress, when asked), then holds until it is cancelled.
+async fn hold(ctx: Ctx) -> String {
+    HELD[0].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    ctx.progress(1.0, Some(2.0), Some("holding"));
+    // Its future is dropped when it is cancelled: the cleanup work sees it.
+    let watch = ctx.clone();
+    tokio::spawn(async move {
+        watch.cancelled().await;
+        HELD[1].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    std::future::pending::<()>().await;
+    "held to the end".into()
+}
+
+/// `began N, cancelled M` of `hold`.
+async fn held() -> String {
+    let n = |i: usize| HELD[i].load(std::sync::atomic::Ordering::SeqCst);
+    format!("began {}, cancelled {}", n(0), n(1))
+}
+
+/// As a task: asks to go, then goes.
+async fn task_ask(ctx: Ctx) -> Result<String, ToolError> {
+    let Answer::Accept(Go { go: true }) = ctx.ask(Elicit::<Go>::form("Go?").key("go")).await?
+    else {
+        return Ok("stopped".into());
+    };
+    Ok("went".into())
+}
+
 fn upstream() -> Server {
     let who = std::env::var(WHO).unwrap_or_default();
-    Server::builder(format!("upstream-{who}"), "1")
+    let builder = Server::builder(format!("upstream-{who}"), "1");
+    let changes = builder.changes();
+    let relist = changes.clone();
+    let readme = format!("{who}://readme");
+    builder
+        .tool(ToolDef::new("hold", "Waits to be cancelled", hold))
+        .tool(
+            ToolDef::new("task_ask", "A task that asks", task_ask)
+                .elicits::<Go>()
+                .task(tern_server::TaskSupport::Required)
+                .task_from_start(),
+        )
+        .tool(ToolDef::new("held", "What hold saw", held))
+        .tool(ToolDef::new("touch", "Its readme changed", move || {
+            let (changes, readme) = (changes.clone(), readme.clone());
+            async move {
+                changes.resource_updated(readme);
+                "touched".to_owned()
+            }
+        }))
+        .tool(ToolDef::new("relist", "Its tool list changed", move || {
+            let changes = relist.clone();
+            async move {
+                changes.tools_changed();
+                "relisted".to_owned()
+            }
+        }))
         .tool(ToolDef::new("ask_name", "Asks a name", ask_name).elicits::<Name>())
         .tool(ToolDef::new("caps", "The declared capabilities", caps))
         .tool(ToolDef::new("crash", "Exits", crash))

@@ -4,11 +4,15 @@
 /// Lowest first.
 const FLOORS: &[&[&str]] = &[
     // Leaves: the file, the cursors, the claims of deduplicated retries.
-    &["config", "cursor", "dedupe"],
+    &["cancel", "credentials", "cursor", "dedupe"],
+    &["config"],
     // One upstream: its transport, lists and health.
-    &["upstream"],
+    // (`health` probes it, `upstream` waits on it: one floor.)
+    &["health", "upstream"],
     // The merged catalogue.
     &["catalogue"],
+    // What `subscriptions/listen` streams follow at the upstreams.
+    &["access", "listen"],
     // The gateway: the relay a tern server serves.
     &["gateway"],
     // Fleet mode: the gateway's options with Redis.

@@ -12,8 +12,11 @@
     reason = "test code reads best with values passed"
 )]
 
+mod auth;
 mod child;
 mod dedupe;
 mod gateway;
+mod health;
 mod layers;
+mod relayed;
 mod reload;

@@ -99,6 +99,9 @@ pub struct ListRequest {
     pub cursor: Option<String>,
     /// The caller.
     pub principal: Principal,
+    /// The caller's verified OAuth access token, when the endpoint checks
+    /// them (its scopes, for a relay that lists by scope).
+    pub access_token: Option<Arc<crate::auth::AccessToken>>,
     /// The request's `_meta`.
     pub meta: RequestMeta,
 }
@@ -188,6 +191,52 @@ pub enum RelayOutcome {
     },
 }
 
+/// What a relay follows for one `subscriptions/listen` stream
+/// ([`Relay::follow`]), held while the stream lives.
+#[non_exhaustive]
+pub struct Following {
+    /// Dropped when the stream ends (the relay stops following then).
+    pub guard: Box<dyn std::any::Any + Send>,
+    /// The task ids the relay follows: acknowledged to the client, ids it
+    /// does not own left out.
+    pub task_ids: Vec<String>,
+    /// The followed tasks' statuses, each sent to the stream as
+    /// `notifications/tasks/status` under its subscription id.
+    pub task_status:
+        Option<tokio::sync::mpsc::UnboundedReceiver<tern_protocol::task::DetailedTask>>,
+}
+
+impl std::fmt::Debug for Following {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Following")
+            .field("task_ids", &self.task_ids)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Following {
+    /// Follows what `guard` holds; no tasks.
+    pub fn new(guard: Box<dyn std::any::Any + Send>) -> Self {
+        Self {
+            guard,
+            task_ids: Vec::new(),
+            task_status: None,
+        }
+    }
+
+    /// Follows the tasks `task_ids`, whose statuses come on `status`.
+    #[must_use]
+    pub fn tasks(
+        mut self,
+        task_ids: Vec<String>,
+        status: tokio::sync::mpsc::UnboundedReceiver<tern_protocol::task::DetailedTask>,
+    ) -> Self {
+        self.task_ids = task_ids;
+        self.task_status = Some(status);
+        self
+    }
+}
+
 /// A catalogue served by someone else (module docs).
 pub trait Relay: Send + Sync + 'static {
     /// The lists it serves, each with its method: `tools/call` for
@@ -239,6 +288,26 @@ pub trait Relay: Send + Sync + 'static {
         Box::pin(std::future::ready(Err(ErrorObject::method_not_found(
             method,
         ))))
+    }
+
+    /// A `subscriptions/listen` stream opened that follows the resource
+    /// `uris` (the relayed resources' updates reach it when the relay hands
+    /// them to [`crate::Changes::deliver`]) and, when [`Self::relays_tasks`]
+    /// and the request declared the Tasks extension, the `task_ids` its
+    /// registry does not know (the relay's, as the client holds them): the
+    /// relay follows them at the servers that own them for as long as the
+    /// returned [`Following`] lives — it is dropped when the stream ends.
+    /// `principal` (and its verified access token, when the endpoint checks
+    /// them) is the stream's caller. Default: nothing to follow.
+    fn follow(
+        &self,
+        uris: &[String],
+        task_ids: &[String],
+        principal: &Principal,
+        access_token: Option<&crate::auth::AccessToken>,
+    ) -> Following {
+        let _ = (uris, task_ids, principal, access_token);
+        Following::new(Box::new(()))
     }
 
     /// It answers `completion/complete` (the `completions` capability is

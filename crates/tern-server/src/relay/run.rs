@@ -514,7 +514,7 @@ pub(crate) async fn list(
     relay: &dyn Relay,
     kind: super::ListKind,
     params: tern_protocol::pagination::PaginatedRequestParams,
-    principal: crate::principal::Principal,
+    call: CallContext,
     hints: crate::cache::CacheHints,
 ) -> Result<Json, ErrorObject> {
     let page = relay
@@ -522,7 +522,8 @@ pub(crate) async fn list(
             kind,
             super::ListRequest {
                 cursor: params.cursor,
-                principal,
+                principal: call.principal,
+                access_token: call.access_token,
                 meta: params.meta,
             },
         )

@@ -8,11 +8,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 use tern_gateway::{Cursors, Gateway, GatewayConfig, GatewayOptions};
-use tern_server::transport::http::{Bearer, Http};
+use tern_server::Server;
+use tern_server::transport::http::Http;
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
-use tern_server::{Principal, Server};
 
 use crate::cmd::runtime;
+use crate::cmd::serve::{Access, DemoOAuth};
 
 /// `tern gateway`'s flags.
 #[derive(Debug, Args)]
@@ -38,6 +39,40 @@ pub(crate) struct GatewayArgs {
     /// states). The client's token is never passed to an upstream.
     #[arg(long, value_name = "FILE", requires = "http")]
     tokens: Option<PathBuf>,
+    /// Over HTTP, require OAuth access tokens (JWTs) of this issuer,
+    /// checked against its JWKS (the gateway as an OAuth resource server,
+    /// serving its Protected Resource Metadata). The principal is the
+    /// token's issuer and subject; the token is never passed to an upstream.
+    #[arg(long, value_name = "URL", conflicts_with = "tokens", requires = "http")]
+    issuer: Option<String>,
+    /// The audience the tokens must carry, and the resource the metadata
+    /// names (default: the served URL, `http://ADDR/mcp`).
+    #[arg(long, value_name = "AUD", requires = "issuer")]
+    audience: Option<String>,
+    /// A scope every request's token must carry (repeatable).
+    #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
+    scopes: Vec<String>,
+    /// A scope one tool (its gateway name) needs besides any `--scope`
+    /// (repeatable): a token without it gets 403 `insufficient_scope`.
+    #[arg(long = "tool-scope", value_name = "TOOL=SCOPE", requires = "issuer", value_parser = crate::cmd::serve::tool_scope)]
+    tool_scopes: Vec<(String, String)>,
+    /// Accept access tokens whose JWT `typ` is `JWT` or absent (issuers that
+    /// do not mint RFC 9068 `at+jwt` tokens; weaker).
+    #[arg(long, requires = "issuer")]
+    accept_plain_jwt: bool,
+    /// Trust the CA certificates of this PEM file when fetching the
+    /// issuer's metadata and keys (besides the built-in roots).
+    #[arg(long, value_name = "FILE", requires = "issuer")]
+    ca_file: Option<PathBuf>,
+    /// Over HTTP, a proxy network in front of the gateway (a CIDR or an
+    /// address; repeatable): each request's client is read from the
+    /// --forwarded-header it sets.
+    #[arg(long = "trusted-proxy", value_name = "CIDR", requires_all = ["http", "forwarded_header"])]
+    trusted_proxies: Vec<String>,
+    /// The one header the trusted proxies set: `x-forwarded-for` or
+    /// `forwarded` (RFC 7239).
+    #[arg(long, value_name = "HEADER", requires = "trusted_proxies")]
+    forwarded_header: Option<tern_server::transport::forwarded::ForwardedHeader>,
     /// Fleet mode: replicas behind a load balancer, sharing `--keys` and
     /// this Redis (`redis://` or `rediss://`): the replay store of
     /// `dedupe` upstreams, and lists that do not vary per replica (a down
@@ -61,6 +96,30 @@ fn read_tokens(
     tern::demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Who may call the gateway over HTTP: `--tokens`, `--issuer` and its
+/// flags, the trusted proxies (as for `tern serve demo`).
+fn access(args: &GatewayArgs) -> Result<Access, String> {
+    let tokens = args.tokens.as_deref().map(read_tokens).transpose()?;
+    let proxies = args
+        .forwarded_header
+        .map(|h| tern_server::transport::forwarded::TrustedProxies::new(&args.trusted_proxies, h))
+        .transpose()
+        .map_err(|e| format!("--trusted-proxy: {e}"))?;
+    Ok(Access {
+        tokens,
+        proxies,
+        oauth: args.issuer.clone().map(|issuer| DemoOAuth {
+            issuer,
+            audience: args.audience.clone(),
+            scopes: args.scopes.clone(),
+            tool_scopes: args.tool_scopes.clone(),
+            accept_plain_jwt: args.accept_plain_jwt,
+            ca_file: args.ca_file.clone(),
+            name: "tern gateway",
+        }),
+    })
+}
+
 /// `tern gateway …`.
 #[allow(
     clippy::needless_pass_by_value,
@@ -78,8 +137,8 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let tokens = match args.tokens.as_deref().map(read_tokens).transpose() {
-        Ok(t) => t,
+    let access = match access(&args) {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("tern gateway: {e}");
             return ExitCode::from(2);
@@ -89,6 +148,10 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
         "tern-gateway",
         env!("CARGO_PKG_VERSION"),
     ));
+    // `"auth": "login"` upstreams: the grants `tern login` keeps.
+    if let Some(store) = tern::login::FileTokenStore::default_store() {
+        options = options.logins(std::sync::Arc::new(store));
+    }
     let ring = match &args.keys {
         Some(path) => {
             let ring = match tern::demo_fleet::read_keys(path) {
@@ -150,7 +213,7 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
         };
         reload_on_hangup(gateway.clone(), args.config.clone());
         let outcome = match args.http {
-            Some(addr) => serve_http(addr, server, gateway.clone(), tokens).await,
+            Some(addr) => serve_http(addr, server, gateway.clone(), access).await,
             None => serve_stdio(server, StdioOptions::default()).await,
         };
         gateway.close().await;
@@ -205,7 +268,7 @@ async fn serve_http(
     addr: std::net::SocketAddr,
     server: Server,
     gateway: Gateway,
-    tokens: Option<std::collections::HashMap<String, String>>,
+    access: Access,
 ) -> std::io::Result<()> {
     use axum::routing::get;
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -213,12 +276,9 @@ async fn serve_http(
         "tern: serving the gateway at http://{}/mcp",
         listener.local_addr()?
     );
-    let mut endpoint = Http::new(server);
-    if let Some(tokens) = tokens {
-        endpoint = endpoint.authenticate(Bearer(move |token: &str| {
-            tokens.get(token).map(|p| Principal::new(p.as_str()))
-        }));
-    }
+    let options = access.serve_options();
+    let (endpoint, metadata) =
+        access.apply_with_metadata(Http::new(server), listener.local_addr()?);
     let ready = move || {
         let gateway = gateway.clone();
         async move {
@@ -240,18 +300,15 @@ async fn serve_http(
             (status, format!("{word} {}\n", upstreams.join(" ")))
         }
     };
-    let app = axum::Router::new()
+    let mut app = axum::Router::new()
         .route_service("/mcp", endpoint.into_service())
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready));
+    if let Some(metadata) = metadata {
+        app = app.merge(metadata);
+    }
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    tern_server::transport::accept::serve_service(
-        listener,
-        app,
-        tern_server::transport::accept::ServeOptions::default(),
-        shutdown,
-    )
-    .await
+    tern_server::transport::accept::serve_service(listener, app, options, shutdown).await
 }

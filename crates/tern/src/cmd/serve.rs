@@ -65,26 +65,29 @@ fn imports_beside(spec: &str) -> Result<tern::imports::Imports, String> {
 
 /// Who may call the demo over HTTP: the `--tokens` file's bearer tokens,
 /// OAuth access tokens of `--issuer`, or both.
-struct Access {
-    tokens: Option<std::collections::HashMap<String, String>>,
-    oauth: Option<DemoOAuth>,
-    proxies: Option<tern_server::transport::forwarded::TrustedProxies>,
+pub(crate) struct Access {
+    pub(crate) tokens: Option<std::collections::HashMap<String, String>>,
+    pub(crate) oauth: Option<DemoOAuth>,
+    pub(crate) proxies: Option<tern_server::transport::forwarded::TrustedProxies>,
 }
 
 /// `--issuer URL [--audience AUD] [--scope S]... [--tool-scope TOOL=S]...
 /// [--accept-plain-jwt] [--ca-file FILE]`.
-struct DemoOAuth {
-    issuer: String,
-    audience: Option<String>,
-    scopes: Vec<String>,
-    tool_scopes: Vec<(String, String)>,
-    accept_plain_jwt: bool,
-    ca_file: Option<PathBuf>,
+/// (`tern gateway` takes the same flags.)
+pub(crate) struct DemoOAuth {
+    pub(crate) issuer: String,
+    pub(crate) audience: Option<String>,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) tool_scopes: Vec<(String, String)>,
+    pub(crate) accept_plain_jwt: bool,
+    pub(crate) ca_file: Option<PathBuf>,
+    /// The `resource_name` of the metadata.
+    pub(crate) name: &'static str,
 }
 
 impl Access {
     /// The accept loop's options: the defaults, and the trusted proxies.
-    fn serve_options(&self) -> tern_server::transport::accept::ServeOptions {
+    pub(crate) fn serve_options(&self) -> tern_server::transport::accept::ServeOptions {
         let options = tern_server::transport::accept::ServeOptions::default();
         match &self.proxies {
             Some(p) => options.trusted_proxies(p.clone()),
@@ -93,23 +96,38 @@ impl Access {
     }
 
     /// `endpoint` guarded as asked; `local` names the default audience.
-    fn apply(self, mut endpoint: Http, local: std::net::SocketAddr) -> Http {
+    fn apply(self, endpoint: Http, local: std::net::SocketAddr) -> Http {
+        self.apply_with_metadata(endpoint, local).0
+    }
+
+    /// [`Self::apply`], and the Protected Resource Metadata routes to mount
+    /// beside the endpoint under OAuth (for an app of one's own; `serve`
+    /// mounts them itself).
+    pub(crate) fn apply_with_metadata(
+        self,
+        mut endpoint: Http,
+        local: std::net::SocketAddr,
+    ) -> (Http, Option<axum::Router>) {
         if let Some(p) = self.proxies {
             endpoint = endpoint.trusted_proxies(p);
         }
+        let mut metadata = None;
         if let Some(o) = self.oauth {
             let audience = o
                 .audience
                 .clone()
                 .unwrap_or_else(|| format!("http://{local}/mcp"));
-            endpoint = endpoint.oauth(demo_oauth(&o, &audience));
+            let resource = demo_oauth(&o, &audience);
+            metadata = Some(resource.metadata_router());
+            endpoint = endpoint.oauth(resource);
         }
-        match self.tokens {
+        let endpoint = match self.tokens {
             Some(tokens) => endpoint.authenticate(Bearer(move |token: &str| {
                 tokens.get(token).map(|p| Principal::new(p.as_str()))
             })),
             None => endpoint,
-        }
+        };
+        (endpoint, metadata)
     }
 }
 
@@ -185,7 +203,7 @@ fn demo_oauth(o: &DemoOAuth, audience: &str) -> tern_server::auth::ResourceServe
     let mut resource = tern_server::auth::ResourceServer::new(audience, issuer, verifier)
         .scopes_supported(&supported)
         .required_scopes(&scopes)
-        .resource_name("tern demo");
+        .resource_name(o.name);
     // A tool named twice needs both scopes.
     let mut per_tool = std::collections::BTreeMap::<&str, Vec<&str>>::new();
     for (tool, scope) in &o.tool_scopes {
@@ -266,6 +284,7 @@ pub(crate) fn command(served: Served) -> ExitCode {
                     tool_scopes,
                     accept_plain_jwt,
                     ca_file,
+                    name: "tern demo",
                 }),
             };
             let runtime = match runtime() {
@@ -470,7 +489,7 @@ pub(crate) enum Served {
 }
 
 /// `TOOL=SCOPE` of `--tool-scope`.
-fn tool_scope(text: &str) -> Result<(String, String), String> {
+pub(crate) fn tool_scope(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() && !scope.contains(' ') => {
             Ok((tool.to_owned(), scope.to_owned()))

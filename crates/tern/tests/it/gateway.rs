@@ -197,3 +197,181 @@ fn over_http_the_gateway_relays_rounds_and_says_it_is_ready() {
     );
     drop(served);
 }
+
+/// A tokens file (`TOKEN PRINCIPAL` per line), removed when dropped.
+fn tokens(lines: &str) -> tempfile_path::Path {
+    tempfile_path::Path::with(lines)
+}
+
+#[test]
+fn an_upstream_gets_its_credential_from_the_environment_and_never_the_clients_token() {
+    // The upstream admits only the gateway's own token.
+    let upstream_tokens = tokens("up-secret gateway-svc\n");
+    let (_demo, demo_url) = crate::served::demo_over_http(&["--tokens", upstream_tokens.as_str()]);
+    // The file names the variable; the gateway's environment holds it.
+    let file = tempfile_path::Path::with(
+        &serde_json::json!({"mcpServers": {"api": {
+            "url": demo_url,
+            "headers": {"Authorization": "Bearer ${TERN_GATEWAY_IT_UP_TOKEN}"},
+        }}})
+        .to_string(),
+    );
+    let client_tokens = tokens("client-token alice\n");
+    let (_gateway, url, _) = crate::served::serve_with_env(
+        &[
+            "gateway",
+            "--config",
+            file.as_str(),
+            "--http",
+            "127.0.0.1:0",
+            "--tokens",
+            client_tokens.as_str(),
+        ],
+        &[("TERN_GATEWAY_IT_UP_TOKEN", "up-secret")],
+        "serving the gateway at ",
+    );
+    let o = tern(&[
+        "call",
+        "--url",
+        &url,
+        "--header",
+        "Authorization:Bearer client-token",
+        "api__provision_database",
+        "name=orders",
+        "--answer",
+        REGION,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "Created database orders in eu-west-1.\n");
+    // The client's token is the gateway's to check, not the upstream's:
+    // sent straight to the upstream it is refused.
+    let o = tern(&[
+        "tools",
+        "--url",
+        &demo_url,
+        "--header",
+        "Authorization:Bearer client-token",
+    ]);
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "the upstream took the client's token"
+    );
+    // Without the variable the file does not load, naming it (not a value).
+    let o = tern(&["gateway", "--config", file.as_str(), "--check"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("the environment variable TERN_GATEWAY_IT_UP_TOKEN is not set"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn with_an_issuer_the_gateway_is_an_oauth_resource_server() {
+    let file = config("");
+    let (_served, url, _) = crate::served::serve(
+        &[
+            "gateway",
+            "--config",
+            file.as_str(),
+            "--http",
+            "127.0.0.1:0",
+            "--issuer",
+            "https://issuer.example",
+            "--scope",
+            "mcp:tools",
+        ],
+        "serving the gateway at ",
+    );
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // Its Protected Resource Metadata names the issuer and the gateway.
+    let metadata = get(&addr, "/.well-known/oauth-protected-resource/mcp");
+    assert!(metadata.starts_with("HTTP/1.1 200"), "{metadata}");
+    let body: serde_json::Value =
+        serde_json::from_str(metadata.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["authorization_servers"][0], "https://issuer.example");
+    assert_eq!(body["resource"], url);
+    assert_eq!(body["resource_name"], "tern gateway");
+    // No token: 401 with the challenge pointing at the metadata.
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 401"), "{out}");
+    let challenge = out
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("www-authenticate:"))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        challenge.contains("resource_metadata=") && challenge.contains("mcp:tools"),
+        "{out}"
+    );
+    // And the health routes stay open.
+    assert!(get(&addr, "/healthz").starts_with("HTTP/1.1 200"));
+}
+
+/// `tern call ARGS -- tern gateway --config FILE --stdio`.
+fn through_the_gateway(file: &tempfile_path::Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["call"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&[
+        "--",
+        env!("CARGO_BIN_EXE_tern"),
+        "gateway",
+        "--config",
+        file.as_str(),
+        "--stdio",
+    ]);
+    tern(&all)
+}
+
+#[test]
+fn the_deprecated_sampling_and_roots_are_relayed_where_the_client_declares_them() {
+    let file = config("");
+    // Sampling: the upstream's request reaches tern's --sampler.
+    let o = through_the_gateway(
+        &file,
+        &[
+            "demo__summarize",
+            "text=hello world",
+            "--sampler",
+            "tr a-z A-Z",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "Summary (tr a-z A-Z): SUMMARISE IN ONE SENTENCE:\n\nHELLO WORLD\n"
+    );
+    // Roots: the client's folders, as it declared them.
+    let dir = std::env::temp_dir().join(format!("tern-gateway-roots-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = through_the_gateway(
+        &file,
+        &["demo__workspace_files", "--root", dir.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains(&format!("file://{}", dir.display())),
+        "{}",
+        text(&o.stdout)
+    );
+    let _ = std::fs::remove_dir(&dir);
+    // Undeclared (no --sampler, no terminal): not forwarded, and the
+    // upstream's -32021 comes back naming what it needs.
+    let o = through_the_gateway(&file, &["demo__summarize", "text=hi"]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("[-32021]"), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("sampling"), "{}", text(&o.stderr));
+}

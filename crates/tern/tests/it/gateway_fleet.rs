@@ -267,3 +267,54 @@ async fn fleet_mode_needs_the_keys_and_a_reachable_redis() {
         "{stderr}"
     );
 }
+
+/// Two gateway replicas (shared keys, one Redis), each with a stdio demo
+/// upstream of its own started with the same `--keys`: either upstream
+/// opens the other's states, but each guards its legs in its own memory —
+/// a guard that does not span the fleet, as good as none for a duplicate
+/// sent to both replicas. `dedupe` as given.
+async fn replicas_with_their_own_upstreams(dedupe: bool) -> (Vec<Gateway>, RedisServer, Scratch) {
+    let dir = Scratch::new("gateway-fleet-stdio");
+    let redis = RedisServer::start().await;
+    let keys = dir.0.join("keys");
+    generate_keys(&keys).await;
+    let config: PathBuf = dir.0.join("servers.json");
+    let servers = json!({"mcpServers": {"demo": {
+        "command": env!("CARGO_BIN_EXE_tern"),
+        "args": ["serve", "demo", "--stdio", "--keys", keys.display().to_string()],
+        "prefix": "", "dedupe": dedupe,
+    }}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let mut gateways = Vec::new();
+    for _ in 0..2 {
+        gateways.push(Gateway::start(&config, &keys, &redis.url(), &dir.0).await);
+    }
+    (gateways, redis, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_front_of_unshared_guards_only_dedupe_keeps_a_duplicated_final_leg_to_one_transfer() {
+    for dedupe in [true, false] {
+        let (gateways, _redis, _dir) = replicas_with_their_own_upstreams(dedupe).await;
+        let (one, two) = (gateways[0].url(), gateways[1].url());
+        let to = if dedupe { "dee" } else { "eve" };
+        // A round begun on one replica, its final leg sent to both at once.
+        let state = first_leg(&one, to).await;
+        let (a, b) = tokio::join!(final_leg(&one, to, &state), final_leg(&two, to, &state));
+        assert!(
+            text(&a).starts_with(&format!("Transferred 12.50 to {to}")),
+            "{a:?}"
+        );
+        // Each replica's upstream keeps its own ledger: the transfers made
+        // are the sum of both.
+        let made = transfers_to(&one, to).await + transfers_to(&two, to).await;
+        if dedupe {
+            assert_eq!(made, 1, "claimed once in Redis, relayed once");
+            assert_eq!(text(&a), text(&b), "the duplicate gets the stored reply");
+        } else {
+            // The control: without the gateway's claim each upstream, its
+            // guard its own, makes the transfer.
+            assert_eq!(made, 2, "without dedupe: {a:?} {b:?}");
+        }
+    }
+}

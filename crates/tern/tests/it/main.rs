@@ -25,6 +25,7 @@ mod fleet;
 mod fleet_mode;
 mod gateway;
 mod gateway_fleet;
+mod gateway_peers;
 mod gateway_reload;
 mod hostile;
 mod layers;

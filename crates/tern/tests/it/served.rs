@@ -46,8 +46,18 @@ impl Drop for Served {
 /// at "`, `"serving the gateway at "`) followed by its URL; returns it, the
 /// URL, and the lines it wrote before (for a transcript).
 pub fn serve(args: &[&str], marker: &str) -> (Served, String, Vec<String>) {
+    serve_with_env(args, &[], marker)
+}
+
+/// [`serve`] with `env` added to its environment.
+pub fn serve_with_env(
+    args: &[&str],
+    env: &[(&str, &str)],
+    marker: &str,
+) -> (Served, String, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
