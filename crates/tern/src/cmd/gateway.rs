@@ -277,6 +277,7 @@ async fn serve_http(
         listener.local_addr()?
     );
     let options = access.serve_options();
+    let stopping = server.clone();
     let (endpoint, metadata) =
         access.apply_with_metadata(Http::new(server), listener.local_addr()?);
     let ready = move || {
@@ -307,8 +308,12 @@ async fn serve_http(
     if let Some(metadata) = metadata {
         app = app.merge(metadata);
     }
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+    // SIGINT or SIGTERM: open subscriptions get their closing result, then
+    // the caller closes the upstreams (stdio ones stopped as the spec's
+    // stdio shutdown says).
+    let shutdown = async move {
+        tern::demo_fleet::stop_signal().await;
+        stopping.shutdown();
     };
     tern_server::transport::accept::serve_service(listener, app, options, shutdown).await
 }

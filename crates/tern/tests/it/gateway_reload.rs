@@ -125,3 +125,85 @@ async fn sighup_reloads_the_servers_file() {
     assert_eq!(kept, after);
     drop(child);
 }
+
+/// The processes whose parent is `pid` (from /proc).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: the name may hold spaces, so read after it.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_gateway_and_its_stdio_upstreams() {
+    let dir = Scratch::new("gateway-term");
+    let config = dir.0.join("servers.json");
+    std::fs::write(&config, servers("one")).unwrap();
+    let log = dir.0.join("gateway.log");
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .arg("gateway")
+        .arg("--config")
+        .arg(&config)
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let ready = format!("http://127.0.0.1:{port}/readyz");
+    until(
+        "ready",
+        async || get(&ready).await,
+        |r| matches!(r, Ok((200, _))),
+    )
+    .await;
+    let upstreams = children_of(pid);
+    assert!(
+        !upstreams.is_empty(),
+        "the stdio upstream runs under the gateway"
+    );
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    let exited = tokio::time::timeout(TIMEOUT, child.wait())
+        .await
+        .expect("the gateway exits on SIGTERM")
+        .unwrap();
+    assert!(
+        exited.success(),
+        "{exited}: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // Its upstreams were closed with it, not left running.
+    until(
+        "the upstreams gone",
+        async || {
+            upstreams
+                .iter()
+                .filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+                .count()
+        },
+        |alive| *alive == 0,
+    )
+    .await;
+}
