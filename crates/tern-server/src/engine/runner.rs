@@ -384,7 +384,9 @@ impl Engine {
                             self.seal_leg(&request.origin, call_id, started_at, leg, round)
                                 .map(drop)
                         };
-                        strategy::await_answers(&ctx, running, &**source, &check).await
+                        // Boxed: the await strategy (a task, a 2025-11-25
+                        // session) is the cold arm of an HTTP leg.
+                        Box::pin(strategy::await_answers(&ctx, running, &**source, &check)).await
                     }
                 }
             };
