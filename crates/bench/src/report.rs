@@ -298,7 +298,7 @@ impl Results {
         if !self.seal.is_empty() {
             let _ = writeln!(
                 out,
-                "\n`tern-seal`, 1 KiB state (criterion: median, 95 % confidence interval; target seal + open < 3 µs):\n"
+                "\n`tern-seal`, 1 KiB state (criterion: median, 95 % confidence interval; target seal + open ≤ 2 µs):\n"
             );
             let _ = writeln!(out, "| operation | ns/op |");
             let _ = writeln!(out, "|---|---|");
@@ -367,12 +367,17 @@ impl Results {
     }
 }
 
-/// Reads criterion's estimates of `group/{seal,open,seal_open}` under `dir`.
+/// Reads criterion's estimates of `group/{seal,open,seal_open}` under `dir`,
+/// for the `t1` group (`requestState_1KiB`) and the `t2` one.
 pub(crate) fn criterion(dir: &Path) -> Vec<(String, f64, f64, f64)> {
     let mut found = Vec::new();
-    for name in ["seal", "open", "seal_open"] {
+    let groups = [("requestState_1KiB", "t1"), ("requestState_1KiB_t2", "t2")];
+    for ((group, version), name) in groups
+        .into_iter()
+        .flat_map(|group| ["seal", "open", "seal_open"].map(|name| (group, name)))
+    {
         let path = dir
-            .join("requestState_1KiB")
+            .join(group)
             .join(name)
             .join("new")
             .join("estimates.json");
@@ -390,7 +395,7 @@ pub(crate) fn criterion(dir: &Path) -> Vec<(String, f64, f64, f64)> {
         ) else {
             continue;
         };
-        found.push((name.to_owned(), point, low, high));
+        found.push((format!("{name} ({version})"), point, low, high));
     }
     found
 }

@@ -1,4 +1,4 @@
-//! The plaintext inside a `t1` token: a versioned, length-checked binary
+//! The plaintext inside a `t1` or `t2` token: a versioned, length-checked binary
 //! envelope. Every field has a fixed size or a length prefix, and trailing
 //! bytes are refused, so one byte string parses in exactly one way (rule
 //! `state-untrusted`).

@@ -3,10 +3,12 @@
 //! Each [`Key`] is one 32-byte master secret named by a short id. Two subkeys
 //! are derived from it with HKDF-SHA256 under distinct `info` labels, so the
 //! AEAD key and the principal-MAC key are independent (rules
-//! `state-integrity`, `state-bound-principal`).
+//! `state-integrity`, `state-bound-principal`); each token version has its
+//! own AEAD subkey.
 
 use core::fmt;
 
+use aes_gcm_siv::Aes256GcmSiv;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chacha20poly1305::{KeyInit as _, XChaCha20Poly1305};
@@ -14,6 +16,8 @@ use hkdf::Hkdf;
 use hmac::{Hmac, Mac as _};
 use sha2::Sha256;
 use zeroize::{ZeroizeOnDrop, Zeroizing};
+
+use crate::TokenVersion;
 
 /// Length in bytes of a master secret.
 pub const SECRET_LEN: usize = 32;
@@ -24,9 +28,12 @@ pub const MAX_KEY_ID_LEN: usize = 16;
 /// Length of a master secret in base64url without padding.
 const SECRET_TEXT_LEN: usize = 43;
 
-/// HKDF `info` for the AEAD subkey. Distinct from [`INFO_PRINCIPAL`] so the
-/// two subkeys are independent even though they share a master secret.
+/// HKDF `info` for the `t1` AEAD subkey. Distinct from [`INFO_PRINCIPAL`] so
+/// the subkeys are independent even though they share a master secret.
 const INFO_AEAD: &[u8] = b"tern/requestState/t1/aead-key";
+
+/// HKDF `info` for the `t2` AEAD subkey: another key for another algorithm.
+const INFO_AEAD_T2: &[u8] = b"tern/requestState/t2/aead-key";
 
 /// HKDF `info` for the principal-MAC subkey.
 const INFO_PRINCIPAL: &[u8] = b"tern/requestState/t1/principal-mac-key";
@@ -43,8 +50,12 @@ const HMAC_BLOCK_LEN: usize = 64;
 pub struct Key {
     id: String,
     secret: Zeroizing<[u8; SECRET_LEN]>,
-    /// `XChaCha20Poly1305` zeroises its key on drop (crate feature `zeroize`).
-    aead: XChaCha20Poly1305,
+    /// The `t1` AEAD; `XChaCha20Poly1305` zeroises its key on drop (crate
+    /// feature `zeroize`).
+    t1: XChaCha20Poly1305,
+    /// The `t2` AEAD; its AES key schedule is zeroised on drop (the `aes`
+    /// crate's feature `zeroize`).
+    t2: Aes256GcmSiv,
     /// HMAC keyed with the principal-MAC subkey (zero-padded to the HMAC
     /// block size), its key schedule done once: a MAC per
     /// leg then costs two compressions, not four.
@@ -92,12 +103,13 @@ impl Key {
             return Err(KeyErrorKind::PublishedSecret);
         }
         let (aead_key, principal_mac_subkey) = subkeys(&secret);
-        let aead = XChaCha20Poly1305::new((&*aead_key).into());
+        let t2_key = aead_subkey(&secret, INFO_AEAD_T2);
         let principal_mac_keyed = Hmac::<Sha256>::new((&*principal_mac_subkey).into());
         let mut key = Key {
             id: id.to_owned(),
             secret,
-            aead,
+            t1: XChaCha20Poly1305::new((&*aead_key).into()),
+            t2: Aes256GcmSiv::new((&*t2_key).into()),
             principal_mac_keyed,
             anonymous_mac: [0; 32],
         };
@@ -105,13 +117,17 @@ impl Key {
         Ok(key)
     }
 
-    /// The key id, as it appears in tokens (`t1.<key id>.…`).
+    /// The key id, as it appears in tokens (`t1.<key id>.…`, `t2.<key id>.…`).
     pub fn id(&self) -> &str {
         &self.id
     }
 
-    pub(crate) fn aead(&self) -> &XChaCha20Poly1305 {
-        &self.aead
+    pub(crate) fn t1(&self) -> &XChaCha20Poly1305 {
+        &self.t1
+    }
+
+    pub(crate) fn t2(&self) -> &Aes256GcmSiv {
+        &self.t2
     }
 
     /// HMAC-SHA256 of the principal under this key's principal-MAC subkey (rule
@@ -138,8 +154,17 @@ impl Key {
     }
 }
 
-/// The AEAD key and the principal-MAC subkey (zero-padded to the HMAC block
-/// size) of a master secret, by HKDF-SHA256.
+/// An AEAD subkey of a master secret, by HKDF-SHA256 under `info`.
+fn aead_subkey(secret: &[u8; SECRET_LEN], info: &[u8]) -> Zeroizing<[u8; 32]> {
+    let mut key = Zeroizing::new([0_u8; 32]);
+    Hkdf::<Sha256>::new(None, &secret[..])
+        .expand(info, &mut key[..])
+        .expect("HKDF-SHA256 expands up to 8160 bytes; 32 are asked");
+    key
+}
+
+/// The `t1` AEAD key and the principal-MAC subkey (zero-padded to the HMAC
+/// block size) of a master secret, by HKDF-SHA256.
 fn subkeys(secret: &[u8; SECRET_LEN]) -> (Zeroizing<[u8; 32]>, Zeroizing<[u8; HMAC_BLOCK_LEN]>) {
     let hkdf = Hkdf::<Sha256>::new(None, &secret[..]);
     let mut aead_key = Zeroizing::new([0_u8; 32]);
@@ -164,8 +189,13 @@ impl fmt::Debug for Key {
 /// Never empty; ids are unique. The first key seals, every key opens, so a
 /// rotation is: add the new key second everywhere, then move it first, then
 /// drop the old key once the longest TTL has passed. `Debug` shows ids only.
+///
+/// The ring also names the token version new tokens are sealed with
+/// ([`KeyRing::seal_version`]; the key file's `seal=` entry); tokens of every
+/// version this build knows open whatever it says.
 pub struct KeyRing {
     keys: Vec<Key>,
+    seal_version: TokenVersion,
 }
 
 impl KeyRing {
@@ -187,7 +217,26 @@ impl KeyRing {
                 });
             }
         }
-        Ok(KeyRing { keys })
+        Ok(KeyRing {
+            keys,
+            seal_version: TokenVersion::default(),
+        })
+    }
+
+    /// The same ring, sealing new tokens as `version`.
+    ///
+    /// Switch to [`TokenVersion::T2`] only once every replica runs a release
+    /// that opens it: a replica that does not know `t2` refuses such tokens.
+    #[must_use]
+    pub fn with_seal_version(mut self, version: TokenVersion) -> KeyRing {
+        self.seal_version = version;
+        self
+    }
+
+    /// The version new tokens are sealed with: [`TokenVersion::T1`] unless the
+    /// key file says `seal=t2` (or [`KeyRing::with_seal_version`] set it).
+    pub fn seal_version(&self) -> TokenVersion {
+        self.seal_version
     }
 
     /// A ring of one fresh key from the operating system's random source, for
@@ -221,17 +270,23 @@ impl KeyRing {
         getrandom::fill(&mut secret[..]).map_err(|_| rng_error())?;
         let id = format!("local-{}", URL_SAFE_NO_PAD.encode(id_bytes));
         let key = Key::from_secret(&id, secret).map_err(|kind| KeyError { entry: None, kind })?;
-        Ok(KeyRing { keys: vec![key] })
+        Ok(KeyRing {
+            keys: vec![key],
+            seal_version: TokenVersion::default(),
+        })
     }
 
     /// Parses the key ring text format (see the crate docs).
     ///
     /// Entries are separated by newlines or commas; blank entries and lines
     /// starting with `#` are ignored; each entry is `<key id>:<secret>` with the
-    /// secret as 43 characters of base64url without padding. Errors name the
-    /// 1-based entry number and never echo the text.
+    /// secret as 43 characters of base64url without padding, or the one
+    /// setting `seal=t1` / `seal=t2` (the version new tokens are sealed with;
+    /// `t1` when absent). Errors name the 1-based entry number and never echo
+    /// the text.
     pub fn parse(text: &str) -> Result<KeyRing, KeyError> {
         let mut keys = Vec::new();
+        let mut seal_version = None;
         let entries = text
             .lines()
             .map(str::trim)
@@ -245,6 +300,16 @@ impl KeyRing {
                 entry: Some(number),
                 kind,
             };
+            if let Some((name, value)) = entry.split_once('=')
+                && !entry.contains(':')
+            {
+                let version = match (name.trim(), TokenVersion::from_prefix(value.trim())) {
+                    ("seal", Some(version)) if seal_version.is_none() => version,
+                    _ => return Err(error(KeyErrorKind::Setting)),
+                };
+                seal_version = Some(version);
+                continue;
+            }
             let (id, secret_text) = entry
                 .split_once(':')
                 .ok_or_else(|| error(KeyErrorKind::MissingSeparator))?;
@@ -269,16 +334,24 @@ impl KeyRing {
             }
             keys.push(Key::from_secret(id, secret).map_err(error)?);
         }
-        KeyRing::new(keys)
+        Ok(KeyRing::new(keys)?.with_seal_version(seal_version.unwrap_or_default()))
     }
 
-    /// Renders the ring in the text format [`KeyRing::parse`] reads: one
+    /// Renders the ring in the text format [`KeyRing::parse`] reads: a
+    /// `seal=<version>` line unless the version is the default `t1`, then one
     /// `<key id>:<secret>` line per key, sealing key first.
     pub fn to_text(&self) -> Zeroizing<String> {
+        let setting = match self.seal_version {
+            TokenVersion::T1 => String::new(),
+            version => format!("seal={version}\n"),
+        };
         let line_len = |key: &Key| key.id.len() + 1 + SECRET_TEXT_LEN + 1;
         // Exact capacity up front: a reallocation would leave a copy of the
         // secrets behind in freed memory.
-        let mut text = Zeroizing::new(String::with_capacity(self.keys.iter().map(line_len).sum()));
+        let mut text = Zeroizing::new(String::with_capacity(
+            setting.len() + self.keys.iter().map(line_len).sum::<usize>(),
+        ));
+        text.push_str(&setting);
         for key in &self.keys {
             text.push_str(&key.id);
             text.push(':');
@@ -312,6 +385,7 @@ impl fmt::Debug for KeyRing {
                 "key_ids",
                 &self.keys.iter().map(Key::id).collect::<Vec<_>>(),
             )
+            .field("seal_version", &self.seal_version)
             .finish()
     }
 }
@@ -387,6 +461,7 @@ impl fmt::Display for KeyError {
         f.write_str(match self.kind {
             KeyErrorKind::Empty => "the key ring has no keys",
             KeyErrorKind::MissingSeparator => "expected `<key id>:<secret>`",
+            KeyErrorKind::Setting => "expected `seal=t1` or `seal=t2`, at most once",
             KeyErrorKind::InvalidId => "key id must be 1 to 16 characters of A-Z a-z 0-9 _ -",
             KeyErrorKind::DuplicateId => "key id already used by an earlier entry",
             KeyErrorKind::InvalidBase64 => "secret is not valid base64url (no padding)",
@@ -416,6 +491,9 @@ pub enum KeyErrorKind {
     Empty,
     /// An entry has no `:` between key id and secret.
     MissingSeparator,
+    /// A setting entry (`name=value`) is not `seal=t1` or `seal=t2`, or the
+    /// setting is given twice.
+    Setting,
     /// A key id is empty, longer than 16, or uses a character outside
     /// `A-Z a-z 0-9 _ -`.
     InvalidId,

@@ -79,6 +79,8 @@
 //!
 //! ```text
 //! # requestState keys: the first entry seals.
+//! # Seal t2 tokens (once every replica runs a release that opens them).
+//! seal=t2
 //! k2026b:dK9EOAOEWIKEkwkTdBIBG-g9Wk-mrmxzUUYRMrqxmRk
 //! k2026a:<43 characters of your own>
 //! ```
@@ -89,7 +91,10 @@
 //! - Entries are separated by newlines or commas (`k2:…,k1:…` fits in one
 //!   environment variable).
 //! - Blank entries, and lines starting with `#`, are ignored.
-//! - Each entry is `<key id>:<secret>`. The key id is 1 to 16 characters of
+//! - Each entry is `<key id>:<secret>`, or the one setting `seal=t1` /
+//!   `seal=t2`: the token version new tokens are sealed with (`t1` when
+//!   absent; see "Tokens").
+//! - A key entry is `<key id>:<secret>`. The key id is 1 to 16 characters of
 //!   `A-Z a-z 0-9 _ -`. The secret is exactly 32 bytes in base64url without
 //!   padding: 43 characters. Whitespace around either is ignored.
 //! - The first entry is the sealing key. Ids must be unique. A secret that is
@@ -100,10 +105,28 @@
 //!
 //! # Tokens
 //!
-//! `t1.<key id>.<base64url-no-pad(nonce ‖ ciphertext ‖ tag)>`, sealed with
-//! `XChaCha20-Poly1305` under a 24-byte caller-supplied random nonce. The
-//! associated data is the label `tern/requestState/t1`, a zero byte and the
-//! key id. The plaintext is a versioned binary envelope with fixed-size or
+//! `<version>.<key id>.<base64url-no-pad(nonce ‖ ciphertext ‖ tag)>`, in one
+//! of two versions ([`TokenVersion`]):
+//!
+//! - `t1`: `XChaCha20-Poly1305` under a 24-byte caller-supplied random nonce.
+//! - `t2`: `AES-256-GCM-SIV` (RFC 8452) under the first 12 of those bytes,
+//!   on the CPU's AES and carry-less multiply instructions (AES-NI and
+//!   PCLMULQDQ on x86-64, the `ARMv8` cryptography extension on aarch64, found
+//!   at run time, with a constant-time software fallback). About three times
+//!   faster than `t1`'s AEAD on a 1 KiB state, and misuse-resistant: a
+//!   repeated nonce reveals only that two plaintexts were equal.
+//!
+//! Every version opens; the ring's [`KeyRing::seal_version`] picks the one
+//! that seals, `t1` unless the key file says `seal=t2`. Roll `t2` out in two
+//! steps: deploy a release that opens it to every replica (it still seals
+//! `t1`), then add `seal=t2` to the key file and reload. A replica of an
+//! older release refuses a key file with `seal=t2` rather than run unable to
+//! open the tokens its peers seal. To go back, remove the line: `t2` tokens
+//! already handed out keep opening.
+//!
+//! Each version has its own AEAD subkey (HKDF `info`
+//! `tern/requestState/<version>/aead-key`); the associated data is the label
+//! `tern/requestState/<version>`, a zero byte and the key id. The plaintext is a versioned binary envelope with fixed-size or
 //! length-prefixed fields and no trailing bytes. It holds the state id, round,
 //! issue and expiry times, the SHA-256 of the audience, an HMAC of the
 //! principal (never the identity itself), the method, the SHA-256 of the
@@ -127,17 +150,19 @@
 //!
 //! # Stability
 //!
-//! The `t1` token format is frozen: the known-answer tests pin it byte for
-//! byte, and any change to it ships as a new version prefix (`t2`), with `t1`
-//! still opened for at least one TTL. The Rust API follows semver like the
+//! The `t1` and `t2` token formats are frozen: the known-answer tests pin
+//! them byte for byte, and any change ships as a new version prefix, with the
+//! older versions still opened for at least one TTL. The Rust API follows semver like the
 //! rest of tern (0.x: minor versions may break it); the error enums are
 //! `#[non_exhaustive]`.
 
+mod b64;
 mod digest;
 mod envelope;
 mod error;
 mod key;
 mod sealer;
+mod version;
 
 pub use crate::digest::{InexactNumber, arguments_digest};
 pub use crate::error::{OpenError, OpenFailure, SealError};
@@ -146,3 +171,4 @@ pub use crate::sealer::{
     Claims, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, Expect, MAX_CLOCK_SKEW, NONCE_LEN, Opened, Sealer,
     SealerOptions,
 };
+pub use crate::version::TokenVersion;

@@ -3,17 +3,17 @@
 use core::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chacha20poly1305::AeadInOut as _;
 use serde_json::Value;
 use subtle::ConstantTimeEq as _;
-use zeroize::Zeroizing;
+use zeroize::{Zeroize as _, Zeroizing};
 
+use crate::b64;
 use crate::digest::{arguments_digest, sha256};
 use crate::envelope::Envelope;
 use crate::key::{Key, KeyRing, MAX_KEY_ID_LEN, is_valid_key_id};
-use crate::{OpenError, OpenFailure, SealError};
+use crate::version::{AAD_LABEL_LEN, TAG_LEN};
+use crate::{OpenError, OpenFailure, SealError, TokenVersion};
 
 /// How long a token stays valid after it is sealed: 10 minutes. Each round
 /// re-seals, so this bounds one round, not the whole call (rule
@@ -27,18 +27,10 @@ pub const DEFAULT_MAX_TOKEN_LEN: usize = 64 * 1024;
 /// skew between replicas: 60 seconds. Anything later is refused.
 pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(60);
 
-/// The token prefix: format version 1.
-const TOKEN_VERSION: &str = "t1";
-
-/// Domain-separation label at the start of the AEAD associated data. The key
-/// id follows it, so a token's id cannot be swapped for another's (rule
-/// `state-integrity`).
-const AAD_LABEL: &[u8] = b"tern/requestState/t1\x00";
-
-/// Bytes of the nonce [`Sealer::seal`] takes (XChaCha20-Poly1305's extended
-/// nonce: random nonces of this size are safe at any fleet's rate).
+/// Bytes of the random nonce [`Sealer::seal`] takes: XChaCha20-Poly1305's
+/// extended nonce for `t1` (random nonces of this size are safe at any
+/// fleet's rate); `t2` (AES-256-GCM-SIV) uses the first 12.
 pub const NONCE_LEN: usize = 24;
-const TAG_LEN: usize = 16;
 
 /// Settings of a [`Sealer`]. Build with `..SealerOptions::default()`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,10 +177,12 @@ impl Sealer {
         &self.options
     }
 
-    /// Seals `claims` into a token with the ring's first key.
+    /// Seals `claims` into a token with the ring's first key, in the ring's
+    /// [`seal_version`](KeyRing::seal_version).
     ///
     /// `nonce` must be fresh random bytes for every call (24 bytes make random
-    /// collisions negligible); `now` is the current time. The token expires at
+    /// collisions negligible; `t2` uses the first 12, and its AEAD tolerates
+    /// a repeat); `now` is the current time. The token expires at
     /// `now + ttl`. Fails when the token would exceed `max_token_len`.
     pub fn seal(
         &self,
@@ -197,6 +191,8 @@ impl Sealer {
         nonce: [u8; NONCE_LEN],
     ) -> Result<String, SealError> {
         let key = self.ring.sealing_key();
+        let version = self.ring.seal_version();
+        let nonce = &nonce[..version.nonce_len()];
         if claims.method.len() > usize::from(u8::MAX) {
             return Err(SealError::MethodTooLong);
         }
@@ -209,9 +205,9 @@ impl Sealer {
         let envelope_len = Envelope::encoded_len(claims.method.len(), claims.payload.len())
             .ok_or(too_large(usize::MAX))?;
         let raw_len = envelope_len
-            .checked_add(NONCE_LEN + TAG_LEN)
+            .checked_add(nonce.len() + TAG_LEN)
             .ok_or(too_large(usize::MAX))?;
-        let token_len = token_len(key.id().len(), raw_len).unwrap_or(usize::MAX);
+        let token_len = token_len(version, key.id().len(), raw_len).unwrap_or(usize::MAX);
         if token_len > self.options.max_token_len {
             return Err(too_large(token_len));
         }
@@ -238,31 +234,45 @@ impl Sealer {
                 .map_err(|_| SealError::InexactArguments)?,
             payload: claims.payload,
         };
-        // Exact capacity, so the plaintext is never copied by a reallocation
-        // and leaves no unzeroised trace.
-        let mut raw = Zeroizing::new(Vec::with_capacity(raw_len));
-        raw.extend_from_slice(&nonce);
+        // Exact capacity, so the plaintext is never copied by a reallocation.
+        // It is encrypted in place: once sealed, the buffer holds the nonce,
+        // ciphertext and tag only, none of them secret, so it needs no
+        // zeroising pass; on the one failure path it gets one.
+        let mut raw = Vec::with_capacity(raw_len);
+        raw.extend_from_slice(nonce);
         envelope.write_to(&mut raw);
-        let tag = key
-            .aead()
-            .encrypt_inout_detached(
-                (&nonce).into(),
-                Aad::new(key).bytes(),
-                (&mut raw[NONCE_LEN..]).into(),
-            )
-            // XChaCha20-Poly1305 refuses only messages over 256 GiB.
-            .map_err(|_| too_large(token_len))?;
+        let (nonce, plaintext) = raw.split_at_mut(nonce.len());
+        let aad = Aad::new(version, key);
+        let tag = match version {
+            TokenVersion::T1 => key.t1().encrypt_inout_detached(
+                (&*nonce).try_into().map_err(|_| too_large(token_len))?,
+                aad.bytes(),
+                plaintext.into(),
+            ),
+            TokenVersion::T2 => key.t2().encrypt_inout_detached(
+                (&*nonce).try_into().map_err(|_| too_large(token_len))?,
+                aad.bytes(),
+                plaintext.into(),
+            ),
+        };
+        // Both AEADs refuse only messages of many GiB.
+        let Ok(tag) = tag else {
+            raw.zeroize();
+            return Err(too_large(token_len));
+        };
         raw.extend_from_slice(&tag);
         debug_assert_eq!(raw.len(), raw_len);
 
-        let mut token = String::with_capacity(token_len);
-        token.push_str(TOKEN_VERSION);
-        token.push('.');
-        token.push_str(key.id());
-        token.push('.');
-        URL_SAFE_NO_PAD.encode_string(&raw[..], &mut token);
+        let mut token = Vec::with_capacity(token_len);
+        token.extend_from_slice(version.as_str().as_bytes());
+        token.push(b'.');
+        token.extend_from_slice(key.id().as_bytes());
+        token.push(b'.');
+        b64::encode_into(&raw, &mut token);
         debug_assert_eq!(token.len(), token_len);
-        Ok(token)
+        // Key ids and base64url are ASCII, so this is never lossy.
+        Ok(String::from_utf8(token)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned()))
     }
 
     /// Opens a token and checks every binding against `expect` and `now`.
@@ -293,42 +303,51 @@ impl Sealer {
         if token.len() > self.options.max_token_len {
             return Err(OpenFailure::TooLarge);
         }
-        let (version, rest) = token.split_once('.').ok_or(OpenFailure::Malformed)?;
-        if version != TOKEN_VERSION {
-            return Err(if is_version_tag(version) {
+        let (prefix, rest) = token.split_once('.').ok_or(OpenFailure::Malformed)?;
+        let Some(version) = TokenVersion::from_prefix(prefix) else {
+            return Err(if is_version_tag(prefix) {
                 OpenFailure::UnknownVersion
             } else {
                 OpenFailure::Malformed
             });
-        }
+        };
         let (key_id, body) = rest.split_once('.').ok_or(OpenFailure::Malformed)?;
         if !is_valid_key_id(key_id) {
             return Err(OpenFailure::Malformed);
         }
         let key = self.ring.find(key_id).ok_or(OpenFailure::UnknownKey)?;
-        // The engine refuses padding and non-zero trailing bits, so each byte
-        // string has exactly one accepted text.
-        let mut raw = Zeroizing::new(
-            URL_SAFE_NO_PAD
-                .decode(body)
-                .map_err(|_| OpenFailure::Malformed)?,
-        );
-        let (nonce, rest) = raw
-            .split_first_chunk_mut::<NONCE_LEN>()
-            .ok_or(OpenFailure::Malformed)?;
-        let (ciphertext, tag) = rest
-            .split_last_chunk_mut::<TAG_LEN>()
-            .ok_or(OpenFailure::Malformed)?;
+        // The decoder refuses padding and non-zero trailing bits, so each
+        // byte string has exactly one accepted text. This one buffer is
+        // decrypted in place and, trimmed to the payload, handed out: it is
+        // zeroised once, when the caller drops it.
+        let raw_len = b64::decoded_len(body.len()).ok_or(OpenFailure::Malformed)?;
+        let mut raw = Zeroizing::new(vec![0; raw_len]);
+        b64::decode_into(body.as_bytes(), &mut raw).map_err(|()| OpenFailure::Malformed)?;
+        let nonce_len = version.nonce_len();
+        if raw_len < nonce_len + TAG_LEN {
+            return Err(OpenFailure::Malformed);
+        }
+        let (nonce, rest) = raw.split_at_mut(nonce_len);
+        let (ciphertext, tag) = rest.split_at_mut(rest.len() - TAG_LEN);
+        let tag = (&*tag).try_into().map_err(|_| OpenFailure::Malformed)?;
         // Rule `state-integrity`: integrity first; nothing inside is looked
         // at unless it is ours.
-        key.aead()
-            .decrypt_inout_detached(
-                (&*nonce).into(),
-                Aad::new(key).bytes(),
+        let aad = Aad::new(version, key);
+        let opened = match version {
+            TokenVersion::T1 => key.t1().decrypt_inout_detached(
+                (&*nonce).try_into().map_err(|_| OpenFailure::Malformed)?,
+                aad.bytes(),
                 ciphertext.into(),
-                (&*tag).into(),
-            )
-            .map_err(|_| OpenFailure::Decrypt)?;
+                tag,
+            ),
+            TokenVersion::T2 => key.t2().decrypt_inout_detached(
+                (&*nonce).try_into().map_err(|_| OpenFailure::Malformed)?,
+                aad.bytes(),
+                ciphertext.into(),
+                tag,
+            ),
+        };
+        opened.map_err(|_| OpenFailure::Decrypt)?;
         let envelope = Envelope::parse(ciphertext)?;
 
         // Rule `state-expiry`: a short expiry. Sealed in whole seconds; `now`
@@ -371,12 +390,19 @@ impl Sealer {
             return Err(OpenFailure::Arguments);
         }
 
+        // The payload is the envelope's last field, so it ends where the
+        // ciphertext does, just before the tag.
+        let (state_id, round, payload_len) =
+            (envelope.state_id, envelope.round, envelope.payload.len());
+        let payload_end = raw_len - TAG_LEN;
+        raw.copy_within(payload_end - payload_len..payload_end, 0);
+        raw.truncate(payload_len);
         Ok(Opened {
-            state_id: envelope.state_id,
-            round: envelope.round,
+            state_id,
+            round,
             issued_at,
             expires_at,
-            payload: Zeroizing::new(envelope.payload.to_vec()),
+            payload: raw,
         })
     }
 }
@@ -390,23 +416,27 @@ impl fmt::Debug for Sealer {
     }
 }
 
-/// The AEAD associated data: the domain-separation label, then the key id.
+/// The AEAD associated data: the version's domain-separation label, a zero
+/// byte, then the key id, so a token's id or version cannot be swapped for
+/// another's (rule `state-integrity`).
 struct Aad {
-    bytes: [u8; AAD_LABEL.len() + MAX_KEY_ID_LEN],
+    bytes: [u8; AAD_LEN],
     len: usize,
 }
 
+const AAD_LEN: usize = AAD_LABEL_LEN + 1 + MAX_KEY_ID_LEN;
+
 impl Aad {
-    fn new(key: &Key) -> Aad {
+    fn new(version: TokenVersion, key: &Key) -> Aad {
         let id = key.id().as_bytes();
-        let mut bytes = [0; AAD_LABEL.len() + MAX_KEY_ID_LEN];
-        bytes[..AAD_LABEL.len()].copy_from_slice(AAD_LABEL);
+        let mut bytes = [0; AAD_LEN];
+        bytes[..AAD_LABEL_LEN].copy_from_slice(version.aad_label());
         // Key ids are at most MAX_KEY_ID_LEN bytes (checked at construction).
         let id = &id[..id.len().min(MAX_KEY_ID_LEN)];
-        bytes[AAD_LABEL.len()..AAD_LABEL.len() + id.len()].copy_from_slice(id);
+        bytes[AAD_LABEL_LEN + 1..AAD_LABEL_LEN + 1 + id.len()].copy_from_slice(id);
         Aad {
             bytes,
-            len: AAD_LABEL.len() + id.len(),
+            len: AAD_LABEL_LEN + 1 + id.len(),
         }
     }
 
@@ -415,14 +445,11 @@ impl Aad {
     }
 }
 
-/// The length of `t1.<key id>.<base64url of raw_len bytes>`.
-fn token_len(id_len: usize, raw_len: usize) -> Option<usize> {
-    let encoded = (raw_len / 3)
-        .checked_mul(4)?
-        .checked_add([0, 2, 3][raw_len % 3])?;
-    (TOKEN_VERSION.len() + 2)
+/// The length of `<version>.<key id>.<base64url of raw_len bytes>`.
+fn token_len(version: TokenVersion, id_len: usize, raw_len: usize) -> Option<usize> {
+    (version.as_str().len() + 2)
         .checked_add(id_len)?
-        .checked_add(encoded)
+        .checked_add(b64::encoded_len(raw_len)?)
 }
 
 /// `t` followed by digits: another format version, as opposed to garbage.
@@ -447,11 +474,15 @@ mod tests {
 
     #[test]
     fn token_len_matches_base64() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
         for raw_len in 0..100 {
             let encoded = URL_SAFE_NO_PAD.encode(vec![0_u8; raw_len]);
-            assert_eq!(token_len(1, raw_len), Some(5 + encoded.len()));
+            for version in TokenVersion::ALL {
+                assert_eq!(token_len(version, 1, raw_len), Some(5 + encoded.len()));
+            }
         }
-        assert_eq!(token_len(1, usize::MAX), None);
+        assert_eq!(token_len(TokenVersion::T1, 1, usize::MAX), None);
     }
 
     #[test]
@@ -467,6 +498,13 @@ mod tests {
     fn aad_is_label_then_id() {
         let secret: [u8; 32] = std::array::from_fn(|i| u8::try_from(i * i % 251).unwrap_or(0));
         let key = Key::new("abc", secret).unwrap();
-        assert_eq!(Aad::new(&key).bytes(), b"tern/requestState/t1\x00abc");
+        assert_eq!(
+            Aad::new(TokenVersion::T1, &key).bytes(),
+            b"tern/requestState/t1\x00abc"
+        );
+        assert_eq!(
+            Aad::new(TokenVersion::T2, &key).bytes(),
+            b"tern/requestState/t2\x00abc"
+        );
     }
 }

@@ -26,7 +26,8 @@ use crate::error::AskError;
 use crate::future::BoxFuture;
 use crate::ids::CallId;
 use crate::principal::Principal;
-use crate::question::{Question, declared, fingerprint, required_capabilities};
+use crate::question::{Question, declared, required_capabilities};
+use crate::rendered::Rendered;
 
 /// Where a request's notifications go: the transport's stream for that
 /// request (stdio's output, or the POST's SSE stream).
@@ -91,11 +92,21 @@ impl futures_core::Stream for Notifications {
     }
 }
 
-/// A question asked in this leg without a usable answer.
+/// A question asked in this leg without a usable answer: its request as
+/// rendered once (JSON and fingerprint).
 #[derive(Debug, Clone)]
 pub(crate) struct PendingQuestion {
-    pub(crate) fingerprint: String,
-    pub(crate) request: InputRequest,
+    pub(crate) rendered: Arc<Rendered>,
+}
+
+impl PendingQuestion {
+    pub(crate) fn fingerprint(&self) -> &str {
+        &self.rendered.fingerprint
+    }
+
+    pub(crate) fn request(&self) -> &InputRequest {
+        &self.rendered.request
+    }
 }
 
 /// The mutable state of one leg of a request.
@@ -510,7 +521,8 @@ impl Ctx {
             let (required, what) = required_capabilities(request);
             return Lookup::Missing(AskError::missing(required, what));
         }
-        let fingerprint = fingerprint(request);
+        let rendered = question.rendered();
+        let fingerprint = rendered.fingerprint.as_str();
         let mut leg = self.leg();
         let base = base.to_owned();
         // Asking a key again after it was answered in this leg (a handler
@@ -531,7 +543,9 @@ impl Ctx {
                     .and_then(|response| question.decode(response));
                 match decoded {
                     Ok(out) => {
-                        answer.fingerprint.clone_from(&fingerprint);
+                        if answer.fingerprint != fingerprint {
+                            fingerprint.clone_into(&mut answer.fingerprint);
+                        }
                         *leg.asked.entry(base).or_insert(0) += 1;
                         return Lookup::Answered(out);
                     }
@@ -543,11 +557,11 @@ impl Ctx {
             leg.answers.remove(&key);
         }
         if let Some(existing) = leg.pending.get(&key) {
-            if existing.fingerprint != fingerprint {
+            if existing.fingerprint() != fingerprint {
                 // A handler's mistake, named so its author can mend it.
                 let message = format!(
                     "Two questions of one round share the key `{key}`: {} and {}; give one of them its own .key(...)",
-                    crate::question::describe(&existing.request),
+                    crate::question::describe(existing.request()),
                     crate::question::describe(request)
                 );
                 tracing::error!(%key, "{message}");
@@ -558,8 +572,7 @@ impl Ctx {
         leg.pending.insert(
             key,
             PendingQuestion {
-                fingerprint,
-                request: request.clone(),
+                rendered: Arc::clone(rendered),
             },
         );
         if let Some(waker) = leg.waker.take() {

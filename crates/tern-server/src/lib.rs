@@ -98,6 +98,7 @@ mod prompt;
 pub mod question;
 pub mod registry;
 pub mod relay;
+mod rendered;
 pub mod replay;
 mod resource;
 mod server;

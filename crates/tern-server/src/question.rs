@@ -4,7 +4,9 @@
 //! Each question renders to one input request, has a key and a fingerprint:
 //! the first half of the SHA-256 of its rendered request's JSON (this
 //! server renders it the same way on every leg). An answer counts only for
-//! the exact question it was given to.
+//! the exact question it was given to. The JSON is written once per
+//! question value and reused for the fingerprint and for `inputRequests`
+//! (`rendered.rs`).
 //!
 //! The key is the one chosen with `.key(...)`, else one from what the
 //! question *is*, never from its text, so a wording change keeps it (preset
@@ -17,8 +19,7 @@
 
 use std::marker::PhantomData;
 
-use sha2::Digest as _;
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Once, OnceLock};
 
 use serde::de::DeserializeOwned;
 use tern_protocol::ClientCapabilities;
@@ -33,6 +34,7 @@ use tern_protocol::sampling::{
 };
 
 use crate::form::{FormError, form_schema};
+use crate::rendered::Rendered;
 
 /// A type a form answer decodes into: any `Deserialize + JsonSchema` type
 /// whose schema is flat (see [`crate::form`]).
@@ -62,7 +64,12 @@ impl<T> Answer<T> {
 }
 
 mod sealed {
-    pub trait Sealed {}
+    /// What only tern's own questions have: their request rendered once
+    /// per question value.
+    pub trait Sealed {
+        /// The request's JSON and fingerprint, rendered on first use.
+        fn rendered(&self) -> &std::sync::Arc<crate::rendered::Rendered>;
+    }
 }
 
 /// A question for the client. Implemented by [`Elicit`], [`Sample`] and
@@ -153,30 +160,6 @@ pub(crate) fn declared(request: &InputRequest, declared: &ClientCapabilities) ->
     }
 }
 
-/// The fingerprint of a rendered request: hex of the first half of the
-/// SHA-256 of its JSON.
-pub(crate) fn fingerprint(request: &InputRequest) -> String {
-    // The request is rendered by this server's own code, so its JSON is
-    // deterministic from leg to leg: no canonical form is needed.
-    let mut hasher = Sha256Writer(sha2::Sha256::new());
-    let _ = serde_json::to_writer(&mut hasher, request);
-    let digest: [u8; 32] = sha2::Digest::finalize(hasher.0).into();
-    crate::json::hex(&digest[..16])
-}
-
-struct Sha256Writer(sha2::Sha256);
-
-impl std::io::Write for Sha256Writer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        sha2::Digest::update(&mut self.0, buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A question as a handler's author knows it, for an error that names it:
 /// its kind and message (cut short).
 pub(crate) fn describe(request: &InputRequest) -> String {
@@ -230,6 +213,7 @@ pub struct Elicit<T> {
     request: InputRequest,
     schema: Option<Arc<RequestedSchema>>,
     error: Option<FormError>,
+    rendered: OnceLock<Arc<Rendered>>,
     _answer: PhantomData<fn() -> T>,
 }
 
@@ -259,6 +243,7 @@ impl<T: Form> Elicit<T> {
             request: InputRequest::elicit(ElicitRequestParams::Form(params)),
             schema,
             error,
+            rendered: OnceLock::new(),
             _answer: PhantomData,
         }
     }
@@ -277,6 +262,7 @@ impl Elicit<()> {
             request: InputRequest::elicit(ElicitRequestParams::Url(params)),
             schema: None,
             error: None,
+            rendered: OnceLock::new(),
             _answer: PhantomData,
         }
     }
@@ -293,7 +279,11 @@ impl<T> Elicit<T> {
     }
 }
 
-impl<T> sealed::Sealed for Elicit<T> {}
+impl<T> sealed::Sealed for Elicit<T> {
+    fn rendered(&self) -> &Arc<Rendered> {
+        Rendered::once(&self.rendered, &self.request)
+    }
+}
 
 impl<T: DeserializeOwned + Send + 'static> Question for Elicit<T> {
     type Output = Answer<T>;
@@ -349,6 +339,7 @@ static ROOTS_WARNING: Once = Once::new();
 pub struct Sample {
     key: Option<String>,
     request: InputRequest,
+    rendered: OnceLock<Arc<Rendered>>,
 }
 
 impl Sample {
@@ -362,6 +353,7 @@ impl Sample {
         Self {
             key: None,
             request: InputRequest::sampling(params),
+            rendered: OnceLock::new(),
         }
     }
 
@@ -386,7 +378,11 @@ impl Sample {
     }
 }
 
-impl sealed::Sealed for Sample {}
+impl sealed::Sealed for Sample {
+    fn rendered(&self) -> &Arc<Rendered> {
+        Rendered::once(&self.rendered, &self.request)
+    }
+}
 
 impl Question for Sample {
     type Output = CreateMessageResult;
@@ -417,6 +413,7 @@ impl Question for Sample {
 pub struct ListRoots {
     key: Option<String>,
     request: InputRequest,
+    rendered: OnceLock<Arc<Rendered>>,
 }
 
 impl ListRoots {
@@ -436,7 +433,11 @@ impl ListRoots {
             params: Some(tern_protocol::roots::ListRootsRequestParams::default()),
             ..tern_protocol::mrtr::ListRootsRequest::default()
         });
-        Self { key: None, request }
+        Self {
+            key: None,
+            request,
+            rendered: OnceLock::new(),
+        }
     }
 
     /// Sets the key the answer travels under.
@@ -447,7 +448,11 @@ impl ListRoots {
     }
 }
 
-impl sealed::Sealed for ListRoots {}
+impl sealed::Sealed for ListRoots {
+    fn rendered(&self) -> &Arc<Rendered> {
+        Rendered::once(&self.rendered, &self.request)
+    }
+}
 
 impl Question for ListRoots {
     type Output = Vec<Root>;
@@ -503,6 +508,7 @@ impl Question for ListRoots {
 pub struct AskInput {
     key: String,
     request: InputRequest,
+    rendered: OnceLock<Arc<Rendered>>,
 }
 
 impl AskInput {
@@ -511,11 +517,16 @@ impl AskInput {
         Self {
             key: key.into(),
             request,
+            rendered: OnceLock::new(),
         }
     }
 }
 
-impl sealed::Sealed for AskInput {}
+impl sealed::Sealed for AskInput {
+    fn rendered(&self) -> &Arc<Rendered> {
+        Rendered::once(&self.rendered, &self.request)
+    }
+}
 
 impl Question for AskInput {
     type Output = InputResponse;

@@ -4,5 +4,6 @@ mod bindings;
 mod common;
 mod keys;
 mod limits;
+mod t2;
 mod tamper;
 mod vectors;

@@ -108,6 +108,7 @@ fn garbage_is_refused() {
         "t1.k1.",
         "t1.k1..",
         "t2.k1.AAAA",
+        "t3.k1.AAAA",
         "t1.k9.AAAA",
         "t1.k1.AAAA",
         "T1.k1.AAAA",
@@ -119,8 +120,13 @@ fn garbage_is_refused() {
         assert_refused(&sealer, junk, &expect);
     }
     assert_eq!(
-        assert_refused(&sealer, "t2.k1.AAAA", &expect),
+        assert_refused(&sealer, "t3.k1.AAAA", &expect),
         OpenFailure::UnknownVersion
+    );
+    // `t2` is known: three bytes are too short for its nonce and tag.
+    assert_eq!(
+        assert_refused(&sealer, "t2.k1.AAAA", &expect),
+        OpenFailure::Malformed
     );
     assert_eq!(
         assert_refused(&sealer, "t1.k9.AAAA", &expect),

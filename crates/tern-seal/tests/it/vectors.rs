@@ -1,9 +1,10 @@
 //! Known-answer vectors: fixed key, nonce, time and claims give one exact
-//! token, so any silent change to the `t1` format fails here. Both vectors
-//! are reproduced by an independent implementation, `tests/t1_vectors.py`
-//! (Python: HKDF, HMAC and SHA-256, `HChaCha20` written out, and
-//! `ChaCha20-Poly1305` from the `cryptography` package):
-//! `python3 tests/t1_vectors.py 5300ad88…37ec` prints them.
+//! token, so any silent change to the `t1` format fails here (the `t2`
+//! vectors are in `t2.rs`). All four are reproduced by an independent
+//! implementation, `tests/token_vectors.py` (Python: HKDF, HMAC and SHA-256,
+//! `HChaCha20` written out, `ChaCha20-Poly1305` and `AES-256-GCM-SIV` from
+//! the `cryptography` package): `python3 tests/token_vectors.py 5300ad88…37ec`
+//! prints them.
 
 use std::fmt::Write as _;
 
@@ -16,15 +17,15 @@ use crate::common::{arguments, claims, expect, nonce, sealer, secs, t0};
 /// 0..24, now = 1 800 000 000 s, principal "user-42", `tools/call`
 /// `provision_database` `{"size":3,"name":"orders"}`, state id a0..af,
 /// round 2, payload "answers: region=eu-west-1".
-const VECTOR_1: &str = "t1.k1.AAECAwQFBgcICQoLDA0ODxAREhMUFRYXcw-67cA70HE3ssWlreTrhJE30ODk5GK6S-fDWzbt3k5oazQZfFnfWTEQg2XiB1dDxDTY89IRuOt0ylPZULgByjNaHtFNlUL0HKe-JKbEU5Gfef6-6lvHCalidZ2AqJAYkeim8E7s7mEfvJpgGKbGrNOjS5l2jgb3ZrF8ZLoGs-KyiIW5Hmb4d-hgjFpmnspn0rgIg1ijmVmnSQElvCaOZdAQWuoYOKyRRq2BJJQ9kFEY0wdNgskieVwtdZ-V1f9nOWIV5hK35a1SGSr6_LfuYtZEjpLAFwlr7-mxMwk";
+pub(crate) const VECTOR_1: &str = "t1.k1.AAECAwQFBgcICQoLDA0ODxAREhMUFRYXcw-67cA70HE3ssWlreTrhJE30ODk5GK6S-fDWzbt3k5oazQZfFnfWTEQg2XiB1dDxDTY89IRuOt0ylPZULgByjNaHtFNlUL0HKe-JKbEU5Gfef6-6lvHCalidZ2AqJAYkeim8E7s7mEfvJpgGKbGrNOjS5l2jgb3ZrF8ZLoGs-KyiIW5Hmb4d-hgjFpmnspn0rgIg1ijmVmnSQElvCaOZdAQWuoYOKyRRq2BJJQ9kFEY0wdNgskieVwtdZ-V1f9nOWIV5hK35a1SGSr6_LfuYtZEjpLAFwlr7-mxMwk";
 
 /// Same key, audience and time; nonce 24 × 0xff, anonymous, `prompts/get`
 /// `greet`, no arguments, state id zero, round 0, empty payload.
 const VECTOR_2: &str = "t1.k1.________________________________N_nJLB-c6nBllzAcUa6GGV-j7YbagmXvEsYMtSXposy_ddB274ciwVyFTsL9jnjofDl8u82X4i__DCtM4zIdIuElX9fBbL6vxwMVidHnR4yANREMgFsIHRdTUrfyEtX-ivtwgqtb4-11UZ6LeDM3F6SJRc1iSELkFg1tVcCNnU-mn74iAlxT1SRxIXTEE5tKzjPnXFOoJHb5eUvqGybq5ORq9ws1uA4SzDF65ngIZFEKS0gqQ0NK3FxcRD81miiRowMuxdA";
 
-const PAYLOAD_1: &[u8] = b"answers: region=eu-west-1";
+pub(crate) const PAYLOAD_1: &[u8] = b"answers: region=eu-west-1";
 
-fn claims_2() -> Claims<'static> {
+pub(crate) fn claims_2() -> Claims<'static> {
     Claims {
         principal: None,
         method: "prompts/get",
@@ -36,7 +37,7 @@ fn claims_2() -> Claims<'static> {
     }
 }
 
-const EXPECT_2: Expect<'static> = Expect {
+pub(crate) const EXPECT_2: Expect<'static> = Expect {
     principal: None,
     method: "prompts/get",
     target: "greet",

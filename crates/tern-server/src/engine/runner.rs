@@ -34,7 +34,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::mrtr::{InputKind, InputResponse};
-use tern_protocol::{InputRequests, InputRequiredResult, InputResponses, RequestId, RequestMeta};
+use tern_protocol::{InputRequiredResult, InputResponses, RequestId, RequestMeta};
 use tern_seal::{Claims, Expect};
 use tracing::Instrument as _;
 
@@ -46,6 +46,7 @@ use crate::engine::{CallId, Engine, guard, random_bytes};
 use crate::error::{ToolError, codes};
 use crate::json::{Json, to_json};
 use crate::principal::Principal;
+use crate::rendered::{InputRequired, Rendered, RenderedRequests};
 use crate::replay::BoxFuture;
 
 /// The message of every refused `requestState` (docs/design.md, "Sealing
@@ -383,7 +384,9 @@ impl Engine {
                             self.seal_leg(&request.origin, call_id, started_at, leg, round)
                                 .map(drop)
                         };
-                        strategy::await_answers(&ctx, running, &**source, &check).await
+                        // Boxed: the await strategy (a task, a 2025-11-25
+                        // session) is the cold arm of an HTTP leg.
+                        Box::pin(strategy::await_answers(&ctx, running, &**source, &check)).await
                     }
                 }
             };
@@ -409,12 +412,11 @@ impl Engine {
                     self.check_round(round)?;
                     let (token, requests) =
                         self.seal_leg(&request.origin, call_id, started_at, &leg, round - 1)?;
-                    let ir = if requests.is_empty() {
-                        InputRequiredResult::state_only(token)
+                    if requests.is_empty() {
+                        Ok(self.stamp_input_required(InputRequiredResult::state_only(token)))
                     } else {
-                        InputRequiredResult::new(requests, Some(token))
-                    };
-                    Ok(self.stamp_input_required(ir))
+                        Ok(self.stamp_rendered(&requests, &token))
+                    }
                 }
                 Driven::Fatal(e) => Err(e),
             }
@@ -441,6 +443,17 @@ impl Engine {
             self.info.clone(),
         ));
         to_json(&ir)
+    }
+
+    /// [`Engine::stamp_input_required`] of questions written from their
+    /// cached JSON (the text their fingerprints were hashed from).
+    fn stamp_rendered(&self, requests: &[(String, Arc<Rendered>)], token: &str) -> Json {
+        let meta = tern_protocol::meta::ResultMeta::with_server_info(self.info.clone());
+        to_json(&InputRequired {
+            requests,
+            request_state: token,
+            meta: &meta,
+        })
     }
 
     /// Opens the retry's state, checks every binding (the `requestState`
@@ -539,18 +552,18 @@ impl Engine {
         started_at: SystemTime,
         leg: &Leg,
         round: u32,
-    ) -> Result<(String, InputRequests), ErrorObject> {
-        let mut requests = InputRequests::new();
+    ) -> Result<(String, RenderedRequests), ErrorObject> {
+        let mut requests = Vec::with_capacity(leg.pending.len());
         let mut pending = BTreeMap::new();
         for (key, question) in &leg.pending {
             pending.insert(
                 key.clone(),
                 SealedPending {
-                    fingerprint: question.fingerprint.clone(),
-                    kind: question.request.kind().into(),
+                    fingerprint: question.fingerprint().to_owned(),
+                    kind: question.request().kind().into(),
                 },
             );
-            requests.insert(key.clone(), question.request.clone());
+            requests.push((key.clone(), Arc::clone(&question.rendered)));
         }
         let mut answers = leg.answers.clone();
         // Unbound answers that no question used are dropped, not carried on.

@@ -184,7 +184,7 @@ where
                 let questions: InputRequests = leg
                     .pending
                     .iter()
-                    .map(|(k, q)| (k.clone(), q.request.clone()))
+                    .map(|(k, q)| (k.clone(), q.request().clone()))
                     .collect();
                 drop(leg);
                 asking = Some(Asking {
@@ -236,14 +236,14 @@ fn merge(leg: &mut Leg, answers: Vec<(String, InputResponse)>) {
             tracing::debug!(%key, "answer to no outstanding question ignored");
             continue;
         };
-        if response.kind() != question.request.kind() {
+        if response.kind() != question.request().kind() {
             tracing::debug!(%key, "answer of another kind than its question ignored");
             continue;
         }
         let Ok(value) = serde_json::to_value(&response) else {
             continue;
         };
-        let fingerprint = question.fingerprint.clone();
+        let fingerprint = question.fingerprint().to_owned();
         leg.pending.shift_remove(&key);
         leg.answers
             .insert(key, StoredAnswer::decoded(fingerprint, value, response));

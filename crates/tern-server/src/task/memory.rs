@@ -231,6 +231,24 @@ impl TaskStore for MemoryTaskStore {
         Box::pin(std::future::ready(Ok(found)))
     }
 
+    fn read<'a>(
+        &'a self,
+        task_id: &'a str,
+        now: u64,
+        read: &'a mut (dyn FnMut(&TaskRecord) + Send),
+    ) -> BoxFuture<'a, Result<bool, TaskStoreError>> {
+        // Under the lock, no copy: `read` only serialises.
+        let mut maps = self.maps();
+        maps.sweep(now);
+        let found = maps.records.get(task_id).filter(|r| live(r, now));
+        if let Some(record) = found {
+            read(record);
+        }
+        let shown = found.is_some();
+        drop(maps);
+        Box::pin(std::future::ready(Ok(shown)))
+    }
+
     fn replace(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, TaskStoreError>> {
         let mut maps = self.maps();
         let Maps {

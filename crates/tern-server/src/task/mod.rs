@@ -60,6 +60,7 @@ pub(crate) mod durable;
 mod memory;
 pub(crate) mod runner;
 pub mod store;
+mod view;
 pub(crate) mod wire;
 
 use std::collections::HashMap;

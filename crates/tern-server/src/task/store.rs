@@ -291,6 +291,26 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
         now: u64,
     ) -> BoxFuture<'_, Result<Option<TaskRecord>, TaskStoreError>>;
 
+    /// Shows `read` the record of `task_id` where it lies, unless it is
+    /// unknown or expired at `now`, and tells whether it did: `tasks/get`
+    /// writes its answer from the borrowed record instead of a copy. The
+    /// default loads the record ([`TaskStore::load`]) and shows that; a
+    /// store that keeps records in memory lends its own.
+    fn read<'a>(
+        &'a self,
+        task_id: &'a str,
+        now: u64,
+        read: &'a mut (dyn FnMut(&TaskRecord) + Send),
+    ) -> BoxFuture<'a, Result<bool, TaskStoreError>> {
+        Box::pin(async move {
+            let Some(record) = self.load(task_id, now).await? else {
+                return Ok(false);
+            };
+            read(&record);
+            Ok(true)
+        })
+    }
+
     /// Writes `record` if the stored one still has version
     /// `record.version - 1`; `false` when another write came first (or the
     /// record is gone).

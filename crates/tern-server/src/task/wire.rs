@@ -8,11 +8,10 @@
 
 use tern_protocol::error::ErrorObject;
 use tern_protocol::result::EmptyResult;
-use tern_protocol::task::{
-    DetailedTask, GetTaskResult, TaskRequestParams, TaskStatus, UpdateTaskRequestParams,
-};
+use tern_protocol::task::{DetailedTask, TaskRequestParams, TaskStatus, UpdateTaskRequestParams};
 
 use super::runner::task_view;
+use super::view::GetView;
 use super::{TaskRecord, Tasks, missing_extension, owner_of, request_declared};
 use crate::call::CallContext;
 use crate::json::{Json, to_json};
@@ -35,6 +34,28 @@ pub(crate) fn detailed(r: &TaskRecord) -> DetailedTask {
             .then(|| r.error.clone())
             .flatten(),
     }
+}
+
+/// `tasks/get`'s result for `record`.
+fn get_json(record: &TaskRecord) -> Json {
+    // Rules task-recovery-no-status and meta-prefix: the attempt shows under
+    // tern's own key, never as a status.
+    let meta = record.journal.as_ref().map(|j| {
+        let mut meta = tern_protocol::meta::ResultMeta::default();
+        meta.extra
+            .insert(super::attempt_meta_key(), serde_json::json!(j.attempt));
+        meta
+    });
+    to_json(&GetView {
+        record,
+        meta: meta.as_ref(),
+    })
+}
+
+/// The runner's lease of a running task has run out: reading it must go
+/// through [`Tasks::modify`], which ends or hands on the task.
+fn lease_lapsed(record: &TaskRecord, now: u64) -> bool {
+    !record.status.is_terminal() && record.lease.as_ref().is_some_and(|l| l.expires_at <= now)
 }
 
 impl Tasks {
@@ -65,21 +86,36 @@ impl Tasks {
         if !request_declared(&params.meta) {
             return Err(missing_extension("tasks/get"));
         }
+        // The common case: the answer written from the record where the
+        // store keeps it (one view, no copy). A lease that has lapsed goes
+        // the long way below instead.
+        let now = self.now_ms();
+        let mut answer = None;
+        let mut lapsing = false;
+        let shown = self
+            .store
+            .read(&params.task_id, now, &mut |record| {
+                lapsing = lease_lapsed(record, now);
+                if !lapsing {
+                    answer = Some(if Self::owns(record, call) {
+                        Ok(get_json(record))
+                    } else {
+                        Err(unknown_task())
+                    });
+                }
+            })
+            .await
+            .map_err(super::store_failed)?;
+        if !shown {
+            return Err(unknown_task());
+        }
+        if let Some(answer) = answer {
+            return answer;
+        }
         // Through `modify`, so a lapsed lease is written as `failed` once.
         let found = self.modify(&params.task_id, |_, _| None::<()>).await?;
         match found {
-            Some((record, _)) if Self::owns(&record, call) => {
-                let mut result = GetTaskResult::new(detailed(&record));
-                // Rules task-recovery-no-status and meta-prefix: the attempt
-                // shows under tern's own key, never as a status.
-                if let Some(j) = &record.journal {
-                    let mut meta = tern_protocol::meta::ResultMeta::default();
-                    meta.extra
-                        .insert(super::attempt_meta_key(), serde_json::json!(j.attempt));
-                    result.meta = Some(meta);
-                }
-                Ok(to_json(&result))
-            }
+            Some((record, _)) if Self::owns(&record, call) => Ok(get_json(&record)),
             _ => Err(unknown_task()),
         }
     }

@@ -219,6 +219,7 @@ pub async fn task_store_contract<S: TaskStore>(fresh: impl Fn() -> Arc<S>) {
     replace_is_compare_and_swap(&*fresh()).await;
     records_round_trip_whole(&*fresh()).await;
     expired_records_are_gone(&*fresh()).await;
+    read_lends_what_load_returns(&*fresh()).await;
     quotas_count_live_tasks_and_result_bytes(&*fresh()).await;
     remove_forgets(&*fresh()).await;
     the_tally_follows_every_write(&*fresh()).await;
@@ -491,6 +492,30 @@ async fn expired_records_are_gone(store: &dyn TaskStore) {
         Created::New,
         "create: an expired record's key is free again"
     );
+}
+
+/// [`TaskStore::read`] shows the record `load` returns, and nothing for an
+/// unknown or expired id.
+async fn read_lends_what_load_returns(store: &dyn TaskStore) {
+    let mut stored = record("a", "k", Some("o"));
+    stored.status_message = Some("half way".into());
+    store.create(stored, ROOMY, NOW).await.unwrap();
+    let loaded = store.load("a", NOW).await.unwrap().unwrap();
+    let mut seen = Vec::new();
+    let mut read = |r: &TaskRecord| seen.push(r.clone());
+    assert!(
+        store.read("a", NOW, &mut read).await.unwrap(),
+        "read: a live record is shown"
+    );
+    assert!(
+        !store.read("zz", NOW, &mut read).await.unwrap(),
+        "read: an unknown id is not"
+    );
+    assert!(
+        !store.read("a", NOW + 60_000, &mut read).await.unwrap(),
+        "read: an expired record is not"
+    );
+    assert_eq!(seen, [loaded], "read: shown once, as load returns it");
 }
 
 async fn quotas_count_live_tasks_and_result_bytes(store: &dyn TaskStore) {

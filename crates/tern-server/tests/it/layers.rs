@@ -36,6 +36,7 @@ const FLOORS: &[&[&str]] = &[
         "task::memory",
         "auth",
         "question",
+        "rendered",
         "completion",
     ],
     // What a handler holds: its context, the call around it.

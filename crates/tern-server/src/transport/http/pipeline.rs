@@ -291,18 +291,19 @@ impl Http {
                 };
                 let gate =
                     |request: &DecodedRequest| self.legacy_scope_gate(token.as_ref(), request);
-                match sessions
-                    .route(
-                        &self.server,
-                        headers,
-                        &principal,
-                        peer.as_deref(),
-                        call,
-                        message,
-                        self.keep_alive,
-                        &gate,
-                    )
-                    .await
+                // Boxed: a session's routing is a cold arm, and held inline
+                // its state would grow every request's future.
+                match Box::pin(sessions.route(
+                    &self.server,
+                    headers,
+                    &principal,
+                    peer.as_deref(),
+                    call,
+                    message,
+                    self.keep_alive,
+                    &gate,
+                ))
+                .await
                 {
                     crate::legacy::http::Route::Done(response) => return response,
                     crate::legacy::http::Route::Modern(message) => message,
