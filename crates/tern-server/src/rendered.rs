@@ -95,6 +95,7 @@ mod tests {
     use super::*;
     use indexmap::IndexMap;
     use tern_protocol::InputRequiredResult;
+    use tern_protocol::mrtr::ListRootsRequest;
     use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitRequestParams};
 
     fn form() -> InputRequest {
@@ -132,7 +133,7 @@ mod tests {
     fn rendered_once_per_cell() {
         let cell = OnceLock::new();
         let first = Arc::clone(Rendered::once(&cell, &form()));
-        let second = Rendered::once(&cell, &InputRequest::Roots(Default::default()));
+        let second = Rendered::once(&cell, &InputRequest::Roots(ListRootsRequest::default()));
         assert!(Arc::ptr_eq(&first, second));
     }
 
@@ -145,7 +146,7 @@ mod tests {
             ("confirm".to_owned(), Arc::new(Rendered::new(form()))),
             (
                 "roots".to_owned(),
-                Arc::new(Rendered::new(InputRequest::Roots(Default::default()))),
+                Arc::new(Rendered::new(InputRequest::Roots(ListRootsRequest::default()))),
             ),
         ];
         let ours = serde_json::to_string(&InputRequired {

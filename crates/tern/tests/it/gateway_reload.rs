@@ -137,11 +137,11 @@ fn children_of(pid: u32) -> Vec<u32> {
             continue;
         };
         // pid (comm) state ppid …: the name may hold spaces, so read after it.
-        let ppid = stat
+        let parent = stat
             .rsplit_once(')')
             .and_then(|(_, rest)| rest.split_whitespace().nth(1))
             .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(pid) {
+        if parent == Some(pid) {
             found.push(child);
         }
     }
@@ -168,7 +168,7 @@ async fn sigterm_stops_the_gateway_and_its_stdio_upstreams() {
         .unwrap();
     let pid = child.id().unwrap();
     let ready = format!("http://127.0.0.1:{port}/readyz");
-    until(
+    let _ready = until(
         "ready",
         async || get(&ready).await,
         |r| matches!(r, Ok((200, _))),
