@@ -95,8 +95,8 @@ mod tests {
     use super::*;
     use indexmap::IndexMap;
     use tern_protocol::InputRequiredResult;
-    use tern_protocol::mrtr::ListRootsRequest;
     use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitRequestParams};
+    use tern_protocol::mrtr::ListRootsRequest;
 
     fn form() -> InputRequest {
         let schema = serde_json::from_value(serde_json::json!({
@@ -146,7 +146,9 @@ mod tests {
             ("confirm".to_owned(), Arc::new(Rendered::new(form()))),
             (
                 "roots".to_owned(),
-                Arc::new(Rendered::new(InputRequest::Roots(ListRootsRequest::default()))),
+                Arc::new(Rendered::new(InputRequest::Roots(
+                    ListRootsRequest::default(),
+                ))),
             ),
         ];
         let ours = serde_json::to_string(&InputRequired {
