@@ -17,6 +17,7 @@ use tern_server::relay::{ListKind, ListPage, ListRequest, Relay, RelayLeg, Relay
 use tern_server::replay::{BoxFuture, MemoryReplayStore, ReplayStore, Scope};
 use tern_server::{Changes, ServerBuilder};
 
+use crate::bridge::{self, Bridge, BridgeOptions};
 use crate::catalogue::{Catalogue, Strictness};
 use crate::config::GatewayConfig;
 use crate::cursor::Cursors;
@@ -42,6 +43,8 @@ pub struct GatewayOptions {
     /// Fleet mode: the lists do not vary per replica — a down upstream's
     /// entries (as it last listed them) stay listed, their calls fail fast.
     pub fleet: bool,
+    /// How calls to 2025 upstreams that ask live are held ([`crate::bridge`]).
+    pub bridge: BridgeOptions,
 }
 
 impl Default for GatewayOptions {
@@ -52,6 +55,7 @@ impl Default for GatewayOptions {
             page_size: DEFAULT_PAGE_SIZE,
             replay: Arc::new(MemoryReplayStore::default()),
             fleet: false,
+            bridge: BridgeOptions::default(),
         }
     }
 }
@@ -85,6 +89,15 @@ impl GatewayOptions {
         self
     }
 
+    /// Sets how calls to 2025 upstreams that ask live are held: their TTL
+    /// (also the relayed states' TTL) and the most per principal.
+    #[must_use]
+    pub fn held(mut self, ttl: std::time::Duration, per_principal: usize) -> Self {
+        self.bridge.ttl = ttl;
+        self.bridge.per_principal = per_principal.max(1);
+        self
+    }
+
     /// Sets the page size (at least 1).
     #[must_use]
     pub fn page_size(mut self, size: usize) -> Self {
@@ -109,6 +122,8 @@ struct Inner {
     rebuilding: Mutex<()>,
     /// Counts the catalogue's rebuilds.
     generation: tokio::sync::watch::Sender<u64>,
+    /// Calls to 2025 upstreams held for their retries.
+    bridge: Bridge,
 }
 
 /// A gateway in front of the upstreams of a [`GatewayConfig`]. Cheap to
@@ -149,7 +164,14 @@ impl Gateway {
     /// the catalogue: a collision, or a name too long or outside
     /// `[A-Za-z0-9_.-]`, is an error naming it. An upstream that cannot be
     /// reached is not (it is tried again in the background, with backoff).
-    pub async fn start(config: GatewayConfig, options: GatewayOptions) -> Result<Self, String> {
+    pub async fn start(config: GatewayConfig, mut options: GatewayOptions) -> Result<Self, String> {
+        if let Some(ttl) = config.held_ttl {
+            options.bridge.ttl = ttl;
+        }
+        if let Some(n) = config.max_held_per_principal {
+            options.bridge.per_principal = n;
+        }
+        let bridge = Bridge::new(options.bridge);
         let upstreams: Vec<Arc<Upstream>> = config
             .upstreams
             .iter()
@@ -166,6 +188,7 @@ impl Gateway {
                 changes: OnceLock::new(),
                 rebuilding: Mutex::new(()),
                 generation: tokio::sync::watch::Sender::new(0),
+                bridge,
             }),
         };
         let catalogue = gateway.build_catalogue(None, Strictness::Refuse)?;
@@ -362,6 +385,8 @@ impl Gateway {
             .info(info)
             // An upstream's progress is relayed as it comes: it paced it.
             .progress_interval(std::time::Duration::ZERO)
+            // A held call lives as long as the state that names it.
+            .state_ttl(self.inner.options.bridge.ttl)
             .relay(self.relay());
         let _ = self.inner.changes.set(builder.changes());
         builder
@@ -415,6 +440,11 @@ impl Gateway {
             }
         }
         out
+    }
+
+    /// Calls to 2025 upstreams held for their retries now.
+    pub fn held(&self) -> usize {
+        self.inner.bridge.held()
     }
 
     /// Stops every upstream.
@@ -692,6 +722,14 @@ impl Gateway {
             .filter(|_| leg.method == method::TOOLS_CALL)
             .map(|h| tern_client::param_headers(h, leg.arguments.as_object()))
             .unwrap_or_default();
+        if upstream.is_legacy() || bridge::is_bridged(leg.routing.as_ref()) {
+            let send = bridge::Send {
+                method: leg.method,
+                params,
+                header_params,
+            };
+            return self.inner.bridge.leg(Arc::clone(upstream), leg, send).await;
+        }
         let ctx = leg.ctx.clone();
         let tell = move |n: ServerNotification| relay_notification(&ctx, n);
         let extras = Extras {
@@ -699,6 +737,7 @@ impl Gateway {
             progress: leg.ctx.meta().progress_token.is_some(),
             log_level: leg.ctx.meta().log_level,
             on_notification: Some(&tell),
+            ..Extras::default()
         };
         let result = upstream
             .relay(leg.method, params, &capabilities, extras)

@@ -33,6 +33,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bridge;
 pub mod catalogue;
 pub mod config;
 pub mod cursor;

@@ -7,8 +7,8 @@ const FLOORS: &[&[&str]] = &[
     &["config", "cursor", "dedupe"],
     // One upstream: its transport, lists and health.
     &["upstream"],
-    // The merged catalogue.
-    &["catalogue"],
+    // The merged catalogue; the era bridge (calls held for their retries).
+    &["catalogue", "bridge"],
     // The gateway: the relay a tern server serves.
     &["gateway"],
     // Fleet mode: the gateway's options with Redis.

@@ -12,8 +12,10 @@
     reason = "test code reads best with values passed"
 )]
 
+mod bridge;
 mod child;
 mod dedupe;
 mod gateway;
 mod layers;
+mod legacy_child;
 mod reload;

@@ -188,6 +188,17 @@ pub enum RelayOutcome {
     },
 }
 
+/// `request` asks only for what `capabilities` declared (rule
+/// `ask-declared-only`): what the server checks every relayed input request
+/// against, for a relay that answers an undeclared question itself (a
+/// gateway in front of a 2025-11-25 server that asks live).
+pub fn asks_within(
+    request: &tern_protocol::InputRequest,
+    capabilities: &tern_protocol::ClientCapabilities,
+) -> bool {
+    crate::question::declared(request, capabilities)
+}
+
 /// A catalogue served by someone else (module docs).
 pub trait Relay: Send + Sync + 'static {
     /// The lists it serves, each with its method: `tools/call` for
