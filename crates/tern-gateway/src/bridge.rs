@@ -33,10 +33,16 @@
 //! otherwise) and is cancelled upstream (`notifications/cancelled`): a
 //! server must not assume its client retries.
 //!
-//! Held calls live in the process that holds the upstream request: without
-//! a hand-off between replicas, a 2025 upstream that asks must be served by
-//! one gateway replica (or by replicas behind a load balancer that keeps a
-//! client on one replica).
+//! Held calls live in the process that holds the upstream request. In
+//! fleet mode ([`Handoff`], Redis in [`crate::fleet`]) the routing names
+//! that replica, and a retry that reaches another one is handed to it
+//! (the answers over a Redis channel, the outcome back on a reply channel
+//! the forwarding replica subscribed to first: woken, never polled); the
+//! forwarding replica relays no notifications of the resumed call.
+//! **Without Redis, a 2025 upstream that asks must be served by one gateway
+//! replica** (or by replicas behind a load balancer that keeps a client on
+//! one replica): a retry reaching a replica that does not hold its call is
+//! answered `-32602`, never sent upstream again.
 //!
 //! `logging/setLevel` goes to a 2025 upstream as the most verbose level any
 //! bridged request in flight to it asked for (none in flight: `emergency`,
@@ -76,6 +82,134 @@ const HELD: &str = "h";
 const KEY: &str = "k";
 /// The routing member of a `-32042` round: the retry sends a new call.
 const URL_REQUIRED: &str = "x";
+/// The routing member naming the replica that holds the call (fleet mode).
+const REPLICA: &str = "r";
+
+/// Hands a retry's answers to the gateway replica that holds its call, and
+/// brings back its outcome (fleet mode: [`crate::fleet`] over Redis).
+pub trait Handoff: Send + Sync + std::fmt::Debug + 'static {
+    /// This replica's id (random per process), named in the routing of the
+    /// calls it holds.
+    fn replica(&self) -> &str;
+
+    /// Sends `request` (a [`Forwarded`], as JSON) to `replica` and waits
+    /// for its answer, at most `wait`: the outcome, as JSON.
+    fn forward(
+        &self,
+        replica: &str,
+        request: Value,
+        wait: Duration,
+    ) -> tern_server::replay::BoxFuture<'static, Result<Value, ErrorObject>>;
+
+    /// Serves the requests forwarded to this replica with `serve`, from now
+    /// on.
+    fn serve(
+        &self,
+        serve: Arc<dyn Fn(Value) -> tern_server::replay::BoxFuture<'static, Value> + Send + Sync>,
+    );
+}
+
+/// A retry forwarded to the replica holding its call.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Forwarded {
+    /// The held call's id.
+    pub id: String,
+    /// The retry's principal (it must be the held call's).
+    pub principal: Option<String>,
+    /// The retry's capabilities (its next questions are checked against
+    /// them).
+    pub capabilities: ClientCapabilities,
+    /// The retry's round.
+    pub round: u32,
+    /// The retry's answers.
+    pub responses: Option<tern_protocol::InputResponses>,
+}
+
+/// The downstream request a bridged call answers now: its context when it
+/// is this replica's (notifications go there), its principal,
+/// capabilities and round.
+struct Downstream {
+    ctx: Option<Ctx>,
+    principal: Option<String>,
+    capabilities: ClientCapabilities,
+    round: u32,
+}
+
+impl Downstream {
+    fn of(leg: &RelayLeg) -> Self {
+        Self {
+            ctx: Some(leg.ctx.clone()),
+            principal: leg.ctx.principal().id().map(str::to_owned),
+            capabilities: leg.ctx.client_capabilities().clone(),
+            round: leg.round,
+        }
+    }
+
+    /// An upstream notification, to the downstream request if it is here
+    /// (a call resumed for another replica drops them).
+    fn tell(&self, n: ServerNotification) {
+        if let Some(ctx) = &self.ctx {
+            tell(ctx, n);
+        }
+    }
+}
+
+/// A forwarded retry's outcome, as the wire between replicas carries it.
+fn outcome_to_json(outcome: Result<RelayOutcome, ErrorObject>) -> Value {
+    match outcome {
+        Ok(RelayOutcome::Complete(result)) => json!({"complete": result}),
+        Ok(RelayOutcome::InputRequired { requests, routing }) => {
+            json!({"inputRequired": {"requests": requests, "routing": routing}})
+        }
+        Err(e) => json!({"error": e}),
+        #[allow(unreachable_patterns, reason = "RelayOutcome may grow")]
+        Ok(_) => json!({"error": ErrorObject::new(code::INTERNAL_ERROR, "Internal error")}),
+    }
+}
+
+fn outcome_from_json(upstream: &str, value: Value) -> Result<RelayOutcome, ErrorObject> {
+    let unreadable = || {
+        ErrorObject::new(
+            tern_server::error::codes::OUTCOME_UNKNOWN,
+            format!(
+                "The replica holding the `{upstream}` call answered unreadably; the outcome is unknown"
+            ),
+        )
+    };
+    if let Some(result) = value.get("complete") {
+        return Ok(RelayOutcome::Complete(result.clone()));
+    }
+    if let Some(ir) = value.get("inputRequired") {
+        let requests: InputRequests =
+            serde_json::from_value(ir["requests"].clone()).map_err(|_| unreadable())?;
+        return Ok(RelayOutcome::InputRequired {
+            requests,
+            routing: ir["routing"].clone(),
+        });
+    }
+    match value
+        .get("error")
+        .cloned()
+        .map(serde_json::from_value::<ErrorObject>)
+    {
+        Some(Ok(e)) => Err(e),
+        _ => Err(unreadable()),
+    }
+}
+
+/// A retry of a call `replica` holds: handed over, its outcome back.
+async fn forward(
+    handoff: &dyn Handoff,
+    upstream: &str,
+    replica: &str,
+    request: &Forwarded,
+    wait: Duration,
+) -> Result<RelayOutcome, ErrorObject> {
+    let request = serde_json::to_value(request)
+        .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
+    let answer = handoff.forward(replica, request, wait).await?;
+    outcome_from_json(upstream, answer)
+}
 
 /// How the bridge holds calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +297,7 @@ struct Levels {
 pub struct Bridge {
     options: BridgeOptions,
     inner: Arc<Inner>,
+    handoff: Option<Arc<dyn Handoff>>,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -246,7 +381,7 @@ fn new_id() -> String {
 }
 
 /// What a leg to a 2025 upstream sends.
-pub(crate) struct Send {
+pub(crate) struct Outbound {
     pub(crate) method: &'static str,
     pub(crate) params: Value,
     pub(crate) header_params: Vec<(String, String)>,
@@ -258,12 +393,61 @@ impl Bridge {
         Self {
             options,
             inner: Arc::default(),
+            handoff: None,
         }
     }
 
     /// Its options.
     pub fn options(&self) -> BridgeOptions {
         self.options
+    }
+
+    /// Hands retries of calls held elsewhere to their replica, and serves
+    /// those of the calls held here (fleet mode).
+    pub fn with_handoff(mut self, handoff: Arc<dyn Handoff>) -> Self {
+        let inner = Arc::downgrade(&self.inner);
+        let options = self.options;
+        handoff.serve(Arc::new(move |request: Value| {
+            let inner = inner.clone();
+            Box::pin(async move {
+                let Some(inner) = inner.upgrade() else {
+                    return outcome_to_json(Err(ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        "the gateway is shutting down",
+                    )));
+                };
+                let bridge = Bridge {
+                    options,
+                    inner,
+                    handoff: None,
+                };
+                outcome_to_json(bridge.resume_forwarded(request).await)
+            })
+        }));
+        self.handoff = Some(handoff);
+        self
+    }
+
+    /// A retry another replica forwarded: resumed here, where its call is
+    /// held (the outcome's routing names this replica again).
+    async fn resume_forwarded(&self, request: Value) -> Result<RelayOutcome, ErrorObject> {
+        let request: Forwarded = serde_json::from_value(request)
+            .map_err(|e| ErrorObject::invalid_params(format!("a forwarded retry: {e}")))?;
+        let upstream = {
+            let held = lock(&self.inner.held);
+            held.get(&request.id).map(|p| Arc::clone(&p.call.upstream))
+        };
+        let Some(upstream) = upstream else {
+            return Err(gone("?"));
+        };
+        let down = Downstream {
+            ctx: None,
+            principal: request.principal,
+            capabilities: request.capabilities,
+            round: request.round,
+        };
+        self.resume(upstream, &down, &request.id, request.responses.as_ref())
+            .await
     }
 
     /// Calls held now.
@@ -277,12 +461,27 @@ impl Bridge {
         &self,
         upstream: Arc<Upstream>,
         leg: RelayLeg,
-        send: Send,
+        send: Outbound,
     ) -> Result<RelayOutcome, ErrorObject> {
         match leg.routing.as_ref() {
             Some(r) if r.get(HELD).is_some() => {
                 let id = r[HELD].as_str().unwrap_or_default().to_owned();
-                self.resume(upstream, &leg, &id).await
+                let down = Downstream::of(&leg);
+                let responses = leg.input_responses.clone();
+                match (&self.handoff, r.get(REPLICA).and_then(Value::as_str)) {
+                    (Some(handoff), Some(replica)) if replica != handoff.replica() => {
+                        let request = Forwarded {
+                            id,
+                            principal: down.principal.clone(),
+                            capabilities: down.capabilities.clone(),
+                            round: down.round,
+                            responses,
+                        };
+                        let wait = upstream.config().timeout + self.options.ttl;
+                        forward(handoff.as_ref(), upstream.name(), replica, &request, wait).await
+                    }
+                    _ => self.resume(upstream, &down, &id, responses.as_ref()).await,
+                }
             }
             Some(r) if r.get(URL_REQUIRED).is_some() => {
                 if let Some(declined) = declined_url(&leg) {
@@ -290,17 +489,17 @@ impl Bridge {
                 }
                 // Every URL accepted: the call again, as a new call.
                 let call = self.start(&upstream, &leg, send).await;
-                self.drive(call, &leg).await
+                self.drive(call, &Downstream::of(&leg)).await
             }
             _ => {
                 let call = self.start(&upstream, &leg, send).await;
-                self.drive(call, &leg).await
+                self.drive(call, &Downstream::of(&leg)).await
             }
         }
     }
 
     /// Starts the driver of a new upstream call.
-    async fn start(&self, upstream: &Arc<Upstream>, leg: &RelayLeg, send: Send) -> Call {
+    async fn start(&self, upstream: &Arc<Upstream>, leg: &RelayLeg, send: Outbound) -> Call {
         let (step_tx, steps) = mpsc::unbounded_channel();
         let (note_tx, notes) = mpsc::channel(NOTES);
         let (stop, stopped) = oneshot::channel::<Option<LiveRequest>>();
@@ -359,22 +558,22 @@ impl Bridge {
     }
 
     /// Waits for the call's next step: its end, or a question to hold.
-    async fn drive(&self, mut call: Call, leg: &RelayLeg) -> Result<RelayOutcome, ErrorObject> {
+    async fn drive(&self, mut call: Call, leg: &Downstream) -> Result<RelayOutcome, ErrorObject> {
         loop {
             tokio::select! {
                 biased;
-                Some(n) = call.notes.recv() => tell(&leg.ctx, n),
+                Some(n) = call.notes.recv() => leg.tell(n),
                 step = call.steps.recv() => match step {
                     None => return Err(lost(call.upstream.name())),
                     Some(Step::Done(answer)) => {
                         // Notifications sent before the result come first.
                         while let Ok(n) = call.notes.try_recv() {
-                            tell(&leg.ctx, n);
+                            leg.tell(n);
                         }
                         return done(call.upstream.name(), answer);
                     }
                     Some(Step::Ask(live)) => {
-                        if !asks_within(live.request(), leg.ctx.client_capabilities()) {
+                        if !asks_within(live.request(), &leg.capabilities) {
                             tracing::info!(upstream = %call.upstream.name(), "a live question the request did not declare, answered by the gateway");
                             call.upstream.answer_undeclared(live);
                             continue;
@@ -394,12 +593,12 @@ impl Bridge {
     fn park(
         &self,
         call: Call,
-        leg: &RelayLeg,
+        leg: &Downstream,
         key: String,
         question: InputRequest,
     ) -> RelayOutcome {
         let name = call.upstream.name().to_owned();
-        let principal = leg.ctx.principal().id().map(str::to_owned);
+        let principal = leg.principal.clone();
         let id = new_id();
         let evicted = {
             let mut held = lock(&self.inner.held);
@@ -446,10 +645,11 @@ impl Bridge {
         });
         let mut requests = InputRequests::new();
         requests.insert(key.clone(), question);
-        RelayOutcome::InputRequired {
-            requests,
-            routing: json!({"u": name, HELD: id, KEY: key}),
+        let mut routing = json!({"u": name, HELD: id, KEY: key});
+        if let Some(handoff) = &self.handoff {
+            routing[REPLICA] = json!(handoff.replica());
         }
+        RelayOutcome::InputRequired { requests, routing }
     }
 
     /// A retry of a held call: its pending question answered with the
@@ -457,10 +657,11 @@ impl Bridge {
     async fn resume(
         &self,
         upstream: Arc<Upstream>,
-        leg: &RelayLeg,
+        leg: &Downstream,
         id: &str,
+        responses: Option<&tern_protocol::InputResponses>,
     ) -> Result<RelayOutcome, ErrorObject> {
-        let principal = leg.ctx.principal().id().map(str::to_owned);
+        let principal = leg.principal.clone();
         let taken = {
             let mut held = lock(&self.inner.held);
             match held.get(id) {
@@ -471,11 +672,7 @@ impl Bridge {
         let Some(mut parked) = taken else {
             return Err(gone(upstream.name()));
         };
-        let raw = leg
-            .input_responses
-            .as_ref()
-            .and_then(|r| r.raw(&parked.key))
-            .cloned();
+        let raw = responses.and_then(|r| r.raw(&parked.key)).cloned();
         let Some(raw) = raw else {
             // No answer: the same question again (the call stays held).
             let Parked {

@@ -45,6 +45,8 @@ pub struct GatewayOptions {
     pub fleet: bool,
     /// How calls to 2025 upstreams that ask live are held ([`crate::bridge`]).
     pub bridge: BridgeOptions,
+    /// Fleet mode: hands a retry to the replica that holds its call.
+    pub handoff: Option<Arc<dyn bridge::Handoff>>,
 }
 
 impl Default for GatewayOptions {
@@ -56,6 +58,7 @@ impl Default for GatewayOptions {
             replay: Arc::new(MemoryReplayStore::default()),
             fleet: false,
             bridge: BridgeOptions::default(),
+            handoff: None,
         }
     }
 }
@@ -95,6 +98,13 @@ impl GatewayOptions {
     pub fn held(mut self, ttl: std::time::Duration, per_principal: usize) -> Self {
         self.bridge.ttl = ttl;
         self.bridge.per_principal = per_principal.max(1);
+        self
+    }
+
+    /// Hands retries of calls held by another replica to it (fleet mode).
+    #[must_use]
+    pub fn handoff(mut self, handoff: Arc<dyn bridge::Handoff>) -> Self {
+        self.handoff = Some(handoff);
         self
     }
 
@@ -171,7 +181,10 @@ impl Gateway {
         if let Some(n) = config.max_held_per_principal {
             options.bridge.per_principal = n;
         }
-        let bridge = Bridge::new(options.bridge);
+        let mut bridge = Bridge::new(options.bridge);
+        if let Some(handoff) = &options.handoff {
+            bridge = bridge.with_handoff(Arc::clone(handoff));
+        }
         let upstreams: Vec<Arc<Upstream>> = config
             .upstreams
             .iter()
@@ -723,7 +736,7 @@ impl Gateway {
             .map(|h| tern_client::param_headers(h, leg.arguments.as_object()))
             .unwrap_or_default();
         if upstream.is_legacy() || bridge::is_bridged(leg.routing.as_ref()) {
-            let send = bridge::Send {
+            let send = bridge::Outbound {
                 method: leg.method,
                 params,
                 header_params,
