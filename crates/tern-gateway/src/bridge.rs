@@ -167,7 +167,7 @@ fn outcome_to_json(outcome: Result<RelayOutcome, ErrorObject>) -> Value {
     }
 }
 
-fn outcome_from_json(upstream: &str, value: Value) -> Result<RelayOutcome, ErrorObject> {
+fn outcome_from_json(upstream: &str, value: &Value) -> Result<RelayOutcome, ErrorObject> {
     let unreadable = || {
         ErrorObject::new(
             tern_server::error::codes::OUTCOME_UNKNOWN,
@@ -208,7 +208,7 @@ async fn forward(
     let request = serde_json::to_value(request)
         .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
     let answer = handoff.forward(replica, request, wait).await?;
-    outcome_from_json(upstream, answer)
+    outcome_from_json(upstream, &answer)
 }
 
 /// How the bridge holds calls.
@@ -235,7 +235,7 @@ impl Default for BridgeOptions {
 /// One step of a bridged upstream call, from its driver.
 enum Step {
     /// A live question.
-    Ask(LiveRequest),
+    Ask(Box<LiveRequest>),
     /// The upstream's answer to the call.
     Done(Result<Value, ErrorObject>),
 }
@@ -304,8 +304,9 @@ impl std::fmt::Debug for Bridge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bridge")
             .field("options", &self.options)
+            .field("handoff", &self.handoff)
             .field("held", &self.held())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -369,7 +370,7 @@ fn kind_name(kind: InputKind) -> &'static str {
     match kind {
         InputKind::Elicitation => "elicitation",
         InputKind::Sampling => "sampling",
-        _ => "roots",
+        InputKind::Roots => "roots",
     }
 }
 
@@ -404,6 +405,7 @@ impl Bridge {
 
     /// Hands retries of calls held elsewhere to their replica, and serves
     /// those of the calls held here (fleet mode).
+    #[must_use]
     pub fn with_handoff(mut self, handoff: Arc<dyn Handoff>) -> Self {
         let inner = Arc::downgrade(&self.inner);
         let options = self.options;
@@ -518,8 +520,10 @@ impl Bridge {
             let asks = step_tx.clone();
             let asked = Arc::clone(&driven);
             let on_live = move |live: LiveRequest| {
-                if let Err(mpsc::error::SendError(Step::Ask(live))) = asks.send(Step::Ask(live)) {
-                    asked.answer_undeclared(live);
+                if let Err(mpsc::error::SendError(Step::Ask(live))) =
+                    asks.send(Step::Ask(Box::new(live)))
+                {
+                    asked.answer_undeclared(*live);
                 }
             };
             let on_note = move |n: ServerNotification| {
@@ -575,12 +579,12 @@ impl Bridge {
                     Some(Step::Ask(live)) => {
                         if !asks_within(live.request(), &leg.capabilities) {
                             tracing::info!(upstream = %call.upstream.name(), "a live question the request did not declare, answered by the gateway");
-                            call.upstream.answer_undeclared(live);
+                            call.upstream.answer_undeclared(*live);
                             continue;
                         }
                         let question = translate(live.request());
                         let key = format!("{}_{}", kind_name(question.kind()), leg.round);
-                        call.pending = Some(live);
+                        call.pending = Some(*live);
                         return Ok(self.park(call, leg, key, question));
                     }
                 },
@@ -643,9 +647,9 @@ impl Bridge {
             tokio::time::sleep(ttl).await;
             expire(&inner, &expiring);
         });
+        let mut routing = json!({"u": name, HELD: id, KEY: &key});
         let mut requests = InputRequests::new();
-        requests.insert(key.clone(), question);
-        let mut routing = json!({"u": name, HELD: id, KEY: key});
+        requests.insert(key, question);
         if let Some(handoff) = &self.handoff {
             routing[REPLICA] = json!(handoff.replica());
         }

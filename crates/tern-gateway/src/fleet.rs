@@ -217,7 +217,7 @@ impl Handoff for RedisHandoff {
                         );
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "cannot subscribe to the hand-off channel")
+                        tracing::warn!(error = %e, "cannot subscribe to the hand-off channel");
                     }
                 }
                 tokio::time::sleep(backoff).await;

@@ -736,12 +736,7 @@ impl Gateway {
             .map(|h| tern_client::param_headers(h, leg.arguments.as_object()))
             .unwrap_or_default();
         if upstream.is_legacy() || bridge::is_bridged(leg.routing.as_ref()) {
-            let send = bridge::Outbound {
-                method: leg.method,
-                params,
-                header_params,
-            };
-            return self.inner.bridge.leg(Arc::clone(upstream), leg, send).await;
+            return self.bridged(upstream, leg, params, header_params).await;
         }
         let ctx = leg.ctx.clone();
         let tell = move |n: ServerNotification| relay_notification(&ctx, n);
@@ -787,6 +782,23 @@ impl Gateway {
             result["taskId"] = Value::String(wrapped);
         }
         Ok(RelayOutcome::Complete(result))
+    }
+
+    /// A leg to a 2025 upstream, or a bridged round's retry: the era
+    /// bridge's ([`crate::bridge`]).
+    async fn bridged(
+        &self,
+        upstream: &Arc<Upstream>,
+        leg: RelayLeg,
+        params: Value,
+        header_params: Vec<(String, String)>,
+    ) -> Result<RelayOutcome, ErrorObject> {
+        let send = bridge::Outbound {
+            method: leg.method,
+            params,
+            header_params,
+        };
+        self.inner.bridge.leg(Arc::clone(upstream), leg, send).await
     }
 
     /// `tasks/*` of a wrapped task id: the upstream's own id, checked to be

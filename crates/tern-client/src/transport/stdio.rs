@@ -610,23 +610,20 @@ async fn server_request(routes: &Arc<Mutex<Routes>>, request: &tern_protocol::js
         }
         ServerAsk::Live(live, rx) => {
             let roots_question = matches!(live.request(), tern_protocol::InputRequest::Roots(_));
-            let asked = match asker {
-                Some((asker_id, asker)) => {
-                    *lock(routes).asked.entry(asker_id.clone()).or_default() += 1;
-                    let _ = asker.send(Ok(Incoming::Request(live))).await;
-                    Some(asker_id)
-                }
-                None => {
-                    super::asks::answer_standing(live, roots);
-                    None
-                }
+            let taker = if let Some((taker, tx)) = asker {
+                *lock(routes).asked.entry(taker.clone()).or_default() += 1;
+                let _ = tx.send(Ok(Incoming::Request(live))).await;
+                Some(taker)
+            } else {
+                super::asks::answer_standing(live, roots);
+                None
             };
             let routes = Arc::clone(routes);
             // Without a call to take it (or roots to give), the dropped
             // question answers an error.
             tokio::spawn(async move {
                 let answer = answer_text(id, rx).await;
-                if let Some(asker_id) = asked {
+                if let Some(asker_id) = taker {
                     let mut r = lock(&routes);
                     if let Some(n) = r.asked.get_mut(&asker_id) {
                         *n -= 1;
