@@ -22,6 +22,7 @@ use crate::catalogue::{Catalogue, Strictness};
 use crate::config::GatewayConfig;
 use crate::cursor::Cursors;
 use crate::dedupe;
+use crate::tasked;
 use crate::upstream::{Extras, Upstream};
 
 /// The default page size of the merged lists: 100.
@@ -679,6 +680,10 @@ impl Gateway {
     }
 
     /// Sends a leg to its upstream, once.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one leg read top to bottom: route, state, bridges, relay, wrap"
+    )]
     async fn send_leg(&self, leg: RelayLeg) -> Result<RelayOutcome, ErrorObject> {
         let catalogue = self.catalogue();
         let (index, mut params) = match leg.method {
@@ -735,8 +740,10 @@ impl Gateway {
             .filter(|_| leg.method == method::TOOLS_CALL)
             .map(|h| tern_client::param_headers(h, leg.arguments.as_object()))
             .unwrap_or_default();
-        if upstream.is_legacy() || bridge::is_bridged(leg.routing.as_ref()) {
-            return self.bridged(upstream, leg, params, header_params).await;
+        if upstream.is_legacy() || bridged_round(&catalogue, &leg) {
+            return self
+                .bridged(upstream, &catalogue, leg, params, header_params)
+                .await;
         }
         let ctx = leg.ctx.clone();
         let tell = move |n: ServerNotification| relay_notification(&ctx, n);
@@ -747,9 +754,20 @@ impl Gateway {
             on_notification: Some(&tell),
             ..Extras::default()
         };
-        let result = upstream
+        // A tool that turns out to require a task, for a client without
+        // the extension: refused before it ran, so followed as a task.
+        let again =
+            tasked::may_follow(&leg).then(|| (params.clone(), extras.header_params.clone()));
+        let result = match upstream
             .relay(leg.method, params, &capabilities, extras)
-            .await?;
+            .await
+        {
+            Err(e) if tasked::needs_tasks(&e) && again.is_some() => {
+                let (params, header_params) = again.unwrap_or_default();
+                return tasked::leg(upstream, leg, params, header_params).await;
+            }
+            answer => answer?,
+        };
         if result["resultType"] == "input_required" {
             let requests: InputRequests = match result.get("inputRequests") {
                 None | Some(Value::Null) => InputRequests::new(),
@@ -789,10 +807,14 @@ impl Gateway {
     async fn bridged(
         &self,
         upstream: &Arc<Upstream>,
+        catalogue: &Catalogue,
         leg: RelayLeg,
         params: Value,
         header_params: Vec<(String, String)>,
     ) -> Result<RelayOutcome, ErrorObject> {
+        if !upstream.is_legacy() && task_bridged(catalogue, &leg) {
+            return tasked::leg(upstream, leg, params, header_params).await;
+        }
         let send = bridge::Outbound {
             method: leg.method,
             params,
@@ -833,6 +855,31 @@ impl Gateway {
         }
         Ok(result)
     }
+}
+
+/// The leg is a round of the era bridge or of a task the gateway follows
+/// for its client.
+fn bridged_round(catalogue: &Catalogue, leg: &RelayLeg) -> bool {
+    bridge::is_bridged(leg.routing.as_ref()) || task_bridged(catalogue, leg)
+}
+
+/// The leg calls a tool that requires a task for a client that did not
+/// declare the Tasks extension (a 2025 session), or continues such a call
+/// ([`crate::tasked`]).
+fn task_bridged(catalogue: &Catalogue, leg: &RelayLeg) -> bool {
+    if tasked::is_tasked(leg.routing.as_ref()) {
+        return true;
+    }
+    leg.method == method::TOOLS_CALL
+        && !leg
+            .ctx
+            .client_capabilities()
+            .extension(tern_protocol::task::TASKS_EXTENSION)
+        && catalogue
+            .tools
+            .items
+            .iter()
+            .any(|t| t["name"] == leg.target.as_str() && tasked::requires_task(t))
 }
 
 /// An upstream's index as a task id holds it (a file has far fewer than

@@ -41,6 +41,7 @@ pub mod dedupe;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod gateway;
+pub mod tasked;
 pub mod upstream;
 
 pub use config::{GatewayConfig, UpstreamConfig};

@@ -57,6 +57,12 @@ async fn ask_name(ctx: Ctx) -> Result<String, ToolError> {
     Ok(format!("{who}: hello {name}"))
 }
 
+/// [`ask_name`], run only as a task.
+async fn task_ask(ctx: Ctx) -> Result<String, ToolError> {
+    let greeting = ask_name(ctx.clone()).await?;
+    Ok(format!("{greeting} (task {})", ctx.is_task()))
+}
+
 /// The capabilities the request declared, as JSON.
 async fn caps(ctx: Ctx) -> String {
     serde_json::to_string(ctx.client_capabilities()).unwrap()
@@ -104,6 +110,12 @@ fn upstream() -> Server {
     Server::builder(format!("upstream-{who}"), "1")
         .tool(ToolDef::new("ask_name", "Asks a name", ask_name).elicits::<Name>())
         .tool(ToolDef::new("caps", "The declared capabilities", caps))
+        .tool(
+            ToolDef::new("task_ask", "Asks a name, as a task only", task_ask)
+                .elicits::<Name>()
+                .task(tern_server::TaskSupport::Required)
+                .task_from_start(),
+        )
         .tool(ToolDef::new("crash", "Exits", crash))
         .tool(ToolDef::new("effect", "Asks, then makes an effect", effect).elicits::<Go>())
         .tool(ToolDef::new("effect_then_die", "Asks, then exits", effect_then_die).elicits::<Go>())

@@ -87,7 +87,7 @@ pub fn accept(content: Value) -> Value {
 async fn one_catalogue_over_two_upstreams_routes_every_call() {
     let gateway = bounded(start(json!({
         "a": upstream("a", json!({})),
-        "b": upstream("b", json!({"prefix": "", "deny": ["crash", "effect", "effect_then_die", "effects"]})),
+        "b": upstream("b", json!({"prefix": "", "deny": ["crash", "effect", "effect_then_die", "effects", "task_ask"]})),
     })))
     .await
     .unwrap();
@@ -104,6 +104,7 @@ async fn one_catalogue_over_two_upstreams_routes_every_call() {
             "a__effect",
             "a__effect_then_die",
             "a__effects",
+            "a__task_ask",
             "ask_name",
             "caps"
         ]

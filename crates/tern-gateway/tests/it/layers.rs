@@ -8,7 +8,8 @@ const FLOORS: &[&[&str]] = &[
     // One upstream: its transport, lists and health.
     &["upstream"],
     // The merged catalogue; the era bridge (calls held for their retries).
-    &["catalogue", "bridge"],
+    // and the tasks it follows for clients without the Tasks extension.
+    &["catalogue", "bridge", "tasked"],
     // The gateway: the relay a tern server serves.
     &["gateway"],
     // Fleet mode: the gateway's options with Redis.

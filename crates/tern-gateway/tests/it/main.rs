@@ -19,3 +19,4 @@ mod gateway;
 mod layers;
 mod legacy_child;
 mod reload;
+mod tasked;
