@@ -137,3 +137,52 @@ fn the_typescript_sdk_client_answers_the_python_servers_live_question_through_th
     );
     assert!(out.contains("result Created orders in ap-south-1"), "{out}");
 }
+
+/// The Python SDK's 2025-11-25 client (a legacy session on the gateway)
+/// calls the demo's `nightly_report`, a tool that runs only as a task:
+/// the gateway creates the task upstream itself, follows it, and answers
+/// the session with its result.
+#[test]
+fn a_2025_client_calls_a_task_only_tool_through_the_gateway() {
+    let servers = serde_json::json!({"mcpServers": {"demo": {
+        "command": env!("CARGO_BIN_EXE_tern"), "args": ["serve", "demo", "--stdio"],
+    }}});
+    let path =
+        std::env::temp_dir().join(format!("tern-gateway-tasked-{}.json", std::process::id()));
+    std::fs::write(&path, servers.to_string()).unwrap();
+    let client = r#"
+import asyncio, sys
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def main():
+    server = StdioServerParameters(command=sys.argv[1], args=["gateway", "--config", sys.argv[2], "--stdio"])
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            print(f"version {init.protocolVersion}")
+            result = await session.call_tool("demo__nightly_report", {})
+            print(f"error {result.isError} text {result.content[0].text}")
+
+asyncio.run(main())
+"#;
+    let o = Command::new(python())
+        .args([
+            "-c",
+            client,
+            env!("CARGO_BIN_EXE_tern"),
+            path.to_str().unwrap(),
+        ])
+        .env("TERN_ERA_CACHE", "off")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("version 2025-11-25"), "{out}");
+    assert!(
+        out.contains("error False text Nightly report ready."),
+        "{out}"
+    );
+}
