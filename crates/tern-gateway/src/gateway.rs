@@ -863,18 +863,14 @@ fn bridged_round(catalogue: &Catalogue, leg: &RelayLeg) -> bool {
     bridge::is_bridged(leg.routing.as_ref()) || task_bridged(catalogue, leg)
 }
 
-/// The leg calls a tool that requires a task for a client that did not
-/// declare the Tasks extension (a 2025 session), or continues such a call
+/// The leg calls a tool that requires a task on a 2025 session (a client
+/// without the Tasks extension), or continues such a call
 /// ([`crate::tasked`]).
 fn task_bridged(catalogue: &Catalogue, leg: &RelayLeg) -> bool {
     if tasked::is_tasked(leg.routing.as_ref()) {
         return true;
     }
-    leg.method == method::TOOLS_CALL
-        && !leg
-            .ctx
-            .client_capabilities()
-            .extension(tern_protocol::task::TASKS_EXTENSION)
+    tasked::may_follow(leg)
         && catalogue
             .tools
             .items

@@ -1,7 +1,8 @@
 //! A tool that *requires* a task (listed with `execution.taskSupport:
 //! "required"`, or refused with the `-32021` naming the Tasks extension
-//! before it ran), called by a client that did not declare the extension —
-//! a 2025-11-25 client on a legacy session above all: the gateway declares
+//! before it ran), called on a 2025-11-25 session (the *await* strategy;
+//! a 2026-07-28 client without the extension gets the `-32021` the Tasks
+//! extension requires): the gateway declares
 //! the extension upstream itself, creates the task, polls it (`tasks/get`,
 //! at the task's `pollIntervalMs`, between 50 ms and 2 s) and answers with
 //! its result.
@@ -38,10 +39,14 @@ pub fn requires_task(tool: &Value) -> bool {
     tool["execution"]["taskSupport"] == "required"
 }
 
-/// A first leg of `tools/call` from a client without the Tasks extension:
-/// one the gateway may follow as a task should the tool require one.
+/// A first leg of `tools/call` under the await strategy (a 2025-11-25
+/// session) from a client without the Tasks extension: one the gateway may
+/// follow as a task should the tool require one. A 2026-07-28 client that
+/// did not declare the extension gets the upstream's `-32021` (Tasks
+/// extension › Capability Negotiation).
 pub(crate) fn may_follow(leg: &RelayLeg) -> bool {
-    leg.method == method::TOOLS_CALL
+    leg.live
+        && leg.method == method::TOOLS_CALL
         && leg.routing.is_none()
         && !leg.ctx.client_capabilities().extension(TASKS_EXTENSION)
 }

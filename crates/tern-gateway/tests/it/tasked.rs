@@ -1,8 +1,8 @@
 //! A tool that requires a task (`taskSupport: "required"`), called through
-//! the gateway by a client that did not declare the Tasks extension: the
-//! gateway declares it upstream, creates the task, follows it and relays its
-//! question — asked live under the *await* strategy (as on a 2025-11-25
-//! session), or as `input_required` under MRTR — and answers the result.
+//! the gateway on a 2025-11-25 session (the *await* strategy, no Tasks
+//! extension): the gateway declares it upstream, creates the task, follows
+//! it, asks its question live and answers the result. A 2026-07-28 client
+//! without the extension gets the `-32021` the extension requires.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -81,21 +81,15 @@ async fn a_task_only_tool_runs_for_a_session_client_its_question_asked_live() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_only_tool_runs_for_an_mrtr_client_without_the_extension() {
+async fn an_mrtr_client_without_the_extension_gets_the_32021_the_tasks_extension_requires() {
     let gateway = start().await;
     let c = client(&gateway);
-    let first = bounded(c.call_tool("a__task_ask", json!({}))).await;
-    assert_eq!(first.input_keys().len(), 1, "{:?}", first.outcome);
-    let key = first.input_keys()[0].clone();
-    let mut answers = json!({});
-    answers[&key] = accept(json!({"name": "Bo"}));
-    let done =
-        bounded(c.retry_tool("a__task_ask", json!({}), answers, first.request_state())).await;
+    let refused = bounded(c.call_tool("a__task_ask", json!({}))).await;
     assert_eq!(
-        done.text(),
-        Some("a: hello Bo (task true)"),
+        refused.error_code(),
+        Some(tern_protocol::error::code::MISSING_REQUIRED_CLIENT_CAPABILITY),
         "{:?}",
-        done.outcome
+        refused.outcome
     );
     // With the extension declared, the client gets the task itself.
     let tasks = client(&gateway).with_capabilities(

@@ -168,6 +168,10 @@ pub struct RelayLeg {
     pub routing: Option<Value>,
     /// The leg's round: 1 for the first, one more per `input_required`.
     pub round: u32,
+    /// The leg runs under the *await* strategy (a 2025-11-25 session, a
+    /// task): its input requests are asked live and the relay is called
+    /// again with the answers; `false` under MRTR.
+    pub live: bool,
 }
 
 /// How a relayed leg ended.
