@@ -33,7 +33,11 @@
 //! variables, `${NAME}` (or `${env:NAME}`): the file need not hold the
 //! secrets.
 //!
-//! `gateway.separator` (default `__`) joins prefix and name. Unknown members
+//! `gateway.separator` (default `__`) joins prefix and name;
+//! `gateway.heldTtl` (seconds, default 600) is how long a call to a
+//! 2025-11-25 upstream that asked live is held for its retry, and
+//! `gateway.maxHeldPerPrincipal` (default 16) how many are held per
+//! principal at most ([`crate::bridge`]). Unknown members
 //! (`type`, `disabled`, …) are ignored, as `tern servers` ignores them;
 //! a known member of the wrong type is an error naming it.
 
@@ -176,6 +180,13 @@ pub struct GatewayConfig {
     pub separator: String,
     /// The upstreams, in file order.
     pub upstreams: Vec<UpstreamConfig>,
+    /// `gateway.heldTtl`: seconds a call to a 2025 upstream that asked live
+    /// is held for its retry (and the relayed states' TTL); `None`: the
+    /// default ([`crate::bridge::BridgeOptions`]). Read at start only.
+    pub held_ttl: Option<Duration>,
+    /// `gateway.maxHeldPerPrincipal`: such calls held per principal at
+    /// most; `None`: the default. Read at start only.
+    pub max_held_per_principal: Option<usize>,
 }
 
 /// A name fits the gateway's alphabet, `[A-Za-z0-9_.-]`.
@@ -385,6 +396,29 @@ impl GatewayConfig {
                 );
             }
         };
+        let gateway = root.get("gateway");
+        let held_ttl = match gateway.and_then(|g| g.get("heldTtl")) {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_f64() {
+                Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
+                    Some(Duration::from_secs_f64(secs))
+                }
+                _ => {
+                    return Err("gateway.heldTtl must be seconds, above 0 and at most 86400".into());
+                }
+            },
+        };
+        let max_held_per_principal = match gateway.and_then(|g| g.get("maxHeldPerPrincipal")) {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                _ => {
+                    return Err(
+                        "gateway.maxHeldPerPrincipal must be an integer of at least 1".into(),
+                    );
+                }
+            },
+        };
         let mut found = false;
         let mut upstreams: Vec<UpstreamConfig> = Vec::new();
         for section in ["mcpServers", "servers"] {
@@ -419,6 +453,8 @@ impl GatewayConfig {
         Ok(Self {
             separator,
             upstreams,
+            held_ttl,
+            max_held_per_principal,
         })
     }
 

@@ -6,7 +6,10 @@
 //! duplicate retry through another replica finds the first one's claim),
 //! and the lists do not vary per replica — a down upstream's entries stay
 //! listed (as it last listed them) and their calls fail fast with
-//! `data.retryAfterMs`.
+//! `data.retryAfterMs`. A call to a 2025 upstream held for its retry
+//! ([`crate::bridge`]) stays on the replica that holds the upstream
+//! request; a retry reaching another replica is handed to it over Redis
+//! ([`RedisHandoff`]).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), String> {
@@ -19,9 +22,17 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use futures_util::StreamExt as _;
+use serde_json::{Value, json};
+use tern_protocol::error::ErrorObject;
 use tern_redis::{RedisOptions, RedisReplayStore};
+use tern_server::replay::BoxFuture;
 
+use crate::bridge::Handoff;
 use crate::gateway::GatewayOptions;
 
 /// The key prefix of the gateway's records in Redis (apart from a tern
@@ -42,8 +53,176 @@ pub async fn options(
     if let Some(ca) = ca_file {
         redis = redis.ca_file(ca);
     }
-    let store = RedisReplayStore::connect(url, redis)
+    let store = RedisReplayStore::connect(url, redis.clone())
         .await
         .map_err(|e| format!("cannot reach Redis at {url}: {e}"))?;
-    Ok(options.replay_store(Arc::new(store)).fleet(true))
+    let handoff = RedisHandoff::connect(url, &redis)
+        .await
+        .map_err(|e| format!("cannot reach Redis at {url}: {e}"))?;
+    Ok(options
+        .replay_store(Arc::new(store))
+        .handoff(Arc::new(handoff))
+        .fleet(true))
+}
+
+/// Held calls handed between replicas over Redis pub/sub: each replica
+/// listens on `tern-gateway:bridge:REPLICA`; a retry of a call another
+/// replica holds is published there with the name of a reply channel the
+/// forwarding replica subscribed to first, and the holder publishes the
+/// outcome on it. No replica listening (it is gone): the held call is gone
+/// with it, answered `-32602`; no outcome within the wait: "outcome
+/// unknown", never a second send.
+pub struct RedisHandoff {
+    client: redis::Client,
+    conn: redis::aio::ConnectionManager,
+    replica: String,
+}
+
+impl std::fmt::Debug for RedisHandoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisHandoff")
+            .field("replica", &self.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+fn channel(replica: &str) -> String {
+    format!("{PREFIX}:bridge:{replica}")
+}
+
+fn random_id() -> String {
+    let mut id = [0u8; 16];
+    // The operating system's random source; without it no id is safe.
+    getrandom::fill(&mut id).expect("the operating system's random source");
+    URL_SAFE_NO_PAD.encode(id)
+}
+
+fn unknown(why: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(
+        tern_server::error::codes::OUTCOME_UNKNOWN,
+        format!(
+            "The retry could not be handed to the gateway replica holding its call ({why}); the outcome is unknown"
+        ),
+    )
+}
+
+impl RedisHandoff {
+    /// A hand-off through the Redis at `url`, under a new random replica id.
+    ///
+    /// # Errors
+    /// Redis cannot be reached, or the URL is not one.
+    pub async fn connect(
+        url: &str,
+        options: &RedisOptions,
+    ) -> Result<Self, tern_redis::ConnectError> {
+        let client = tern_redis::open_client(url, options)?;
+        let conn = tern_redis::open_connection(url, options).await?;
+        Ok(Self {
+            client,
+            conn,
+            replica: random_id(),
+        })
+    }
+}
+
+impl Handoff for RedisHandoff {
+    fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    fn forward(
+        &self,
+        replica: &str,
+        request: Value,
+        wait: Duration,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let client = self.client.clone();
+        let mut conn = self.conn.clone();
+        let to = channel(replica);
+        Box::pin(async move {
+            let reply = format!("{PREFIX}:bridge:reply:{}", random_id());
+            let mut pubsub = client.get_async_pubsub().await.map_err(unknown)?;
+            pubsub.subscribe(&reply).await.map_err(unknown)?;
+            let message = json!({"reply": reply, "request": request}).to_string();
+            // Published once, never again: a second copy would resume the
+            // call twice. A failed publish leaves the call held, so the
+            // client's next retry of the same state still resumes it.
+            let listening: i64 = redis::cmd("PUBLISH")
+                .arg(&to)
+                .arg(message)
+                .query_async(&mut conn)
+                .await
+                .map_err(unknown)?;
+            if listening == 0 {
+                return Err(ErrorObject::invalid_params(
+                    "Invalid or expired requestState: the gateway replica holding the call is gone; it was not repeated",
+                ));
+            }
+            let mut messages = pubsub.into_on_message();
+            match tokio::time::timeout(wait, messages.next()).await {
+                Ok(Some(m)) => {
+                    let payload: String = m.get_payload().map_err(unknown)?;
+                    serde_json::from_str(&payload).map_err(unknown)
+                }
+                Ok(None) => Err(unknown("the reply channel closed")),
+                Err(_) => Err(unknown("no answer in time")),
+            }
+        })
+    }
+
+    fn serve(&self, serve: Arc<dyn Fn(Value) -> BoxFuture<'static, Value> + Send + Sync>) {
+        let client = self.client.clone();
+        let conn = self.conn.clone();
+        let mine = channel(&self.replica);
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(50);
+            loop {
+                let subscribed = match client.get_async_pubsub().await {
+                    Ok(mut pubsub) => match pubsub.subscribe(&mine).await {
+                        Ok(()) => Ok(pubsub),
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                };
+                match subscribed {
+                    Ok(pubsub) => {
+                        backoff = Duration::from_millis(50);
+                        let mut messages = pubsub.into_on_message();
+                        while let Some(m) = messages.next().await {
+                            let Ok(payload) = m.get_payload::<String>() else {
+                                continue;
+                            };
+                            let Ok(message) = serde_json::from_str::<Value>(&payload) else {
+                                continue;
+                            };
+                            let Some(reply) = message["reply"].as_str().map(str::to_owned) else {
+                                continue;
+                            };
+                            let serve = Arc::clone(&serve);
+                            let mut conn = conn.clone();
+                            tokio::spawn(async move {
+                                let outcome = serve(message["request"].clone()).await.to_string();
+                                let sent: Result<i64, _> = redis::cmd("PUBLISH")
+                                    .arg(&reply)
+                                    .arg(outcome)
+                                    .query_async(&mut conn)
+                                    .await;
+                                if let Err(e) = sent {
+                                    tracing::warn!(error = %e, "a held call's outcome was not handed back");
+                                }
+                            });
+                        }
+                        tracing::warn!(
+                            "the hand-off channel's connection closed; subscribing again"
+                        );
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot subscribe to the hand-off channel");
+                    }
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+        });
+    }
 }

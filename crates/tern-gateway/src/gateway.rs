@@ -18,10 +18,12 @@ use tern_server::replay::{BoxFuture, MemoryReplayStore, RecordKey, ReplayStore, 
 use tern_server::{Changes, ServerBuilder};
 
 use crate::access;
+use crate::bridge::{self, Bridge, BridgeOptions};
 use crate::catalogue::{Catalogue, Strictness};
 use crate::config::GatewayConfig;
 use crate::cursor::Cursors;
 use crate::dedupe;
+use crate::tasked;
 use crate::upstream::{Extras, Upstream};
 
 /// The default page size of the merged lists: 100.
@@ -47,6 +49,10 @@ pub struct GatewayOptions {
     /// login`'s store for `tern gateway`); `None`: such an upstream is
     /// down, saying so.
     pub logins: Option<Arc<dyn tern_client::auth::TokenStore>>,
+    /// How calls to 2025 upstreams that ask live are held ([`crate::bridge`]).
+    pub bridge: BridgeOptions,
+    /// Fleet mode: hands a retry to the replica that holds its call.
+    pub handoff: Option<Arc<dyn bridge::Handoff>>,
 }
 
 impl Default for GatewayOptions {
@@ -58,6 +64,8 @@ impl Default for GatewayOptions {
             replay: Arc::new(MemoryReplayStore::default()),
             fleet: false,
             logins: None,
+            bridge: BridgeOptions::default(),
+            handoff: None,
         }
     }
 }
@@ -98,6 +106,22 @@ impl GatewayOptions {
         self
     }
 
+    /// Sets how calls to 2025 upstreams that ask live are held: their TTL
+    /// (also the relayed states' TTL) and the most per principal.
+    #[must_use]
+    pub fn held(mut self, ttl: std::time::Duration, per_principal: usize) -> Self {
+        self.bridge.ttl = ttl;
+        self.bridge.per_principal = per_principal.max(1);
+        self
+    }
+
+    /// Hands retries of calls held by another replica to it (fleet mode).
+    #[must_use]
+    pub fn handoff(mut self, handoff: Arc<dyn bridge::Handoff>) -> Self {
+        self.handoff = Some(handoff);
+        self
+    }
+
     /// Sets the page size (at least 1).
     #[must_use]
     pub fn page_size(mut self, size: usize) -> Self {
@@ -124,6 +148,8 @@ struct Inner {
     generation: tokio::sync::watch::Sender<u64>,
     /// What `subscriptions/listen` streams follow ([`crate::listen`]).
     listens: Arc<crate::listen::Listens>,
+    /// Calls to 2025 upstreams held for their retries.
+    bridge: Bridge,
 }
 
 /// A gateway in front of the upstreams of a [`GatewayConfig`]. Cheap to
@@ -164,7 +190,17 @@ impl Gateway {
     /// the catalogue: a collision, or a name too long or outside
     /// `[A-Za-z0-9_.-]`, is an error naming it. An upstream that cannot be
     /// reached is not (it is tried again in the background, with backoff).
-    pub async fn start(config: GatewayConfig, options: GatewayOptions) -> Result<Self, String> {
+    pub async fn start(config: GatewayConfig, mut options: GatewayOptions) -> Result<Self, String> {
+        if let Some(ttl) = config.held_ttl {
+            options.bridge.ttl = ttl;
+        }
+        if let Some(n) = config.max_held_per_principal {
+            options.bridge.per_principal = n;
+        }
+        let mut bridge = Bridge::new(options.bridge);
+        if let Some(handoff) = &options.handoff {
+            bridge = bridge.with_handoff(Arc::clone(handoff));
+        }
         let upstreams: Vec<Arc<Upstream>> = config
             .upstreams
             .iter()
@@ -187,6 +223,7 @@ impl Gateway {
                 rebuilding: Mutex::new(()),
                 generation: tokio::sync::watch::Sender::new(0),
                 listens: Arc::default(),
+                bridge,
             }),
         };
         let catalogue = gateway.build_catalogue(None, Strictness::Refuse)?;
@@ -429,6 +466,8 @@ impl Gateway {
             .info(info)
             // An upstream's progress is relayed as it comes: it paced it.
             .progress_interval(std::time::Duration::ZERO)
+            // A held call lives as long as the state that names it.
+            .state_ttl(self.inner.options.bridge.ttl)
             .relay(self.relay());
         let _ = self.inner.changes.set(builder.changes());
         builder
@@ -482,6 +521,11 @@ impl Gateway {
             }
         }
         out
+    }
+
+    /// Calls to 2025 upstreams held for their retries now.
+    pub fn held(&self) -> usize {
+        self.inner.bridge.held()
     }
 
     /// Stops every upstream.
@@ -797,6 +841,10 @@ impl Gateway {
     }
 
     /// Sends a leg to its upstream, once.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one leg read top to bottom: route, state, bridges, relay, wrap"
+    )]
     async fn send_leg(&self, leg: RelayLeg) -> Result<RelayOutcome, ErrorObject> {
         let catalogue = self.catalogue();
         let (index, mut params) = match leg.method {
@@ -857,6 +905,11 @@ impl Gateway {
             .filter(|_| leg.method == method::TOOLS_CALL)
             .map(|h| tern_client::param_headers(h, leg.arguments.as_object()))
             .unwrap_or_default();
+        if upstream.is_legacy() || bridged_round(&catalogue, &leg) {
+            return self
+                .bridged(upstream, &catalogue, leg, params, header_params)
+                .await;
+        }
         let ctx = leg.ctx.clone();
         let tell = move |n: ServerNotification| relay_notification(&ctx, n);
         let extras = Extras {
@@ -864,10 +917,22 @@ impl Gateway {
             progress: leg.ctx.meta().progress_token.is_some(),
             log_level: leg.ctx.meta().log_level,
             on_notification: Some(&tell),
+            ..Extras::default()
         };
-        let result = upstream
+        // A tool that turns out to require a task, for a client without
+        // the extension: refused before it ran, so followed as a task.
+        let again =
+            tasked::may_follow(&leg).then(|| (params.clone(), extras.header_params.clone()));
+        let result = match upstream
             .relay(leg.method, params, &capabilities, extras)
-            .await?;
+            .await
+        {
+            Err(e) if tasked::needs_tasks(&e) && again.is_some() => {
+                let (params, header_params) = again.unwrap_or_default();
+                return tasked::leg(upstream, leg, params, header_params).await;
+            }
+            answer => answer?,
+        };
         if result["resultType"] == "input_required" {
             let requests: InputRequests = match result.get("inputRequests") {
                 None | Some(Value::Null) => InputRequests::new(),
@@ -902,6 +967,27 @@ impl Gateway {
         Ok(RelayOutcome::Complete(result))
     }
 
+    /// A leg to a 2025 upstream, or a bridged round's retry: the era
+    /// bridge's ([`crate::bridge`]).
+    async fn bridged(
+        &self,
+        upstream: &Arc<Upstream>,
+        catalogue: &Catalogue,
+        leg: RelayLeg,
+        params: Value,
+        header_params: Vec<(String, String)>,
+    ) -> Result<RelayOutcome, ErrorObject> {
+        if !upstream.is_legacy() && task_bridged(catalogue, &leg) {
+            return tasked::leg(upstream, leg, params, header_params).await;
+        }
+        let send = bridge::Outbound {
+            method: leg.method,
+            params,
+            header_params,
+        };
+        self.inner.bridge.leg(Arc::clone(upstream), leg, send).await
+    }
+
     /// `tasks/*` of a wrapped task id: the upstream's own id, checked to be
     /// `principal`'s, forwarded with the client's capabilities; the id in
     /// the result is the wrapped one again.
@@ -934,6 +1020,27 @@ impl Gateway {
         }
         Ok(result)
     }
+}
+
+/// The leg is a round of the era bridge or of a task the gateway follows
+/// for its client.
+fn bridged_round(catalogue: &Catalogue, leg: &RelayLeg) -> bool {
+    bridge::is_bridged(leg.routing.as_ref()) || task_bridged(catalogue, leg)
+}
+
+/// The leg calls a tool that requires a task on a 2025 session (a client
+/// without the Tasks extension), or continues such a call
+/// ([`crate::tasked`]).
+fn task_bridged(catalogue: &Catalogue, leg: &RelayLeg) -> bool {
+    if tasked::is_tasked(leg.routing.as_ref()) {
+        return true;
+    }
+    tasked::may_follow(leg)
+        && catalogue
+            .tools
+            .items
+            .iter()
+            .any(|t| t["name"] == leg.target.as_str() && tasked::requires_task(t))
 }
 
 /// An upstream's index as a task id holds it (a file has far fewer than

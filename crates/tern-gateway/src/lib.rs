@@ -34,6 +34,7 @@
 //! ```
 
 mod access;
+pub mod bridge;
 mod cancel;
 pub mod catalogue;
 pub mod config;
@@ -45,6 +46,7 @@ pub mod fleet;
 pub mod gateway;
 mod health;
 mod listen;
+pub mod tasked;
 pub mod upstream;
 
 pub use config::{GatewayConfig, UpstreamConfig};

@@ -35,6 +35,18 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// that never stops paging).
 pub const MAX_PAGES: usize = 100;
 
+/// What the gateway can relay, declared to a 2025 upstream at
+/// `initialize`: elicitation (form and URL), sampling, roots. Each live
+/// question is then checked against what the *current* downstream request
+/// declared ([`crate::bridge`]).
+pub fn relayable() -> ClientCapabilities {
+    ClientCapabilities::default()
+        .with_elicitation_form()
+        .with_elicitation_url()
+        .with_sampling()
+        .with_roots()
+}
+
 /// What an upstream lists, as it sent it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Listed {
@@ -65,6 +77,12 @@ pub struct Extras<'a> {
     pub log_level: Option<tern_protocol::logging::LoggingLevel>,
     /// Where the request's notifications go (progress, logs).
     pub on_notification: Option<&'a (dyn Fn(ServerNotification) + Send + Sync)>,
+    /// Where a 2025 upstream's live questions go (the era bridge,
+    /// [`crate::bridge`]); `None`: answered by the gateway as undeclared.
+    pub on_live: Option<&'a (dyn Fn(LiveRequest) + Send + Sync)>,
+    /// How long the request may take in place of the upstream's `timeout`
+    /// (a bridged call waits for its client's answers too).
+    pub timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for Extras<'_> {
@@ -324,6 +342,9 @@ impl Upstream {
         let link = Arc::new(self.open_transport().inspect_err(|e| {
             self.mark_down(e, FIRST_BACKOFF);
         })?);
+        // A 2025 upstream's `roots/list` outside any call: its `roots`.
+        link.transport
+            .serve_roots(Arc::new(tern_client::handler::StaticRoots(self.roots())));
         *lock(&self.link) = Some(Arc::clone(&link));
         match self.read_lists(&link).await {
             Ok(listed) => {
@@ -418,8 +439,15 @@ impl Upstream {
 
     async fn read_lists(&self, link: &Link) -> Result<Listed, ErrorObject> {
         let none = ClientCapabilities::default();
+        // The first request's capabilities are what a 2025 upstream is
+        // told at `initialize`: what the gateway can relay.
+        let relayable = relayable();
         let discover = self
-            .send(link, "server/discover", json!({"_meta": self.meta(&none)}))
+            .send(
+                link,
+                "server/discover",
+                json!({"_meta": self.meta(&relayable)}),
+            )
             .await?;
         let caps = &discover["capabilities"];
         let era = discover["supportedVersions"][0]
@@ -525,13 +553,14 @@ impl Upstream {
             })?),
             None => None,
         };
-        let timeout = self.config.timeout;
+        let timeout = extras.timeout.unwrap_or(self.config.timeout);
         let sending = self.send_with(
             &link,
             method,
             params,
             extras.header_params,
             extras.on_notification,
+            extras.on_live,
         );
         match tokio::time::timeout(timeout, sending).await {
             Ok(answer) => answer,
@@ -547,7 +576,8 @@ impl Upstream {
     }
 
     async fn send(&self, link: &Link, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        self.send_with(link, method, params, Vec::new(), None).await
+        self.send_with(link, method, params, Vec::new(), None, None)
+            .await
     }
 
     async fn send_with(
@@ -557,6 +587,7 @@ impl Upstream {
         params: Value,
         header_params: Vec<(String, String)>,
         on_notification: Option<&(dyn Fn(ServerNotification) + Send + Sync)>,
+        on_live: Option<&(dyn Fn(LiveRequest) + Send + Sync)>,
     ) -> Result<Value, ErrorObject> {
         let raw = serde_json::value::to_raw_value(&params)
             .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
@@ -615,30 +646,37 @@ impl Upstream {
                         tell(n);
                     }
                 }
-                Some(Ok(Incoming::Request(live))) => self.answer_undeclared(*live),
+                Some(Ok(Incoming::Request(live))) => match on_live {
+                    Some(take) => take(*live),
+                    None => self.answer_undeclared(*live),
+                },
             }
         }
     }
 
-    /// A 2025 upstream's live request the gateway answers itself (nothing
-    /// relays it yet): an elicitation is cancelled, a sampling request is
-    /// an error, `roots/list` is the configured `roots`.
-    fn answer_undeclared(&self, live: LiveRequest) {
+    /// It speaks 2025-11-25 (its live questions go through the era
+    /// bridge, [`crate::bridge`]).
+    pub fn is_legacy(&self) -> bool {
+        lock(&self.listed)
+            .as_ref()
+            .is_some_and(|l| l.era != version::LATEST)
+    }
+
+    /// A 2025 upstream's live request the gateway answers itself (the
+    /// downstream request did not declare it, or none is there): an
+    /// elicitation is cancelled, a sampling request is an error,
+    /// `roots/list` is the configured `roots`.
+    pub fn answer_undeclared(&self, live: LiveRequest) {
         let answer = match live.request() {
             InputRequest::Elicitation(_) => {
                 InputResponse::decode_as(InputKind::Elicitation, &json!({"action": "cancel"}))
                     .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
             }
-            InputRequest::Roots(_) => {
-                let roots: Vec<Value> = self
-                    .config
-                    .roots
-                    .iter()
-                    .map(|uri| json!({"uri": uri}))
-                    .collect();
-                InputResponse::decode_as(InputKind::Roots, &json!({"roots": roots}))
-                    .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))
-            }
+            InputRequest::Roots(_) => Ok(InputResponse::Roots(
+                tern_protocol::roots::ListRootsResult {
+                    roots: self.roots(),
+                },
+            )),
             InputRequest::Sampling(_) => Err(ErrorObject::new(
                 code::INVALID_REQUEST,
                 "The gateway's client did not declare sampling",
@@ -662,7 +700,7 @@ impl Upstream {
             return Err(unavailable(&self.config.name, "not up", FIRST_BACKOFF));
         };
         params["_meta"] = self.meta(capabilities);
-        self.send_with(&link, method, params, Vec::new(), Some(tell))
+        self.send_with(&link, method, params, Vec::new(), Some(tell), None)
             .await
     }
 
@@ -696,6 +734,19 @@ impl Upstream {
         let listed = self.read_lists(&link).await?;
         *lock(&self.listed) = Some(Arc::new(listed));
         Ok(())
+    }
+
+    /// Its configured `roots`, as roots.
+    pub fn roots(&self) -> Vec<tern_protocol::roots::Root> {
+        self.config
+            .roots
+            .iter()
+            .map(|uri| tern_protocol::roots::Root {
+                uri: uri.clone(),
+                name: None,
+                meta: None,
+            })
+            .collect()
     }
 
     /// Stops it (a stdio child is asked to exit) for good.

@@ -352,15 +352,29 @@ impl LegacyHttp {
         };
         let me = Arc::clone(self);
         let id = out.id;
+        let cancelled = id.clone();
         let task = tokio::spawn(async move {
             Arc::clone(&me).pump(response, tx).await;
             lock(&me.inflight).retain(|(i, _, _)| *i != id);
         });
+        let session = Arc::clone(self);
+        let cancel = move || {
+            task.abort();
+            // 2025-11-25 Streamable HTTP: a disconnection is not a
+            // cancellation; the client says it cancels
+            // (`notifications/cancelled`, Cancellation).
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": cancelled}})
+            .to_string();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move { session.post(note).await });
+            }
+        };
         Ok(Exchange {
             replies: rx,
             cancel_on_drop: Some(CancelGuard {
                 armed: true,
-                on_cancel: Some(Box::new(move || task.abort())),
+                on_cancel: Some(Box::new(cancel)),
             }),
         })
     }

@@ -41,6 +41,11 @@ struct Routes {
     /// (`tools/call`, `prompts/get`, `resources/read`, and a 2025 task's
     /// `tasks/result`), oldest first.
     askers: Vec<RequestId>,
+    /// The askers with a question of the server not answered yet: a new
+    /// question goes to the oldest asker without one (nothing on a 2025
+    /// stdio wire ties a question to its request; a call waiting for its
+    /// answer is not the one asking again).
+    asked: HashMap<RequestId, usize>,
     /// The child's input, for answers to a 2025 server's requests (weak:
     /// closing the transport must still close the child's input).
     writer: Option<mpsc::WeakUnboundedSender<String>>,
@@ -491,7 +496,7 @@ fn read_stderr(
 }
 
 /// Routes one line from the server to the request it belongs to.
-async fn dispatch(routes: &Mutex<Routes>, listeners: &SessionListeners, line: &[u8]) {
+async fn dispatch(routes: &Arc<Mutex<Routes>>, listeners: &SessionListeners, line: &[u8]) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
@@ -572,11 +577,19 @@ async fn dispatch(routes: &Mutex<Routes>, listeners: &SessionListeners, line: &[
 /// A 2025 server's request: `ping` is answered here; a question goes to
 /// the oldest call in flight that may be asked one, whose answer is written
 /// back when it comes; anything else gets an error.
-async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc::Request) {
+async fn server_request(routes: &Arc<Mutex<Routes>>, request: &tern_protocol::jsonrpc::Request) {
     use super::asks::{ServerAsk, answer_text, response_text, server_ask};
     let (writer, asker, roots, roots_answered) = {
         let r = lock(routes);
-        let asker = r.askers.first().and_then(|id| r.pending.get(id).cloned());
+        let chosen = r
+            .askers
+            .iter()
+            .find(|id| !r.asked.contains_key(*id))
+            .or_else(|| r.askers.first())
+            .cloned();
+        let asker = chosen
+            .as_ref()
+            .and_then(|id| r.pending.get(id).cloned().map(|tx| (id.clone(), tx)));
         (
             r.writer
                 .as_ref()
@@ -597,16 +610,29 @@ async fn server_request(routes: &Mutex<Routes>, request: &tern_protocol::jsonrpc
         }
         ServerAsk::Live(live, rx) => {
             let roots_question = matches!(live.request(), tern_protocol::InputRequest::Roots(_));
-            match asker {
-                Some(asker) => {
-                    let _ = asker.send(Ok(Incoming::Request(live))).await;
-                }
-                None => super::asks::answer_standing(live, roots),
-            }
+            let taker = if let Some((taker, tx)) = asker {
+                *lock(routes).asked.entry(taker.clone()).or_default() += 1;
+                let _ = tx.send(Ok(Incoming::Request(live))).await;
+                Some(taker)
+            } else {
+                super::asks::answer_standing(live, roots);
+                None
+            };
+            let routes = Arc::clone(routes);
             // Without a call to take it (or roots to give), the dropped
             // question answers an error.
             tokio::spawn(async move {
-                let _ = writer.send(answer_text(id, rx).await);
+                let answer = answer_text(id, rx).await;
+                if let Some(asker_id) = taker {
+                    let mut r = lock(&routes);
+                    if let Some(n) = r.asked.get_mut(&asker_id) {
+                        *n -= 1;
+                        if *n == 0 {
+                            r.asked.remove(&asker_id);
+                        }
+                    }
+                }
+                let _ = writer.send(answer);
                 if roots_question {
                     roots_answered.notify_one();
                 }

@@ -57,6 +57,12 @@ async fn ask_name(ctx: Ctx) -> Result<String, ToolError> {
     Ok(format!("{who}: hello {name}"))
 }
 
+/// [`ask_name`], run only as a task.
+async fn task_ask(ctx: Ctx) -> Result<String, ToolError> {
+    let greeting = ask_name(ctx.clone()).await?;
+    Ok(format!("{greeting} (task {})", ctx.is_task()))
+}
+
 /// The capabilities the request declared, as JSON.
 async fn caps(ctx: Ctx) -> String {
     serde_json::to_string(ctx.client_capabilities()).unwrap()
@@ -126,7 +132,7 @@ async fn held() -> String {
 }
 
 /// As a task: asks to go, then goes.
-async fn task_ask(ctx: Ctx) -> Result<String, ToolError> {
+async fn task_go(ctx: Ctx) -> Result<String, ToolError> {
     let Answer::Accept(Go { go: true }) = ctx.ask(Elicit::<Go>::form("Go?").key("go")).await?
     else {
         return Ok("stopped".into());
@@ -143,7 +149,7 @@ fn upstream() -> Server {
     builder
         .tool(ToolDef::new("hold", "Waits to be cancelled", hold))
         .tool(
-            ToolDef::new("task_ask", "A task that asks", task_ask)
+            ToolDef::new("task_go", "A task that asks to go", task_go)
                 .elicits::<Go>()
                 .task(tern_server::TaskSupport::Required)
                 .task_from_start(),
@@ -165,6 +171,12 @@ fn upstream() -> Server {
         }))
         .tool(ToolDef::new("ask_name", "Asks a name", ask_name).elicits::<Name>())
         .tool(ToolDef::new("caps", "The declared capabilities", caps))
+        .tool(
+            ToolDef::new("task_ask", "Asks a name, as a task only", task_ask)
+                .elicits::<Name>()
+                .task(tern_server::TaskSupport::Required)
+                .task_from_start(),
+        )
         .tool(ToolDef::new("crash", "Exits", crash))
         .tool(ToolDef::new("effect", "Asks, then makes an effect", effect).elicits::<Go>())
         .tool(ToolDef::new("effect_then_die", "Asks, then exits", effect_then_die).elicits::<Go>())

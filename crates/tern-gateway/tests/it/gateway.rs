@@ -87,7 +87,7 @@ pub fn accept(content: Value) -> Value {
 async fn one_catalogue_over_two_upstreams_routes_every_call() {
     let gateway = bounded(start(json!({
         "a": upstream("a", json!({})),
-        "b": upstream("b", json!({"prefix": "", "deny": ["crash", "effect", "effect_then_die", "effects", "hold", "held", "touch", "relist", "task_ask"]})),
+        "b": upstream("b", json!({"prefix": "", "deny": ["crash", "effect", "effect_then_die", "effects", "hold", "held", "touch", "relist", "task_ask", "task_go"]})),
     })))
     .await
     .unwrap();
@@ -108,6 +108,7 @@ async fn one_catalogue_over_two_upstreams_routes_every_call() {
             "a__hold",
             "a__relist",
             "a__task_ask",
+            "a__task_go",
             "a__touch",
             "ask_name",
             "caps"

@@ -9,8 +9,9 @@ const FLOORS: &[&[&str]] = &[
     // One upstream: its transport, lists and health.
     // (`health` probes it, `upstream` waits on it: one floor.)
     &["health", "upstream"],
-    // The merged catalogue.
-    &["catalogue"],
+    // The merged catalogue; the era bridge (calls held for their retries)
+    // and the tasks it follows for clients without the Tasks extension.
+    &["bridge", "catalogue", "tasked"],
     // What `subscriptions/listen` streams follow at the upstreams.
     &["access", "listen"],
     // The gateway: the relay a tern server serves.

@@ -13,10 +13,13 @@
 )]
 
 mod auth;
+mod bridge;
 mod child;
 mod dedupe;
 mod gateway;
 mod health;
 mod layers;
+mod legacy_child;
 mod relayed;
 mod reload;
+mod tasked;

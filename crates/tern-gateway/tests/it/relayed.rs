@@ -236,7 +236,7 @@ async fn a_relayed_tasks_status_reaches_a_listen_stream_under_the_id_the_client_
         .with_elicitation_form()
         .with_extension(TASKS_EXTENSION);
     let c = TestClient::new(server.clone()).with_capabilities(capabilities.clone());
-    let created = bounded(c.call_tool("a__task_ask", json!({})))
+    let created = bounded(c.call_tool("a__task_go", json!({})))
         .await
         .result()
         .unwrap();

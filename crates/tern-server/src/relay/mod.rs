@@ -171,6 +171,10 @@ pub struct RelayLeg {
     pub routing: Option<Value>,
     /// The leg's round: 1 for the first, one more per `input_required`.
     pub round: u32,
+    /// The leg runs under the *await* strategy (a 2025-11-25 session, a
+    /// task): its input requests are asked live and the relay is called
+    /// again with the answers; `false` under MRTR.
+    pub live: bool,
 }
 
 /// How a relayed leg ended.
@@ -235,6 +239,17 @@ impl Following {
         self.task_status = Some(status);
         self
     }
+}
+
+/// `request` asks only for what `capabilities` declared (rule
+/// `ask-declared-only`): what the server checks every relayed input request
+/// against, for a relay that answers an undeclared question itself (a
+/// gateway in front of a 2025-11-25 server that asks live).
+pub fn asks_within(
+    request: &tern_protocol::InputRequest,
+    capabilities: &tern_protocol::ClientCapabilities,
+) -> bool {
+    crate::question::declared(request, capabilities)
 }
 
 /// A catalogue served by someone else (module docs).

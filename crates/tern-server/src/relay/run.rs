@@ -112,6 +112,7 @@ async fn suspend(
             input_responses: request.responses,
             routing: opened.routing,
             round: opened.round + 1,
+            live: false,
         })
         .await?;
     match outcome {
@@ -184,6 +185,7 @@ async fn awaiting(
                         input_responses: responses.take(),
                         routing: routing.take(),
                         round,
+                        live: true,
                     })
                     .await
                     .map_err(ToolError::protocol)?;

@@ -4,6 +4,9 @@
 //! --http` upstream. A round answered on one replica is retried through the
 //! other; `transfer_funds`'s final leg sent twice at once, through both
 //! replicas, makes one transfer (the ledger read back), claimed in Redis.
+//! A 2025 upstream's live question (the Python SDK's `FastMCP` server, one
+//! per replica) held by one replica is answered by a retry sent to the
+//! other, handed over Redis to the holder.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -81,8 +84,20 @@ impl Fleet {
         generate_keys(&keys).await;
         let demo = Replica::start_single(&[], &dir.0).await;
         let config: PathBuf = dir.0.join("servers.json");
+        // And the Python SDK's 2025 server (stdio: one per replica), whose
+        // question is held by the replica that started the call.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let python = root.join(".cache/interop/venv/bin/python");
+        assert!(
+            python.is_file(),
+            "the Python SDK venv is not installed at {}: run scripts/interop (scripts/test does)",
+            python.display()
+        );
         let servers = json!({"mcpServers": {"demo": {
             "url": demo.url("/mcp"), "prefix": "", "dedupe": true,
+        }, "py": {
+            "command": python, "args": [root.join("tests/interop/legacy_server.py")],
+            "era": "2025-11-25",
         }}});
         std::fs::write(&config, servers.to_string()).unwrap();
         let mut gateways = Vec::new();
@@ -219,6 +234,61 @@ async fn gateway_replicas_share_rounds_and_a_duplicated_final_leg_transfers_once
         .await
         .unwrap();
     assert!(!keys.is_empty(), "no gateway record in Redis");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_2025_question_is_answered_by_a_retry_sent_to_the_other_replica() {
+    let fleet = Fleet::start().await;
+    let (one, two) = (fleet.gateways[0].url(), fleet.gateways[1].url());
+    let ask = |base: String, to: &'static str, extra: Value| async move {
+        let mut params = json!({"name": "py__provision_database", "arguments": {"name": to}});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        call(&base, to, "tools/call", params, TIMEOUT).await
+    };
+    for (first, retry, name) in [(&one, &two, "orders"), (&two, &one, "billing")] {
+        let r = ask(first.clone(), name, json!({})).await;
+        let r = r.result();
+        assert_eq!(r["resultType"], "input_required", "{r}");
+        let asked = &r["inputRequests"]["elicitation_1"];
+        assert_eq!(
+            asked["params"]["message"],
+            format!("Which region should {name} live in?"),
+            "{r}"
+        );
+        let state = r["requestState"].as_str().unwrap().to_owned();
+        let answer = json!({
+            "inputResponses": {"elicitation_1": {"action": "accept", "content": {"region": "eu-west-1"}}},
+            "requestState": state,
+        });
+        let done = ask(retry.clone(), name, answer.clone()).await;
+        assert_eq!(
+            text(&done),
+            format!("Created {name} in eu-west-1"),
+            "{done:?}"
+        );
+        // The same retry again, on either replica: the held call is gone,
+        // and nothing is sent upstream again.
+        for base in [&one, &two] {
+            let again = ask(base.clone(), name, answer.clone()).await;
+            assert_eq!(again.kind(), "error -32602 (HTTP 200)", "{again:?}");
+        }
+    }
+    // Through nginx (round robin): the legs land on different replicas.
+    let lb = fleet.nginx.url("");
+    let r = ask(lb.clone(), "search", json!({})).await;
+    let state = r.result()["requestState"].as_str().unwrap().to_owned();
+    let done = ask(
+        lb,
+        "search",
+        json!({
+            "inputResponses": {"elicitation_1": {"action": "decline"}},
+            "requestState": state,
+        }),
+    )
+    .await;
+    assert_eq!(text(&done), "Provisioning cancelled.", "{done:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

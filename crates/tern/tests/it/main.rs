@@ -24,6 +24,7 @@ mod fake;
 mod fleet;
 mod fleet_mode;
 mod gateway;
+mod gateway_bridge;
 mod gateway_fleet;
 mod gateway_peers;
 mod gateway_reload;

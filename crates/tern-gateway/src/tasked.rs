@@ -1,0 +1,200 @@
+//! A tool that *requires* a task (listed with `execution.taskSupport:
+//! "required"`, or refused with the `-32021` naming the Tasks extension
+//! before it ran), called on a 2025-11-25 session (the *await* strategy;
+//! a 2026-07-28 client without the extension gets the `-32021` the Tasks
+//! extension requires): the gateway declares
+//! the extension upstream itself, creates the task, polls it (`tasks/get`,
+//! at the task's `pollIntervalMs`, between 50 ms and 2 s) and answers with
+//! its result.
+//!
+//! The task's questions (status `input_required`) become the leg's
+//! `input_required`, the routing naming the task (`{"u": upstream, "t":
+//! its id}`): under the *await* strategy (the 2025 session) tern-server
+//! asks them live on the session and calls again with the answers, which go
+//! to the task as `tasks/update`; under MRTR the client answers them in its
+//! retry. A downstream request cancelled while the task runs cancels it
+//! (`tasks/cancel`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tern_protocol::error::{ErrorObject, code};
+use tern_protocol::task::TASKS_EXTENSION;
+use tern_protocol::{InputRequests, method};
+use tern_server::relay::{RelayLeg, RelayOutcome};
+
+use crate::upstream::{Extras, Upstream};
+
+/// The routing member naming the upstream task.
+const TASK: &str = "t";
+
+/// The shortest pause between two polls.
+const MIN_POLL: Duration = Duration::from_millis(50);
+/// The longest pause between two polls.
+const MAX_POLL: Duration = Duration::from_secs(2);
+
+/// The tool entry requires a task.
+pub fn requires_task(tool: &Value) -> bool {
+    tool["execution"]["taskSupport"] == "required"
+}
+
+/// A first leg of `tools/call` under the await strategy (a 2025-11-25
+/// session) from a client without the Tasks extension: one the gateway may
+/// follow as a task should the tool require one. A 2026-07-28 client that
+/// did not declare the extension gets the upstream's `-32021` (Tasks
+/// extension › Capability Negotiation).
+pub(crate) fn may_follow(leg: &RelayLeg) -> bool {
+    leg.live
+        && leg.method == method::TOOLS_CALL
+        && leg.routing.is_none()
+        && !leg.ctx.client_capabilities().extension(TASKS_EXTENSION)
+}
+
+/// `e` is the `-32021` of a tool that requires the Tasks extension (sent
+/// before the tool ran: Tasks extension › Capability Negotiation).
+pub(crate) fn needs_tasks(e: &ErrorObject) -> bool {
+    e.code == code::MISSING_REQUIRED_CLIENT_CAPABILITY
+        && e.data.as_ref().is_some_and(|d| {
+            d["requiredCapabilities"]["extensions"]
+                .get(TASKS_EXTENSION)
+                .is_some()
+        })
+}
+
+/// The routing of a leg is a task-bridged round's.
+pub fn is_tasked(routing: Option<&Value>) -> bool {
+    routing.is_some_and(|r| r.get(TASK).is_some())
+}
+
+/// One leg of a task-required tool for a client without the extension:
+/// the task created (first leg) or answered (a retry), then followed.
+pub(crate) async fn leg(
+    upstream: &Arc<Upstream>,
+    leg: RelayLeg,
+    params: Value,
+    header_params: Vec<(String, String)>,
+) -> Result<RelayOutcome, ErrorObject> {
+    // The client's capabilities and the extension, declared by the gateway.
+    let capabilities = leg
+        .ctx
+        .client_capabilities()
+        .clone()
+        .with_extension(TASKS_EXTENSION);
+    let task_id = if let Some(id) = leg.routing.as_ref().and_then(|r| r[TASK].as_str()) {
+        let responses = leg.input_responses.as_ref().map_or_else(
+            || json!({}),
+            |r| serde_json::to_value(r).unwrap_or_default(),
+        );
+        upstream
+            .request(
+                method::TASKS_UPDATE,
+                json!({"taskId": id, "inputResponses": responses}),
+                &capabilities,
+            )
+            .await?;
+        id.to_owned()
+    } else {
+        let extras = Extras {
+            header_params,
+            ..Extras::default()
+        };
+        let created = upstream
+            .relay(leg.method, params, &capabilities, extras)
+            .await?;
+        match created["resultType"].as_str() {
+            Some("task") => created["taskId"]
+                .as_str()
+                .ok_or_else(|| unreadable(upstream.name()))?
+                .to_owned(),
+            // It asked under MRTR before becoming a task: its rounds would
+            // each need the extension declared again, which this bridge
+            // does not follow.
+            Some("input_required") => {
+                return Err(ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "The upstream server `{}` asked before creating the task the tool \
+                         requires; the gateway follows only tasks created at once",
+                        upstream.name()
+                    ),
+                ));
+            }
+            // The upstream ran it at once after all.
+            _ => return Ok(RelayOutcome::Complete(created)),
+        }
+    };
+    follow(upstream, &leg, &task_id, &capabilities).await
+}
+
+fn unreadable(upstream: &str) -> ErrorObject {
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        format!("The upstream server `{upstream}` answered a task the gateway cannot read"),
+    )
+}
+
+/// Polls the task until it ends or asks.
+async fn follow(
+    upstream: &Arc<Upstream>,
+    leg: &RelayLeg,
+    task_id: &str,
+    capabilities: &tern_protocol::ClientCapabilities,
+) -> Result<RelayOutcome, ErrorObject> {
+    loop {
+        let task = upstream
+            .request(method::TASKS_GET, json!({"taskId": task_id}), capabilities)
+            .await?;
+        match task["status"].as_str() {
+            Some("completed") => {
+                let result = task
+                    .get("result")
+                    .cloned()
+                    .ok_or_else(|| unreadable(upstream.name()))?;
+                return Ok(RelayOutcome::Complete(result));
+            }
+            Some("failed") => {
+                let error = task
+                    .get("error")
+                    .cloned()
+                    .and_then(|e| serde_json::from_value::<ErrorObject>(e).ok())
+                    .ok_or_else(|| unreadable(upstream.name()))?;
+                return Err(error);
+            }
+            Some("cancelled") => {
+                return Err(ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "The upstream server `{}` cancelled the task",
+                        upstream.name()
+                    ),
+                ));
+            }
+            Some("input_required") => {
+                let requests: InputRequests = task
+                    .get("inputRequests")
+                    .cloned()
+                    .and_then(|r| serde_json::from_value(r).ok())
+                    .ok_or_else(|| unreadable(upstream.name()))?;
+                return Ok(RelayOutcome::InputRequired {
+                    requests,
+                    routing: json!({"u": upstream.name(), TASK: task_id}),
+                });
+            }
+            _ => {}
+        }
+        let pause = task["pollIntervalMs"]
+            .as_u64()
+            .map_or(MIN_POLL * 4, Duration::from_millis)
+            .clamp(MIN_POLL, MAX_POLL);
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = leg.ctx.cancelled() => {
+                let _ = upstream
+                    .request(method::TASKS_CANCEL, json!({"taskId": task_id}), capabilities)
+                    .await;
+                return Err(ErrorObject::new(code::INTERNAL_ERROR, "The request was cancelled"));
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! A tool that requires a task (`taskSupport: "required"`), called through
+//! the gateway on a 2025-11-25 session (the *await* strategy, no Tasks
+//! extension): the gateway declares it upstream, creates the task, follows
+//! it, asks its question live and answers the result. A 2026-07-28 client
+//! without the extension gets the `-32021` the extension requires.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tern_gateway::{Gateway, GatewayConfig, GatewayOptions};
+use tern_protocol::InputRequests;
+use tern_protocol::error::ErrorObject;
+use tern_protocol::mrtr::{InputKind, InputResponse};
+use tern_server::AnswerSource;
+use tern_server::replay::BoxFuture;
+
+use crate::gateway::{accept, bounded, client, upstream};
+
+/// Answers every question with a name, recording the messages asked.
+#[derive(Default)]
+struct Session {
+    asked: Mutex<Vec<String>>,
+}
+
+impl AnswerSource for Session {
+    fn answers(
+        &self,
+        questions: InputRequests,
+    ) -> BoxFuture<'static, Result<Vec<(String, InputResponse)>, ErrorObject>> {
+        let mut answers = Vec::new();
+        for (key, request) in &questions {
+            let asked = serde_json::to_value(request).unwrap();
+            self.asked
+                .lock()
+                .unwrap()
+                .push(asked["params"]["message"].as_str().unwrap_or("").to_owned());
+            let answer =
+                InputResponse::decode_as(InputKind::Elicitation, &accept(json!({"name": "Ann"})))
+                    .unwrap();
+            answers.push((key.clone(), answer));
+        }
+        Box::pin(std::future::ready(Ok(answers)))
+    }
+
+    fn question_timeout(&self) -> Duration {
+        Duration::from_secs(30)
+    }
+}
+
+async fn start() -> Gateway {
+    let file = json!({"mcpServers": {"a": upstream("a", json!({}))}}).to_string();
+    bounded(Gateway::start(
+        GatewayConfig::parse(&file).unwrap(),
+        GatewayOptions::default(),
+    ))
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_only_tool_runs_for_a_session_client_its_question_asked_live() {
+    let gateway = start().await;
+    let c = client(&gateway);
+    let session = Arc::new(Session::default());
+    let source: Arc<dyn AnswerSource> = Arc::clone(&session) as Arc<dyn AnswerSource>;
+    let done = bounded(c.send_awaiting(
+        "tools/call",
+        json!({"name": "a__task_ask", "arguments": {}}),
+        source,
+    ))
+    .await;
+    assert_eq!(
+        done.text(),
+        Some("a: hello Ann (task true)"),
+        "{:?}",
+        done.outcome
+    );
+    assert_eq!(*session.asked.lock().unwrap(), ["Your name?"]);
+    gateway.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mrtr_client_without_the_extension_gets_the_32021_the_tasks_extension_requires() {
+    let gateway = start().await;
+    let c = client(&gateway);
+    let refused = bounded(c.call_tool("a__task_ask", json!({}))).await;
+    assert_eq!(
+        refused.error_code(),
+        Some(tern_protocol::error::code::MISSING_REQUIRED_CLIENT_CAPABILITY),
+        "{:?}",
+        refused.outcome
+    );
+    // With the extension declared, the client gets the task itself.
+    let tasks = client(&gateway).with_capabilities(
+        tern_protocol::ClientCapabilities::default()
+            .with_elicitation_form()
+            .with_extension(tern_protocol::task::TASKS_EXTENSION),
+    );
+    let created = bounded(tasks.call_tool("a__task_ask", json!({}))).await;
+    let created: Value = created.result().unwrap();
+    assert_eq!(created["resultType"], "task", "{created}");
+    gateway.close().await;
+}
