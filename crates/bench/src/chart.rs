@@ -17,6 +17,8 @@ fn colour(kind: Kind) -> RGBColor {
         Kind::TernDefault => RGBColor(0, 158, 115),
         Kind::TernAxum => RGBColor(86, 180, 233),
         Kind::Rmcp => RGBColor(213, 94, 0),
+        Kind::Gateway => RGBColor(204, 121, 167),
+        Kind::GatewayStdio => RGBColor(240, 228, 66),
     }
 }
 

@@ -336,6 +336,8 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
                 Kind::TernDefault,
                 Kind::TernAxum,
                 Kind::Rmcp,
+                Kind::Gateway,
+                Kind::GatewayStdio,
             ],
         ),
         (
@@ -348,12 +350,21 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
                 Kind::TernDefault,
                 Kind::TernAxum,
                 Kind::Rmcp,
+                Kind::Gateway,
+                Kind::GatewayStdio,
             ],
         ),
         (
             "mrtr",
             load::Op::mrtr(),
-            &[Kind::Tern, Kind::TernDefault, Kind::TernAxum, Kind::Rmcp],
+            &[
+                Kind::Tern,
+                Kind::TernDefault,
+                Kind::TernAxum,
+                Kind::Rmcp,
+                Kind::Gateway,
+                Kind::GatewayStdio,
+            ],
         ),
     ];
     let scenarios: Vec<Scenario> = all.into_iter().filter(|s| args.wants(s.0)).collect();
@@ -361,17 +372,7 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
         results.scenario(s.0);
     }
     if !scenarios.is_empty() {
-        let mut running = Vec::new();
-        for kind in [
-            Kind::Floor,
-            Kind::HandRolled,
-            Kind::Tern,
-            Kind::TernDefault,
-            Kind::TernAxum,
-            Kind::Rmcp,
-        ] {
-            running.push((kind, procfs::spawn(kind, Transport::Http).await?));
-        }
+        let running = spawn_http().await?;
         // A server that answers a scenario wrongly is reported, not measured.
         let mut ok = Vec::new();
         for (name, op, kinds) in &scenarios {
@@ -422,6 +423,34 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
         }
     }
     Ok(())
+}
+
+/// Starts every HTTP server under test: the gateways last, in front of the
+/// tern line's server (over HTTP, its port; or a stdio child of its own).
+async fn spawn_http() -> std::io::Result<Vec<(Kind, procfs::Server)>> {
+    let mut running = Vec::new();
+    for kind in [
+        Kind::Floor,
+        Kind::HandRolled,
+        Kind::Tern,
+        Kind::TernDefault,
+        Kind::TernAxum,
+        Kind::Rmcp,
+    ] {
+        running.push((kind, procfs::spawn(kind, Transport::Http, &[]).await?));
+    }
+    // The gateways, in front of the tern line's server: over HTTP (its
+    // port), and with a stdio child of its own.
+    let tern_port = running
+        .iter()
+        .find(|(k, _)| *k == Kind::Tern)
+        .map(|(_, s)| s.port.to_string())
+        .unwrap_or_default();
+    for kind in [Kind::Gateway, Kind::GatewayStdio] {
+        let env = [(servers::gateway::UPSTREAM, tern_port.clone())];
+        running.push((kind, procfs::spawn(kind, Transport::Http, &env).await?));
+    }
+    Ok(running)
 }
 
 async fn measure_stdio(args: &RunArgs, ticks: u64, results: &mut Results) {

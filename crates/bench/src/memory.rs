@@ -157,7 +157,7 @@ async fn holder(
 /// Holds `count` connections (idle) or streams on a fresh `kind` server and
 /// reads its memory.
 async fn measure(kind: Kind, hold: Hold, count: usize) -> Result<Reading, String> {
-    let server = procfs::spawn(kind, Transport::Http)
+    let server = procfs::spawn(kind, Transport::Http, &[])
         .await
         .map_err(|e| e.to_string())?;
     let (port, pid) = (server.port, server.pid);

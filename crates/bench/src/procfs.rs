@@ -103,8 +103,13 @@ pub(crate) struct Server {
     pub(crate) port: u16,
 }
 
-/// Starts `bench serve KIND TRANSPORT`, pinned to [`SERVER_CORE`].
-pub(crate) async fn spawn(kind: Kind, transport: Transport) -> std::io::Result<Server> {
+/// Starts `bench serve KIND TRANSPORT` with `env` added, pinned to
+/// [`SERVER_CORE`] (with the children it starts).
+pub(crate) async fn spawn(
+    kind: Kind,
+    transport: Transport,
+    env: &[(&str, String)],
+) -> std::io::Result<Server> {
     let exe = std::env::current_exe()?;
     let mut command = if can_pin() {
         let mut c = Command::new("taskset");
@@ -128,6 +133,7 @@ pub(crate) async fn spawn(kind: Kind, transport: Transport) -> std::io::Result<S
         .stderr(Stdio::inherit())
         // Quiet servers: logging is not what is measured.
         .env("RUST_LOG", "off")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .kill_on_drop(true);
     let mut child = command.spawn()?;
     let pid = child.id().ok_or_else(|| std::io::Error::other("no pid"))?;

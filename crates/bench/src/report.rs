@@ -191,7 +191,7 @@ impl Results {
         let _ = writeln!(out, "|---|---|---|");
         let cpu = |s: &Sample| s.cpu_us;
         let rate = |s: &Sample| s.rate;
-        let rows: [(&str, Option<Spread>, &str); 17] = [
+        let rows: [(&str, Option<Spread>, &str); 22] = [
             (
                 "echo: tern-default / hand-rolled",
                 self.ratio(("echo", Kind::TernDefault), ("echo", Kind::HandRolled), cpu),
@@ -275,6 +275,31 @@ impl Results {
             (
                 "stdio calls/s: tern / rmcp",
                 self.ratio(("stdio", Kind::Tern), ("stdio", Kind::Rmcp), rate),
+                "",
+            ),
+            (
+                "echo through the gateway (HTTP upstream): gateway / tern direct",
+                self.ratio(("echo", Kind::Gateway), ("echo", Kind::Tern), cpu),
+                "≤ 1.5",
+            ),
+            (
+                "echo through the gateway (stdio upstream): gateway / tern direct",
+                self.ratio(("echo", Kind::GatewayStdio), ("echo", Kind::Tern), cpu),
+                "≤ 1.5",
+            ),
+            (
+                "1 KiB arg + 4 KiB result through the gateway (HTTP upstream): gateway / tern",
+                self.ratio(("payload", Kind::Gateway), ("payload", Kind::Tern), cpu),
+                "",
+            ),
+            (
+                "MRTR two legs through the gateway (HTTP upstream): gateway / tern",
+                self.ratio(("mrtr", Kind::Gateway), ("mrtr", Kind::Tern), cpu),
+                "",
+            ),
+            (
+                "MRTR two legs through the gateway (stdio upstream): gateway / tern",
+                self.ratio(("mrtr", Kind::GatewayStdio), ("mrtr", Kind::Tern), cpu),
                 "",
             ),
         ];

@@ -36,7 +36,7 @@ fn id_of(line: &str) -> Option<u64> {
 
 /// Drives one `kind` stdio server; `Err` when it does not answer correctly.
 pub(crate) async fn run(kind: Kind, settings: Settings) -> Result<Outcome, String> {
-    let mut server = procfs::spawn(kind, Transport::Stdio)
+    let mut server = procfs::spawn(kind, Transport::Stdio, &[])
         .await
         .map_err(|e| e.to_string())?;
     let pid = server.pid;

@@ -4,6 +4,7 @@
 use std::io::Write as _;
 
 pub(crate) mod floor;
+pub(crate) mod gateway;
 pub(crate) mod hand;
 pub(crate) mod rmcp;
 pub(crate) mod tern;
@@ -24,6 +25,10 @@ pub(crate) enum Kind {
     TernAxum,
     /// rmcp.
     Rmcp,
+    /// `tern-gateway` in front of the tern line's server over HTTP.
+    Gateway,
+    /// `tern-gateway` in front of the tern line's server as a stdio child.
+    GatewayStdio,
 }
 
 impl Kind {
@@ -36,6 +41,8 @@ impl Kind {
             Self::TernDefault => "tern-default",
             Self::TernAxum => "tern-axum",
             Self::Rmcp => "rmcp",
+            Self::Gateway => "gateway",
+            Self::GatewayStdio => "gateway-stdio",
         }
     }
 }
@@ -70,11 +77,17 @@ pub(crate) fn run(kind: Kind, transport: Transport) -> std::io::Result<()> {
                     Kind::TernDefault => tern::http_default(listener).await,
                     Kind::TernAxum => tern::axum_router(listener).await,
                     Kind::Rmcp => rmcp::http(listener).await,
+                    Kind::Gateway => gateway::http(listener, gateway::Upstream::Http).await,
+                    Kind::GatewayStdio => gateway::http(listener, gateway::Upstream::Stdio).await,
                 }
             }
             Transport::Stdio => match kind {
-                Kind::Floor | Kind::TernAxum | Kind::TernDefault => Err(std::io::Error::other(
-                    "the floor, tern-axum and tern-default have no stdio server",
+                Kind::Floor
+                | Kind::TernAxum
+                | Kind::TernDefault
+                | Kind::Gateway
+                | Kind::GatewayStdio => Err(std::io::Error::other(
+                    "the floor, tern-axum, tern-default and the gateways have no stdio server",
                 )),
                 Kind::HandRolled => hand::stdio().await,
                 Kind::Tern => tern::stdio().await,

@@ -93,8 +93,12 @@ fn builder() -> tern_server::ServerBuilder {
 /// stream of a caller, the 129th in all, and the 33rd request in flight of
 /// one principal. Everything else is the default.
 fn endpoint() -> Http {
-    Http::new(server())
-        .max_streams(4096)
+    raised(Http::new(server()))
+}
+
+/// `http` with the stream and in-flight caps of [`endpoint`] raised.
+pub(crate) fn raised(http: Http) -> Http {
+    http.max_streams(4096)
         .max_streams_per_caller(4096)
         .max_in_flight_per_principal(4096)
 }
@@ -106,20 +110,25 @@ fn endpoint() -> Http {
 /// the 513th connection, and the 65th connection or request of one peer);
 /// its timeouts and everything else are the defaults.
 pub(crate) async fn http(listener: tokio::net::TcpListener) -> std::io::Result<()> {
-    let options = ServeOptions::new()
-        .max_connections(4096)
-        .max_in_flight(4096)
-        .max_in_flight_per_peer(4096)
-        .max_connections_per_peer(4096)
-        .header_timeout(Duration::from_secs(60));
     serve_with(
         listener,
         endpoint(),
         "/mcp",
-        options,
+        options(),
         std::future::pending::<()>(),
     )
     .await
+}
+
+/// The accept loop's options of [`http()`]: its caps raised, the rest the
+/// defaults.
+pub(crate) fn options() -> ServeOptions {
+    ServeOptions::new()
+        .max_connections(4096)
+        .max_in_flight(4096)
+        .max_in_flight_per_peer(4096)
+        .max_connections_per_peer(4096)
+        .header_timeout(Duration::from_secs(60))
 }
 
 /// Serves the default line: [`default_server`] on `serve` with tern's
