@@ -314,7 +314,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The routing of a leg is a bridged round's: it goes to [`Bridge::leg`]
+/// The routing of a leg is a bridged round's: it goes to the bridge's `leg`
 /// whatever the upstream's era is now.
 pub fn is_bridged(routing: Option<&Value>) -> bool {
     routing.is_some_and(|r| r.get(HELD).is_some() || r.get(URL_REQUIRED).is_some())

@@ -187,37 +187,45 @@ async fn collect(
     Ok(bytes)
 }
 
-async fn pump(
-    response: hyper::Response<hyper::body::Incoming>,
-    limits: Limits,
-    tx: mpsc::Sender<Result<Incoming, ClientError>>,
-) {
-    let status = response.status();
-    let is_sse = response
+/// The response is an SSE stream (else one JSON body).
+fn is_event_stream(response: &hyper::Response<hyper::body::Incoming>) -> bool {
+    response
         .headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// The one reply of a JSON (non-SSE) response, its body read within the
+/// response limit.
+async fn json_reply(
+    response: hyper::Response<hyper::body::Incoming>,
+    limits: Limits,
+) -> Result<Incoming, ClientError> {
+    let status = response.status();
     let declared = response
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
     let mut body = response.into_body();
-    if !is_sse {
-        let reply = match collect(&mut body, declared, limits.max_response_bytes).await {
-            Ok(bytes) => match incoming(&bytes) {
-                Err(_) if !status.is_success() => Err(ClientError::transport(format!(
-                    "HTTP {status}: {}",
-                    String::from_utf8_lossy(&bytes).trim()
-                ))),
-                reply => reply,
-            },
-            Err(e) => Err(e),
-        };
-        let _ = tx.send(reply).await;
-        return;
+    let bytes = collect(&mut body, declared, limits.max_response_bytes).await?;
+    match incoming(&bytes) {
+        Err(_) if !status.is_success() => Err(ClientError::transport(format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&bytes).trim()
+        ))),
+        reply => reply,
     }
+}
+
+/// Reads an SSE response's events into `tx` until its response.
+async fn pump(
+    response: hyper::Response<hyper::body::Incoming>,
+    limits: Limits,
+    tx: mpsc::Sender<Result<Incoming, ClientError>>,
+) {
+    let mut body = response.into_body();
     let mut decoder = Decoder::new(limits.max_event_bytes);
     let mut events = Vec::new();
     while let Some(frame) = body.frame().await {
@@ -311,6 +319,15 @@ impl Transport for HttpTransport {
                     break response;
                 }
             };
+            if !is_event_stream(&response) {
+                // One JSON reply: read here, no task spawned for it.
+                // Dropping this future drops the body, which closes the
+                // connection: the cancellation of the SSE case below.
+                let reply = json_reply(response, self.limits).await;
+                let (tx, rx) = mpsc::channel(1);
+                let _ = tx.try_send(reply);
+                return Ok(Exchange::new(rx, None));
+            }
             let (tx, rx) = mpsc::channel(64);
             let task = tokio::spawn(pump(response, self.limits, tx));
             // Dropping the exchange early drops the body: the connection
