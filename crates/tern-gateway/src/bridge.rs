@@ -149,7 +149,7 @@ impl Downstream {
     /// (a call resumed for another replica drops them).
     fn tell(&self, n: ServerNotification) {
         if let Some(ctx) = &self.ctx {
-            tell(ctx, n);
+            relay_notification(ctx, n);
         }
     }
 }
@@ -337,8 +337,8 @@ fn lost(upstream: &str) -> ErrorObject {
 
 /// An upstream's notification to the downstream request: its progress under
 /// the client's own token, its logs at the level the request asked for
-/// (`Ctx::log` filters).
-fn tell(ctx: &Ctx, n: ServerNotification) {
+/// (`Ctx::log` filters). Every relayed request's, bridged or not.
+pub(crate) fn relay_notification(ctx: &Ctx, n: ServerNotification) {
     match n {
         ServerNotification::Progress(p) => {
             ctx.progress(p.progress, p.total, p.message.as_deref());

@@ -561,25 +561,6 @@ async fn futures_join(
     out
 }
 
-/// An upstream's notification of a relayed request, to the client: its
-/// progress under the client's own token, its logs at the level the client
-/// asked for.
-fn relay_notification(ctx: &tern_server::Ctx, n: ServerNotification) {
-    match n {
-        ServerNotification::Progress(p) => {
-            ctx.progress(p.progress, p.total, p.message.as_deref());
-        }
-        ServerNotification::LoggingMessage(m) => {
-            #[allow(
-                deprecated,
-                reason = "relaying an upstream's logs where the client asked"
-            )]
-            ctx.log(m.level, m.logger.as_deref(), m.data);
-        }
-        _ => {}
-    }
-}
-
 fn tag(kind: ListKind) -> u8 {
     match kind {
         ListKind::Tools => 1,
@@ -911,7 +892,7 @@ impl Gateway {
                 .await;
         }
         let ctx = leg.ctx.clone();
-        let tell = move |n: ServerNotification| relay_notification(&ctx, n);
+        let tell = move |n: ServerNotification| bridge::relay_notification(&ctx, n);
         let extras = Extras {
             header_params,
             progress: leg.ctx.meta().progress_token.is_some(),

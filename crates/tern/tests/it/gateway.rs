@@ -28,8 +28,8 @@ fn config(extra: &str) -> tempfile_path::Path {
     tempfile_path::Path::with(&file.to_string())
 }
 
-/// A file removed when dropped.
-mod tempfile_path {
+/// A file removed when dropped (the other gateway tests' too).
+pub mod tempfile_path {
     pub struct Path(pub std::path::PathBuf);
 
     impl Path {

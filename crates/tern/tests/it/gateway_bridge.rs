@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use crate::gateway::tempfile_path::Path;
 use crate::served::{code, stderr, stdout, tern};
 
 fn root() -> PathBuf {
@@ -28,40 +29,18 @@ fn python() -> String {
 
 /// A servers file with the Python legacy server as upstream `py`, its
 /// names unprefixed; removed on drop.
-struct File(PathBuf);
-
-impl File {
-    fn new() -> Self {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let server = root().join("tests/interop/legacy_server.py");
-        let servers = serde_json::json!({"mcpServers": {"py": {
-            "command": python(), "args": [server.display().to_string()],
-            "prefix": "", "era": "2025-11-25",
-        }}});
-        let path = std::env::temp_dir().join(format!(
-            "tern-gateway-bridge-{}-{}.json",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::write(&path, servers.to_string()).unwrap();
-        Self(path)
-    }
-
-    fn as_str(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for File {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+fn servers_file() -> Path {
+    let server = root().join("tests/interop/legacy_server.py");
+    let servers = serde_json::json!({"mcpServers": {"py": {
+        "command": python(), "args": [server.display().to_string()],
+        "prefix": "", "era": "2025-11-25",
+    }}});
+    Path::with(&servers.to_string())
 }
 
 #[test]
 fn tern_call_answers_the_python_servers_live_question_through_the_gateway() {
-    let file = File::new();
+    let file = servers_file();
     let gateway = [
         env!("CARGO_BIN_EXE_tern"),
         "gateway",
@@ -104,7 +83,7 @@ fn the_typescript_sdk_client_answers_the_python_servers_live_question_through_th
         "the TypeScript SDK 2.4 is not installed under {}: run scripts/peers (scripts/test does)",
         dir.display()
     );
-    let file = File::new();
+    let file = servers_file();
     let (_served, url, _) = crate::served::serve(
         &[
             "gateway",
