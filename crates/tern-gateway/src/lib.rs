@@ -46,6 +46,7 @@ pub mod fleet;
 pub mod gateway;
 mod health;
 mod listen;
+pub mod metrics;
 pub mod tasked;
 pub mod upstream;
 

@@ -364,6 +364,7 @@ impl Upstream {
 
     fn mark_down(&self, reason: &str, retry_in: Duration) {
         tracing::warn!(upstream = %self.config.name, %reason, "upstream down");
+        crate::metrics::upstream_down(&self.config.name);
         *lock(&self.health) = Health::Down {
             reason: reason.to_owned(),
             retry_at: Instant::now() + retry_in,
@@ -522,7 +523,35 @@ impl Upstream {
 
     /// [`Self::request`] with `extras`: the `Mcp-Param-*` headers of the
     /// call, a progress token, and where the request's notifications go.
+    ///
+    /// Each runs in an `upstream` span and is counted ([`crate::metrics`]).
     pub async fn relay(
+        &self,
+        method: &str,
+        params: Value,
+        capabilities: &ClientCapabilities,
+        extras: Extras<'_>,
+    ) -> Result<Value, ErrorObject> {
+        use tracing::Instrument as _;
+        let span = tracing::info_span!(
+            "upstream",
+            upstream = %self.config.name,
+            method = method,
+            outcome = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        // Boxed: the send's future (the transport's, the timeout's) is
+        // large, and every caller's future would carry it and move it.
+        let answer = Box::pin(self.relay_once(method, params, capabilities, extras))
+            .instrument(span.clone())
+            .await;
+        let outcome = crate::metrics::outcome(&answer);
+        span.record("outcome", outcome);
+        crate::metrics::upstream_request(&self.config.name, method, outcome, started.elapsed());
+        answer
+    }
+
+    async fn relay_once(
         &self,
         method: &str,
         mut params: Value,

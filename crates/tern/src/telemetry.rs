@@ -1,8 +1,9 @@
 //! The `tern` process's tracing: human-readable logs on standard error
 //! (`TERN_LOG`), and, with the `otel` feature and `OTEL_EXPORTER_OTLP_ENDPOINT`
 //! set, the engine's spans (one `leg` span per leg: call id, round, method,
-//! target, outcome; a `task` span per task runner) and tern's counters
-//! ([`tern_server::metrics`]) exported over OTLP/HTTP. The resource names
+//! target, outcome; a `task` span per task runner; the gateway's `upstream`
+//! span per request it sends) and tern's counters (`tern_server::metrics`,
+//! `tern_gateway::metrics`) exported over OTLP/HTTP. The resource names
 //! the service (`OTEL_SERVICE_NAME`, default `tern`) and the replica
 //! (`service.instance.id` from `TERN_REPLICA`, default `HOST-PID`), so a
 //! fleet's traces and counters tell replicas apart.
@@ -205,10 +206,16 @@ mod otel {
             // The engine's spans and events, and the counters' events.
             let span_layer = tracing_opentelemetry::layer()
                 .with_tracer(sdk_tracer)
-                .with_filter(Targets::new().with_target("tern_server", tracing::Level::INFO));
+                .with_filter(
+                    Targets::new()
+                        .with_target("tern_server", tracing::Level::INFO)
+                        .with_target("tern_gateway", tracing::Level::INFO),
+                );
             let metrics_layer = tracing_opentelemetry::MetricsLayer::new(metrics.clone())
                 .with_filter(
-                    Targets::new().with_target("tern_server::metrics", tracing::Level::DEBUG),
+                    Targets::new()
+                        .with_target("tern_server::metrics", tracing::Level::DEBUG)
+                        .with_target("tern_gateway::metrics", tracing::Level::DEBUG),
                 );
             let layers = span_layer.and_then(metrics_layer);
             drop(entered);

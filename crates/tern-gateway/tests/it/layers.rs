@@ -4,7 +4,7 @@
 /// Lowest first.
 const FLOORS: &[&[&str]] = &[
     // Leaves: the file, the cursors, the claims of deduplicated retries.
-    &["cancel", "credentials", "cursor", "dedupe"],
+    &["cancel", "credentials", "cursor", "dedupe", "metrics"],
     &["config"],
     // One upstream: its transport, lists and health.
     // (`health` probes it, `upstream` waits on it: one floor.)

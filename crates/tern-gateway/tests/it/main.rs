@@ -20,6 +20,7 @@ mod gateway;
 mod health;
 mod layers;
 mod legacy_child;
+mod metrics;
 mod relayed;
 mod reload;
 mod tasked;
