@@ -20,6 +20,22 @@ async def provision_database(name: str, ctx: Context) -> str:
     return f"Created {name} in {answer.data.region}"
 
 
+class Size(BaseModel):
+    nodes: int
+
+
+@mcp.tool()
+async def provision_cluster(name: str, ctx: Context) -> str:
+    """Creates a cluster, asking two questions in turn (where, then how big)."""
+    where = await ctx.elicit(f"Which region should {name} run in?", schema=Region)
+    if where.action != "accept":
+        return "Provisioning cancelled."
+    size = await ctx.elicit(f"How many nodes should {name} have?", schema=Size)
+    if size.action != "accept":
+        return "Provisioning cancelled."
+    return f"Created {name} in {where.data.region} with {size.data.nodes} nodes"
+
+
 @mcp.tool()
 def describe() -> str:
     """Says what this server is (a tool that asks nothing)."""

@@ -298,6 +298,10 @@ pub struct Bridge {
     options: BridgeOptions,
     inner: Arc<Inner>,
     handoff: Option<Arc<dyn Handoff>>,
+    /// This replica's name in fleet mode, written into the routing of every
+    /// call held here, also when a forwarded retry re-parks it (the serving
+    /// side has no handoff of its own).
+    replica: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -395,6 +399,7 @@ impl Bridge {
             options,
             inner: Arc::default(),
             handoff: None,
+            replica: None,
         }
     }
 
@@ -409,8 +414,11 @@ impl Bridge {
     pub fn with_handoff(mut self, handoff: Arc<dyn Handoff>) -> Self {
         let inner = Arc::downgrade(&self.inner);
         let options = self.options;
+        let replica: Arc<str> = Arc::from(handoff.replica());
+        let serving = Arc::clone(&replica);
         handoff.serve(Arc::new(move |request: Value| {
             let inner = inner.clone();
+            let replica = Arc::clone(&serving);
             Box::pin(async move {
                 let Some(inner) = inner.upgrade() else {
                     return outcome_to_json(Err(ErrorObject::new(
@@ -422,11 +430,13 @@ impl Bridge {
                     options,
                     inner,
                     handoff: None,
+                    replica: Some(replica),
                 };
                 outcome_to_json(bridge.resume_forwarded(request).await)
             })
         }));
         self.handoff = Some(handoff);
+        self.replica = Some(replica);
         self
     }
 
@@ -650,8 +660,8 @@ impl Bridge {
         let mut routing = json!({"u": name, HELD: id, KEY: &key});
         let mut requests = InputRequests::new();
         requests.insert(key, question);
-        if let Some(handoff) = &self.handoff {
-            routing[REPLICA] = json!(handoff.replica());
+        if let Some(replica) = &self.replica {
+            routing[REPLICA] = json!(&**replica);
         }
         RelayOutcome::InputRequired { requests, routing }
     }

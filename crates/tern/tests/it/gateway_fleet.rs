@@ -275,6 +275,54 @@ async fn a_held_2025_question_is_answered_by_a_retry_sent_to_the_other_replica()
             assert_eq!(again.kind(), "error -32602 (HTTP 200)", "{again:?}");
         }
     }
+    // Two questions in turn: asked on one, the first answered through two
+    // (handed to one), the second's state still names one, so its answer
+    // sent through two again reaches the call (it was -32602: the call
+    // re-parked by a forwarded retry lost its replica).
+    let cluster = |base: String, extra: Value| async move {
+        let mut params = json!({"name": "py__provision_cluster", "arguments": {"name": "edge"}});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        call(&base, "edge", "tools/call", params, TIMEOUT).await
+    };
+    let r = cluster(one.clone(), json!({})).await;
+    let state = r.result()["requestState"].as_str().unwrap().to_owned();
+    let r = cluster(
+        two.clone(),
+        json!({
+            "inputResponses": {"elicitation_1": {"action": "accept", "content": {"region": "eu-west-1"}}},
+            "requestState": state,
+        }),
+    )
+    .await;
+    let r = r.result();
+    assert_eq!(r["resultType"], "input_required", "{r}");
+    let (key, asked) = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert_eq!(
+        asked["params"]["message"], "How many nodes should edge have?",
+        "{r}"
+    );
+    let state = r["requestState"].as_str().unwrap().to_owned();
+    let done = cluster(
+        two.clone(),
+        json!({
+            "inputResponses": {key.clone(): {"action": "accept", "content": {"nodes": 3}}},
+            "requestState": state,
+        }),
+    )
+    .await;
+    assert_eq!(
+        text(&done),
+        "Created edge in eu-west-1 with 3 nodes",
+        "{done:?}"
+    );
+
     // Through nginx (round robin): the legs land on different replicas.
     let lb = fleet.nginx.url("");
     let r = ask(lb.clone(), "search", json!({})).await;
