@@ -518,17 +518,25 @@ impl LegacyHttp {
             .map(|(_, tx, _)| tx.clone())
     }
 
-    /// The oldest request in flight that may be asked a question.
+    /// The request a question of the standalone stream is for: the only
+    /// one in flight that may be asked a question. Nothing ties such a
+    /// question to its request, so with two or more it is nobody's
+    /// (answered as undeclared), never guessed: a session shared by several
+    /// callers (a gateway's) must not hand one caller's question to
+    /// another. A question on a request's own response stream is its.
     fn asker(&self) -> Option<Replies> {
-        lock(&self.inflight)
-            .iter()
-            .find(|(_, _, asker)| *asker)
-            .map(|(_, tx, _)| tx.clone())
+        let inflight = lock(&self.inflight);
+        let mut askers = inflight.iter().filter(|(_, _, asker)| *asker);
+        match (askers.next(), askers.next()) {
+            (Some((_, tx, _)), None) => Some(tx.clone()),
+            _ => None,
+        }
     }
 
     /// One message of a response stream (`tx`: its request's replies) or of
-    /// the standalone stream (`None`: routed by id, questions to the oldest
-    /// call that may be asked); `true` for the stream's own response.
+    /// the standalone stream (`None`: routed by id, questions to the only
+    /// call that may be asked, [`Self::asker`]); `true` for the stream's own
+    /// response.
     async fn on_message(&self, bytes: &[u8], tx: Option<&Replies>) -> bool {
         let own = |id: &RequestId| tx.cloned().or_else(|| self.route(id));
         match Message::from_slice(bytes) {

@@ -41,10 +41,8 @@ struct Routes {
     /// (`tools/call`, `prompts/get`, `resources/read`, and a 2025 task's
     /// `tasks/result`), oldest first.
     askers: Vec<RequestId>,
-    /// The askers with a question of the server not answered yet: a new
-    /// question goes to the oldest asker without one (nothing on a 2025
-    /// stdio wire ties a question to its request; a call waiting for its
-    /// answer is not the one asking again).
+    /// The askers with a question of the server not answered yet
+    /// ([`the_asker`] reads them).
     asked: HashMap<RequestId, usize>,
     /// The child's input, for answers to a 2025 server's requests (weak:
     /// closing the transport must still close the child's input).
@@ -574,19 +572,34 @@ async fn dispatch(routes: &Arc<Mutex<Routes>>, listeners: &SessionListeners, lin
     }
 }
 
+/// The call a 2025 server's question is for, when only one can be asking.
+/// Nothing on a 2025 stdio wire ties a question to its request, so it goes
+/// to the only asker in flight without a question outstanding (a call
+/// waiting for its answer is not the one asking again), or to the only
+/// asker in flight; with more candidates it is nobody's, and answered as a
+/// question the client did not declare — never guessed, since a transport
+/// shared by several callers (a gateway's) must not hand one caller's
+/// question, or its answer, to another. The one case left: a call with a
+/// question outstanding that asks a second one at the same time, while
+/// another call is in flight, has it sent to that other call.
+fn the_asker(askers: &[RequestId], asked: &HashMap<RequestId, usize>) -> Option<RequestId> {
+    let mut free = askers.iter().filter(|id| !asked.contains_key(*id));
+    match (free.next(), free.next(), askers) {
+        (Some(one), None, _) => Some(one.clone()),
+        (None, _, [only]) => Some(only.clone()),
+        _ => None,
+    }
+}
+
 /// A 2025 server's request: `ping` is answered here; a question goes to
-/// the oldest call in flight that may be asked one, whose answer is written
-/// back when it comes; anything else gets an error.
+/// the call that asked it ([`the_asker`]), whose answer is written back
+/// when it comes, or is answered as undeclared; anything else gets an
+/// error.
 async fn server_request(routes: &Arc<Mutex<Routes>>, request: &tern_protocol::jsonrpc::Request) {
     use super::asks::{ServerAsk, answer_text, response_text, server_ask};
     let (writer, asker, roots, roots_answered) = {
         let r = lock(routes);
-        let chosen = r
-            .askers
-            .iter()
-            .find(|id| !r.asked.contains_key(*id))
-            .or_else(|| r.askers.first())
-            .cloned();
+        let chosen = the_asker(&r.askers, &r.asked);
         let asker = chosen
             .as_ref()
             .and_then(|id| r.pending.get(id).cloned().map(|tx| (id.clone(), tx)));
@@ -739,6 +752,42 @@ impl Transport for ChildProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_goes_only_to_the_one_call_that_can_have_asked_it() {
+        let (a, b, c) = (
+            RequestId::Number(1),
+            RequestId::Number(2),
+            RequestId::Number(3),
+        );
+        let none = HashMap::new();
+        let waiting = |ids: &[&RequestId]| -> HashMap<RequestId, usize> {
+            ids.iter().map(|id| ((*id).clone(), 1)).collect()
+        };
+        // One call in flight: its question, even a second one.
+        assert_eq!(the_asker(std::slice::from_ref(&a), &none), Some(a.clone()));
+        assert_eq!(
+            the_asker(std::slice::from_ref(&a), &waiting(&[&a])),
+            Some(a.clone())
+        );
+        // Two calls, one waiting for its answer: the other asked.
+        assert_eq!(
+            the_asker(&[a.clone(), b.clone()], &waiting(&[&a])),
+            Some(b.clone())
+        );
+        // Two that may be asking, or none: nobody's (the oldest was chosen
+        // before, so one caller's question could reach another's call).
+        assert_eq!(the_asker(&[a.clone(), b.clone()], &none), None);
+        assert_eq!(
+            the_asker(&[a.clone(), b.clone(), c.clone()], &waiting(&[&a])),
+            None
+        );
+        assert_eq!(
+            the_asker(&[a.clone(), b.clone()], &waiting(&[&a, &b])),
+            None
+        );
+        assert_eq!(the_asker(&[], &none), None);
+    }
 
     async fn lines(input: &[u8], capacity: usize, limit: usize) -> Result<Vec<String>, String> {
         // A small buffer, so lines arrive in several reads.
