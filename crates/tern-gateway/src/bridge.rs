@@ -240,13 +240,17 @@ enum Step {
     Done(Result<Value, ErrorObject>),
 }
 
+/// Questions of one upstream call queued while it waits for its client;
+/// more are answered as undeclared.
+const STEPS: usize = 8;
+
 /// A bridged upstream call: the driver's steps and notifications, and the
 /// question pending while it is held. Dropped before its end, it answers
 /// the pending question as undeclared and stops the driver (the upstream
 /// request is cancelled: `notifications/cancelled`).
 struct Call {
     upstream: Arc<Upstream>,
-    steps: mpsc::UnboundedReceiver<Step>,
+    steps: mpsc::Receiver<Step>,
     notes: mpsc::Receiver<ServerNotification>,
     pending: Option<LiveRequest>,
     /// Stops the driver, handing it the pending question to answer first.
@@ -512,7 +516,7 @@ impl Bridge {
 
     /// Starts the driver of a new upstream call.
     async fn start(&self, upstream: &Arc<Upstream>, leg: &RelayLeg, send: Outbound) -> Call {
-        let (step_tx, steps) = mpsc::unbounded_channel();
+        let (step_tx, steps) = mpsc::channel(STEPS);
         let (note_tx, notes) = mpsc::channel(NOTES);
         let (stop, stopped) = oneshot::channel::<Option<LiveRequest>>();
         let capabilities = leg.ctx.client_capabilities().clone();
@@ -530,8 +534,13 @@ impl Bridge {
             let asks = step_tx.clone();
             let asked = Arc::clone(&driven);
             let on_live = move |live: LiveRequest| {
-                if let Err(mpsc::error::SendError(Step::Ask(live))) =
-                    asks.send(Step::Ask(Box::new(live)))
+                // Bounded: a server that floods questions while the call
+                // waits for its client has the ones past the queue
+                // answered as undeclared, not kept.
+                if let Err(
+                    mpsc::error::TrySendError::Full(Step::Ask(live))
+                    | mpsc::error::TrySendError::Closed(Step::Ask(live)),
+                ) = asks.try_send(Step::Ask(Box::new(live)))
                 {
                     asked.answer_undeclared(*live);
                 }
@@ -558,7 +567,7 @@ impl Bridge {
                     }
                 }
                 answer = driven.relay(send.method, send.params, &capabilities, extras) => {
-                    let _ = step_tx.send(Step::Done(answer));
+                    let _ = step_tx.send(Step::Done(answer)).await;
                 }
             }
         });

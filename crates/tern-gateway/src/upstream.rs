@@ -576,13 +576,29 @@ impl Upstream {
             }
             p.insert("_meta".into(), meta);
         }
+        let timeout = extras.timeout.unwrap_or(self.config.timeout);
+        // A place under the concurrency cap is waited for at most the
+        // upstream's timeout (not a held call's longer one; held calls keep
+        // their places): then it is unavailable, nothing having been sent.
         let _permit = match &self.permits {
-            Some(p) => Some(p.acquire().await.map_err(|_| {
-                ErrorObject::new(code::INTERNAL_ERROR, "the gateway is shutting down")
-            })?),
+            Some(p) => match tokio::time::timeout(self.config.timeout, p.acquire()).await {
+                Ok(Ok(permit)) => Some(permit),
+                Ok(Err(_)) => {
+                    return Err(ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        "the gateway is shutting down",
+                    ));
+                }
+                Err(_) => {
+                    return Err(unavailable(
+                        &self.config.name,
+                        "at its concurrency cap",
+                        FIRST_BACKOFF,
+                    ));
+                }
+            },
             None => None,
         };
-        let timeout = extras.timeout.unwrap_or(self.config.timeout);
         let sending = self.send_with(
             &link,
             method,

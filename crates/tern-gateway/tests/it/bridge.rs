@@ -390,3 +390,38 @@ async fn set_level_is_the_most_verbose_of_the_requests_in_flight() {
     assert_eq!(levels(&all), ["debug", "error", "emergency"]);
     gateway.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_behind_held_calls_past_its_timeout_is_unavailable_not_stuck() {
+    // One place: the held call keeps it while it waits for its client.
+    let gateway = start(
+        json!({"concurrency": 1, "timeout": 0.5}),
+        GatewayOptions::default(),
+    )
+    .await;
+    let c = client(&gateway);
+    let held = bounded(c.call_tool("ask", json!({}))).await;
+    assert_eq!(held.input_keys(), ["elicitation_1"], "{:?}", held.outcome);
+    assert_eq!(gateway.held(), 1);
+    let waiting = bounded(c.call_tool("calls", json!({}))).await;
+    let error = waiting.outcome.unwrap_err();
+    assert_eq!(error.code, code::INTERNAL_ERROR);
+    assert!(
+        error.message.contains("at its concurrency cap"),
+        "{}",
+        error.message
+    );
+    assert!(error.data.unwrap()["retryAfterMs"].as_u64().unwrap() >= 1);
+    // Its place back (the held call answered), the next call goes.
+    let done = bounded(c.retry_tool(
+        "ask",
+        json!({}),
+        json!({"elicitation_1": accept(json!({"name": "Ann"}))}),
+        held.request_state(),
+    ))
+    .await;
+    assert_eq!(done.text(), Some("hello Ann"), "{:?}", done.outcome);
+    let after = bounded(c.call_tool("calls", json!({}))).await;
+    assert!(after.outcome.is_ok(), "{:?}", after.outcome);
+    gateway.close().await;
+}
