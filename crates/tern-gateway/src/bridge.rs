@@ -685,18 +685,30 @@ impl Bridge {
         responses: Option<&tern_protocol::InputResponses>,
     ) -> Result<RelayOutcome, ErrorObject> {
         let principal = leg.principal.clone();
-        let taken = {
+        // Read and checked in place, under the lock: a bad answer leaves
+        // the call held as it was (its TTL timer still armed), and only an
+        // answer that decodes, or none, takes it.
+        let (mut parked, answer) = {
             let mut held = lock(&self.inner.held);
-            match held.get(id) {
-                Some(p) if p.principal == principal => held.remove(id),
-                _ => None,
-            }
+            let Some(p) = held.get(id).filter(|p| p.principal == principal) else {
+                return Err(gone(upstream.name()));
+            };
+            let answer = match responses.and_then(|r| r.raw(&p.key)) {
+                None => None,
+                Some(raw) => match InputResponse::decode_as(p.question.kind(), raw) {
+                    Ok(answer) => Some(answer),
+                    Err(e) => {
+                        let message = format!("inputResponses.{}: {e}", p.key);
+                        return Err(ErrorObject::invalid_params(message));
+                    }
+                },
+            };
+            let Some(parked) = held.remove(id) else {
+                return Err(gone(upstream.name()));
+            };
+            (parked, answer)
         };
-        let Some(mut parked) = taken else {
-            return Err(gone(upstream.name()));
-        };
-        let raw = responses.and_then(|r| r.raw(&parked.key)).cloned();
-        let Some(raw) = raw else {
+        let Some(answer) = answer else {
             // No answer: the same question again (the call stays held).
             let Parked {
                 call,
@@ -705,15 +717,6 @@ impl Bridge {
                 ..
             } = parked;
             return Ok(self.park(call, leg, key, question));
-        };
-        let answer = match InputResponse::decode_as(parked.question.kind(), &raw) {
-            Ok(answer) => answer,
-            Err(e) => {
-                let message = format!("inputResponses.{}: {e}", parked.key);
-                // Kept held: a corrected retry may still answer it.
-                lock(&self.inner.held).insert(id.to_owned(), parked);
-                return Err(ErrorObject::invalid_params(message));
-            }
         };
         if let Some(live) = parked.call.pending.take() {
             live.respond(Ok(answer));

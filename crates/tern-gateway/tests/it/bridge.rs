@@ -425,3 +425,36 @@ async fn a_call_waiting_behind_held_calls_past_its_timeout_is_unavailable_not_st
     assert!(after.outcome.is_ok(), "{:?}", after.outcome);
     gateway.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_answer_leaves_the_call_held_for_a_corrected_retry() {
+    let gateway = start(json!({}), GatewayOptions::default()).await;
+    let c = client(&gateway);
+    let held = bounded(c.call_tool("ask", json!({}))).await;
+    assert_eq!(held.input_keys(), ["elicitation_1"], "{:?}", held.outcome);
+    let wrong = bounded(c.retry_tool(
+        "ask",
+        json!({}),
+        json!({"elicitation_1": {"action": "maybe"}}),
+        held.request_state(),
+    ))
+    .await;
+    let error = wrong.outcome.unwrap_err();
+    assert_eq!(error.code, code::INVALID_PARAMS);
+    assert!(
+        error.message.contains("inputResponses.elicitation_1"),
+        "{}",
+        error.message
+    );
+    assert_eq!(gateway.held(), 1, "still held");
+    let done = bounded(c.retry_tool(
+        "ask",
+        json!({}),
+        json!({"elicitation_1": accept(json!({"name": "Ann"}))}),
+        held.request_state(),
+    ))
+    .await;
+    assert_eq!(done.text(), Some("hello Ann"), "{:?}", done.outcome);
+    assert_eq!(gateway.held(), 0);
+    gateway.close().await;
+}
