@@ -9,12 +9,15 @@
 //!   over replicas, or one re-chunking upstream), and [`ports`] (free loopback
 //!   ports, scratch folders);
 //! - [`ca::TestCa`]: a test certificate authority and the certificates it signs;
+//! - [`logs`]: logs a test reads back (a shared buffer, the global DEBUG
+//!   subscriber);
 //! - `mrtr` (feature `server`): the MRTR handlers and question types both
 //!   fixture servers register.
 
 pub mod ca;
 pub mod deps;
 pub mod layers;
+pub mod logs;
 #[cfg(feature = "server")]
 pub mod mrtr;
 pub mod nginx;

@@ -4,54 +4,19 @@
 //! an `upstream` span under tern-server's `relay` span; a down upstream
 //! counted.
 
-use std::sync::{Arc, Mutex};
-
 use serde_json::json;
 use tern_gateway::{Gateway, GatewayConfig, GatewayOptions};
 use tern_protocol::error::code;
+use tern_test_support::logs::Captured;
 
 use crate::child::FAIL_IF;
 use crate::gateway::{accept, bounded, client, upstream};
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Everything this test binary logs at DEBUG from the first use on, spans'
-/// closes included (global: a thread-local subscriber can miss callsites
-/// another test registered first).
-fn captured() -> Captured {
-    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
-    CAPTURED
-        .get_or_init(|| {
-            let captured = Captured::default();
-            let writer = captured.clone();
-            let subscriber = tracing_subscriber::fmt()
-                .with_max_level(tracing::Level::DEBUG)
-                .with_ansi(false)
-                .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-                .with_writer(move || writer.clone())
-                .finish();
-            tracing::subscriber::set_global_default(subscriber).unwrap();
-            captured
-        })
-        .clone()
-}
-
 /// The lines that name the upstream `metered` (the other tests' upstreams
 /// have other names).
 fn lines(captured: &Captured) -> Vec<String> {
-    String::from_utf8_lossy(&captured.0.lock().unwrap())
+    captured
+        .text()
         .lines()
         .filter(|l| l.contains("upstream=metered") || l.contains("upstream=\"metered\""))
         .map(str::to_owned)
@@ -68,7 +33,7 @@ fn counted(lines: &[String], outcome: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_upstream_request_is_counted_timed_and_spanned_by_upstream_and_outcome() {
-    let captured = captured();
+    let captured = tern_test_support::logs::global();
     let dir = std::env::temp_dir().join(format!("tern-gateway-metrics-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let marker = dir.join("fail");

@@ -2,7 +2,7 @@
 //! call id stable over its rounds, its limits, the versioned payload, the
 //! uniform refusals, and what logs and `Debug` never show.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -263,43 +263,9 @@ async fn debug_of_a_context_shows_no_answer_and_no_principal() {
     }
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Everything the test binary logs at DEBUG, from the first call on: a
-/// global subscriber, since a thread-local one can miss callsites another
-/// test registered first.
-fn captured() -> Captured {
-    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
-    CAPTURED
-        .get_or_init(|| {
-            let captured = Captured::default();
-            let writer = captured.clone();
-            let subscriber = tracing_subscriber::fmt()
-                .with_max_level(tracing::Level::DEBUG)
-                .with_ansi(false)
-                .with_writer(move || writer.clone())
-                .finish();
-            tracing::subscriber::set_global_default(subscriber).unwrap();
-            captured
-        })
-        .clone()
-}
-
 #[tokio::test]
 async fn every_leg_has_a_span_with_its_call_and_none_of_its_secrets() {
-    let captured = captured();
+    let captured = tern_test_support::logs::global();
     let (c, _, _) = client();
     let c = c.with_principal(Principal::new("alice-the-principal"));
     let r1 = c.call_tool("call_info", json!({})).await;
@@ -316,7 +282,7 @@ async fn every_leg_has_a_span_with_its_call_and_none_of_its_secrets() {
         .retry_tool("greet", json!({}), name("x"), Some(&state))
         .await;
     assert!(refused.outcome.is_err());
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.text();
     let ours: Vec<&str> = log
         .lines()
         .filter(|l| l.contains(&format!("call_id={call_id}")))

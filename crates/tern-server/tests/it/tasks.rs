@@ -845,27 +845,13 @@ async fn a_finished_task_leaves_after_its_retention_even_when_shorter_than_its_t
     assert!(store.is_empty(), "{} records still held", store.len());
 }
 
-/// A writer into a shared buffer, for a subscriber the test reads back.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A task id is the bearer credential of an anonymous task: logs at info
 /// level (what an operator ships to a log store) never carry it; the task's
 /// life still shows there. Before, "task created" and every event of the
 /// task's span named it.
 #[test]
 fn task_ids_stay_out_of_info_logs() {
-    let logs = Captured::default();
+    let logs = tern_test_support::logs::Captured::default();
     let writer = logs.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::INFO)
@@ -886,7 +872,7 @@ fn task_ids_stay_out_of_info_logs() {
             id
         })
     });
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let text = logs.text();
     assert!(text.contains("task created"), "the capture works: {text}");
     assert!(!text.contains(&id), "a task id at info level: {text}");
 }
