@@ -320,52 +320,28 @@ async fn measure_all(args: &RunArgs) -> std::io::Result<Results> {
     Ok(results)
 }
 
+/// Every HTTP server under test, in the tables' order (MRTR skips the
+/// first two, which have no MRTR).
+const ALL_HTTP: &[Kind] = &[
+    Kind::Floor,
+    Kind::HandRolled,
+    Kind::Tern,
+    Kind::TernDefault,
+    Kind::TernAxum,
+    Kind::Rmcp,
+    Kind::Gateway,
+    Kind::GatewayStdio,
+];
+
 /// A scenario of the HTTP load: its name, the call, the servers.
 type Scenario = (&'static str, load::Op, &'static [Kind]);
 
 async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std::io::Result<()> {
     let settings = args.settings();
     let all: [Scenario; 3] = [
-        (
-            "echo",
-            load::Op::echo(),
-            &[
-                Kind::Floor,
-                Kind::HandRolled,
-                Kind::Tern,
-                Kind::TernDefault,
-                Kind::TernAxum,
-                Kind::Rmcp,
-                Kind::Gateway,
-                Kind::GatewayStdio,
-            ],
-        ),
-        (
-            "payload",
-            load::Op::payload(),
-            &[
-                Kind::Floor,
-                Kind::HandRolled,
-                Kind::Tern,
-                Kind::TernDefault,
-                Kind::TernAxum,
-                Kind::Rmcp,
-                Kind::Gateway,
-                Kind::GatewayStdio,
-            ],
-        ),
-        (
-            "mrtr",
-            load::Op::mrtr(),
-            &[
-                Kind::Tern,
-                Kind::TernDefault,
-                Kind::TernAxum,
-                Kind::Rmcp,
-                Kind::Gateway,
-                Kind::GatewayStdio,
-            ],
-        ),
+        ("echo", load::Op::echo(), ALL_HTTP),
+        ("payload", load::Op::payload(), ALL_HTTP),
+        ("mrtr", load::Op::mrtr(), &ALL_HTTP[2..]),
     ];
     let scenarios: Vec<Scenario> = all.into_iter().filter(|s| args.wants(s.0)).collect();
     for s in &scenarios {
