@@ -68,8 +68,9 @@ pub enum EraPin {
     Legacy,
 }
 
-/// How to reach an upstream.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to reach an upstream. Its `Debug` shows the names of headers and
+/// environment variables, never their values (credentials live there).
+#[derive(Clone, PartialEq, Eq)]
 pub enum Wire {
     /// A child process over stdio.
     Stdio {
@@ -87,6 +88,33 @@ pub enum Wire {
         /// Sent on every request (credentials: never logged).
         headers: IndexMap<String, String>,
     },
+}
+
+impl std::fmt::Debug for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        /// A map shown by its keys, each value as `<redacted>`.
+        struct Redacted<'a>(&'a IndexMap<String, String>);
+        impl std::fmt::Debug for Redacted<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_map()
+                    .entries(self.0.keys().map(|k| (k, format_args!("<redacted>"))))
+                    .finish()
+            }
+        }
+        match self {
+            Self::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &Redacted(env))
+                .finish(),
+            Self::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &Redacted(headers))
+                .finish(),
+        }
+    }
 }
 
 /// One upstream of the file.
@@ -496,6 +524,28 @@ mod tests {
         assert!(
             matches!(&docs.wire, Wire::Http { headers, .. } if headers["Authorization"] == "Bearer x")
         );
+    }
+
+    #[test]
+    fn debug_output_names_headers_and_env_but_never_their_values() {
+        let c = GatewayConfig::parse(
+            r#"{"mcpServers": {
+                "http": {"url": "https://d/mcp", "headers": {"Authorization": "Bearer sekrit-1"}},
+                "stdio": {"command": "srv", "args": ["--stdio"], "env": {"API_KEY": "sekrit-2"}}}}"#,
+        )
+        .unwrap();
+        let shown = format!("{c:?}");
+        for name in [
+            "Authorization",
+            "API_KEY",
+            "https://d/mcp",
+            "srv",
+            "--stdio",
+        ] {
+            assert!(shown.contains(name), "{name} not in {shown}");
+        }
+        assert!(!shown.contains("sekrit"), "a value shown: {shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
     }
 
     #[test]
