@@ -34,7 +34,7 @@
 //! server must not assume its client retries.
 //!
 //! Held calls live in the process that holds the upstream request. In
-//! fleet mode ([`Handoff`], Redis in [`crate::fleet`]) the routing names
+//! fleet mode ([`Handoff`], Redis in the `fleet` module, feature `fleet`) the routing names
 //! that replica, and a retry that reaches another one is handed to it
 //! (the answers over a Redis channel, the outcome back on a reply channel
 //! the forwarding replica subscribed to first: woken, never polled); the
@@ -86,7 +86,7 @@ const URL_REQUIRED: &str = "x";
 const REPLICA: &str = "r";
 
 /// Hands a retry's answers to the gateway replica that holds its call, and
-/// brings back its outcome (fleet mode: [`crate::fleet`] over Redis).
+/// brings back its outcome (fleet mode: the `fleet` module, over Redis).
 pub trait Handoff: Send + Sync + std::fmt::Debug + 'static {
     /// This replica's id (random per process), named in the routing of the
     /// calls it holds.
