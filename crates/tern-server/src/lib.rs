@@ -71,10 +71,11 @@
 //! |---|---|---|
 //! | `http` | `transport::http` (Streamable HTTP, `serve`, the accept loop, trusted proxies), `auth::ResourceServer` with a verifier of your own | axum, hyper, tower |
 //! | `auth` (implies `http`) | `auth::JwtVerifier`, `auth::Introspection` | ring (as rustls), rustls, webpki-roots |
+//! | `validate` | `tools/call` arguments checked against the tool's `inputSchema` (JSON Schema 2020-12) before the handler runs, a bad one answered as a tool error the model can fix; each `inputSchema` compiled at build. Without it the schema is advertised, not enforced, and a typed handler's decoding is the only check | jsonschema |
 //! | `testing` | [`testing`]: the in-process test client, the store contract suites | nothing |
 //!
 //! A stdio-only server: `tern-server = { version = "0.1", default-features
-//! = false }`. Stability: pre-1.0.
+//! = false, features = ["validate"] }`. Stability: pre-1.0.
 
 pub mod auth;
 pub mod builder;

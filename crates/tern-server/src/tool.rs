@@ -270,13 +270,51 @@ impl ToolDef {
         self
     }
 
-    pub(crate) fn check(&self) -> Result<jsonschema::Validator, BuildError> {
+    pub(crate) fn check(&self) -> Result<Validator, BuildError> {
         if let Some(Err(e)) = self.forms.iter().find(|f| f.is_err()) {
             return Err(BuildError(format!("tool {}: {e}", self.tool.name)));
         }
         self.policy.check(&format!("tool {}", self.tool.name))?;
-        jsonschema::draft202012::new(&Value::Object(self.tool.input_schema.clone()))
-            .map_err(|e| BuildError(format!("tool {}: invalid inputSchema: {e}", self.tool.name)))
+        #[cfg(feature = "validate")]
+        return jsonschema::draft202012::new(&Value::Object(self.tool.input_schema.clone()))
+            .map(Validator)
+            .map_err(|e| BuildError(format!("tool {}: invalid inputSchema: {e}", self.tool.name)));
+        #[cfg(not(feature = "validate"))]
+        Ok(Validator())
+    }
+}
+
+/// A tool's compiled `inputSchema`. Without the `validate` feature the
+/// schema is advertised, not enforced: a typed handler's decoding of its
+/// arguments is then the only check.
+pub(crate) struct Validator(#[cfg(feature = "validate")] jsonschema::Validator);
+
+impl Validator {
+    /// How `arguments` break the schema, as the text of the tool error the
+    /// model reads and can fix; `None` when they conform.
+    #[cfg(feature = "validate")]
+    fn reject(&self, tool: &str, arguments: &Value) -> Option<String> {
+        let error = self.0.iter_errors(arguments).next()?;
+        let path = error.instance_path().to_string();
+        let at = if path.is_empty() {
+            String::new()
+        } else {
+            format!(" at {path}")
+        };
+        // The validator quotes the offending value whole: tidied (quoted
+        // values cut, the whole bounded) so a 3 MiB argument is not echoed.
+        Some(tern_protocol::error::tidy(&format!(
+            "Invalid arguments for tool {tool}{at}: {error}"
+        )))
+    }
+
+    #[cfg(not(feature = "validate"))]
+    #[expect(
+        clippy::unused_self,
+        reason = "the same call as the validating build's"
+    )]
+    fn reject(&self, _tool: &str, _arguments: &Value) -> Option<String> {
+        None
     }
 }
 
@@ -284,7 +322,7 @@ impl ToolDef {
 /// `x-mcp-header` arguments.
 pub(crate) struct ToolEntry {
     pub(crate) def: ToolDef,
-    pub(crate) validator: jsonschema::Validator,
+    pub(crate) validator: Validator,
     #[cfg_attr(
         not(feature = "http"),
         expect(
@@ -344,20 +382,8 @@ pub(crate) async fn call(
     let arguments = Arc::new(Value::Object(params.arguments.unwrap_or_default()));
     // A bad argument is a tool error the model can read and fix, not a
     // protocol error (spec: Tools › Error Handling).
-    if let Some(error) = entry.validator.iter_errors(&arguments).next() {
-        let path = error.instance_path().to_string();
-        let at = if path.is_empty() {
-            String::new()
-        } else {
-            format!(" at {path}")
-        };
-        // The validator quotes the offending value whole: tidied (quoted
-        // values cut, the whole bounded) so a 3 MiB argument is not echoed.
-        let result = CallToolResult::error(tern_protocol::error::tidy(&format!(
-            "Invalid arguments for tool {}{at}: {error}",
-            params.name
-        )));
-        return Ok(stamp(engine, result));
+    if let Some(why) = entry.validator.reject(&params.name, &arguments) {
+        return Ok(stamp(engine, CallToolResult::error(why)));
     }
     let request = LegRequest {
         origin: Origin {

@@ -25,10 +25,10 @@ call, prompt, read, questions):
 Example: tern call --demo provision_database name=orders
 
 Environment:
-  TERN_LOG      what tern logs on standard error, as a tracing filter
-                (default warn; e.g. TERN_LOG=info, TERN_LOG=tern_client=debug;
-                a stdio server's standard error is logged at info under
-                tern_client::server_stderr)
+  TERN_LOG      what tern logs on standard error: level and target=level
+                directives, comma-separated (default warn; e.g. TERN_LOG=info,
+                TERN_LOG=warn,tern_client=debug; a stdio server's standard
+                error is logged at info under tern_client::server_stderr)
   TERN_CONFIG   the config file of named servers (default: tern/servers.json
                 in your config folder)
   TERN_PROMPTS  `lines` for numbered line prompts even on a terminal
@@ -42,10 +42,20 @@ Environment:
 
 const PAIRS_HELP: &str = "key=value arguments: the value is JSON when it parses as JSON, else the string as typed (n=3 is a number, name=orders a string, name='\"3\"' the string \"3\")";
 
+/// `tern --version`: the version and the optional parts built in.
+static LONG_VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} (features: {})",
+        env!("CARGO_PKG_VERSION"),
+        tern::built::features()
+    )
+});
+
 #[derive(Parser)]
 #[command(
     name = "tern",
     version,
+    long_version = LONG_VERSION.as_str(),
     about = "Call, inspect and serve MCP (2026-07-28) servers",
     after_help = TOP_HELP
 )]

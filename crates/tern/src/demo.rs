@@ -806,9 +806,14 @@ pub fn task_store(spec: &str) -> Result<Arc<dyn TaskStore>, String> {
         return Ok(Arc::new(MemoryTaskStore::new()));
     }
     match spec.strip_prefix("sqlite:") {
+        #[cfg(feature = "sqlite")]
         Some(path) if !path.is_empty() => tern_sqlite::SqliteTaskStore::open(path)
             .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
             .map_err(|e| format!("cannot open the task store {path}: {e}")),
+        #[cfg(not(feature = "sqlite"))]
+        Some(path) if !path.is_empty() => {
+            Err(crate::built::without("--tasks sqlite:PATH", "sqlite"))
+        }
         _ => Err(format!(
             "--tasks {spec}: expected `memory` or `sqlite:PATH`"
         )),

@@ -24,9 +24,10 @@ use tern_redis::{RedisChangeBus, RedisOptions, RedisReplayStore, RedisTaskStore}
 use tern_server::task::TaskConfig;
 use tern_server::transport::accept::ServeOptions;
 use tern_server::transport::http::Http;
-use tern_server::{CallLimits, KeyRing, Server, ServerBuilder};
+use tern_server::{CallLimits, Server, ServerBuilder};
 
 use crate::ledger::{Ledger, unreachable};
+use crate::serving::{read_keys, stop_signal};
 
 /// Where the fleet's Redis is: `--redis URL [--redis-ca FILE]`.
 #[derive(Debug, Clone, Copy)]
@@ -36,16 +37,6 @@ pub struct RedisAt<'a> {
     /// For `rediss://`: the CA certificates to trust instead of the
     /// system's roots.
     pub ca_file: Option<&'a Path>,
-}
-
-/// Reads and parses a key file.
-///
-/// # Errors
-/// The file cannot be read or is not a key ring.
-pub fn read_keys(path: &Path) -> Result<KeyRing, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    KeyRing::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Makes `builder` one replica of a fleet: the keys of `keys_file`, the
@@ -161,30 +152,6 @@ async fn readiness(
         axum::http::StatusCode::OK,
         format!("ready redis={redis} keys={keys}\n"),
     )
-}
-
-/// `SIGINT` or `SIGTERM`: what stops a served process (a terminal's Ctrl-C,
-/// or a supervisor's stop).
-pub async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 /// On each `SIGHUP`, reads `keys_file` again and swaps the server's key

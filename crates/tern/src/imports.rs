@@ -8,15 +8,19 @@
 //! own beside it (`PATH.imports`), otherwise this process's memory.
 
 use std::collections::BTreeMap;
+#[cfg(feature = "sqlite")]
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+#[cfg(feature = "fleet")]
 use redis::aio::ConnectionManager;
+#[cfg(feature = "fleet")]
 use tern_redis::RedisOptions;
 
 /// The resource template of one import's lines.
 pub const IMPORTS_TEMPLATE: &str = "demo://imports/{taskId}";
 
+#[cfg(feature = "fleet")]
 /// KEYS: the batch's mark, the import's list. ARGV: the line, how long
 /// both are kept (ms). 1 when the line was appended, 0 when the batch was
 /// already recorded.
@@ -27,6 +31,7 @@ redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1
 ";
 
+#[cfg(feature = "fleet")]
 /// How long an import's lines are kept in Redis: a day.
 const KEPT_MS: u64 = 86_400_000;
 
@@ -40,8 +45,10 @@ pub enum Imports {
     /// This process's memory.
     Memory(MemoryImports),
     /// An SQLite file of the demo's own.
+    #[cfg(feature = "sqlite")]
     Sqlite(Arc<Mutex<rusqlite::Connection>>),
     /// The fleet's Redis.
+    #[cfg(feature = "fleet")]
     Redis {
         /// The connection.
         conn: ConnectionManager,
@@ -56,7 +63,9 @@ impl std::fmt::Debug for Imports {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Self::Memory(_) => "Imports::Memory",
+            #[cfg(feature = "sqlite")]
             Self::Sqlite(_) => "Imports::Sqlite",
+            #[cfg(feature = "fleet")]
             Self::Redis { .. } => "Imports::Redis",
         })
     }
@@ -78,6 +87,7 @@ impl Imports {
     ///
     /// # Errors
     /// The file cannot be opened.
+    #[cfg(feature = "sqlite")]
     pub fn sqlite(path: &Path) -> Result<Self, String> {
         let conn = rusqlite::Connection::open(path)
             .and_then(|c| {
@@ -100,6 +110,7 @@ impl Imports {
     ///
     /// # Errors
     /// Redis cannot be reached.
+    #[cfg(feature = "fleet")]
     pub async fn redis(url: &str, options: &RedisOptions) -> Result<Self, String> {
         let conn = tern_redis::open_connection(url, options)
             .await
@@ -130,6 +141,10 @@ impl Imports {
         self.write(task, None, line).await.map(drop)
     }
 
+    #[cfg_attr(
+        not(any(feature = "sqlite", feature = "fleet")),
+        expect(clippy::unused_async, reason = "the SQLite and Redis stores await")
+    )]
     async fn write(&self, task: &str, batch: Option<u32>, line: &str) -> Result<bool, String> {
         match self {
             Self::Memory(map) => {
@@ -143,6 +158,7 @@ impl Imports {
                 lines.push((batch, line.to_owned()));
                 Ok(true)
             }
+            #[cfg(feature = "sqlite")]
             Self::Sqlite(conn) => {
                 let (conn, task, line) = (Arc::clone(conn), task.to_owned(), line.to_owned());
                 tokio::task::spawn_blocking(move || {
@@ -157,6 +173,7 @@ impl Imports {
                 .await
                 .map_err(|e| e.to_string())?
             }
+            #[cfg(feature = "fleet")]
             Self::Redis {
                 conn,
                 script,
@@ -191,6 +208,10 @@ impl Imports {
     ///
     /// # Errors
     /// The store failed.
+    #[cfg_attr(
+        not(any(feature = "sqlite", feature = "fleet")),
+        expect(clippy::unused_async, reason = "the SQLite and Redis stores await")
+    )]
     pub async fn lines(&self, task: &str) -> Result<Vec<String>, String> {
         match self {
             Self::Memory(map) => Ok(map
@@ -199,6 +220,7 @@ impl Imports {
                 .get(task)
                 .map(|l| l.iter().map(|(_, line)| line.clone()).collect())
                 .unwrap_or_default()),
+            #[cfg(feature = "sqlite")]
             Self::Sqlite(conn) => {
                 let (conn, task) = (Arc::clone(conn), task.to_owned());
                 tokio::task::spawn_blocking(move || {
@@ -215,6 +237,7 @@ impl Imports {
                 .await
                 .map_err(|e| e.to_string())?
             }
+            #[cfg(feature = "fleet")]
             Self::Redis { conn, prefix, .. } => {
                 let list = format!("{prefix}:{task}");
                 tern_redis::retry_once(|| {
@@ -244,7 +267,12 @@ mod tests {
     async fn a_batch_is_recorded_once_and_an_unkeyed_line_each_time() {
         let dir = std::env::temp_dir().join(format!("tern-imports-{}", std::process::id()));
         let _ = std::fs::remove_file(&dir);
-        for imports in [Imports::memory(), Imports::sqlite(&dir).unwrap()] {
+        let stores = [
+            Some(Imports::memory()),
+            #[cfg(feature = "sqlite")]
+            Some(Imports::sqlite(&dir).unwrap()),
+        ];
+        for imports in stores.into_iter().flatten() {
             assert!(imports.record("t", 0, "batch 0").await.unwrap());
             assert!(
                 !imports.record("t", 0, "batch 0").await.unwrap(),

@@ -1,18 +1,27 @@
 //! The demo's ledger in a fleet: the transfers of every replica in one
 //! Redis list (`demo://ledger` reads it back), each appended once per call.
 //! Below both the demo's tools (`transfer_funds` records into it) and the
-//! fleet wiring (`demo_fleet` connects it).
+//! fleet wiring (`demo_fleet` connects it). Without the `fleet` feature
+//! there is no fleet, so no such ledger: [`Ledger`] has no value and the
+//! demo keeps its transfers in the process.
 
+#[cfg(feature = "fleet")]
 use std::sync::Arc;
+#[cfg(feature = "fleet")]
 use std::time::Duration;
 
+#[cfg(feature = "fleet")]
 use redis::aio::ConnectionManager;
+#[cfg(feature = "fleet")]
 use tern_redis::RedisOptions;
-use tern_server::{CallId, Changes};
+use tern_server::CallId;
+#[cfg(feature = "fleet")]
+use tern_server::Changes;
 
 /// The ledger's resource.
 pub const LEDGER_URI: &str = "demo://ledger";
 
+#[cfg(feature = "fleet")]
 /// KEYS: the call's mark, the ledger. ARGV: the line, how long the mark
 /// is kept (ms). The call's number in the ledger, appended once.
 const APPEND: &str = r"
@@ -24,10 +33,12 @@ redis.call('SET', KEYS[1], n, 'KEEPTTL')
 return n
 ";
 
+#[cfg(feature = "fleet")]
 /// How long a call's ledger mark is kept: as long as a call may live
 /// ([`CallLimits::max_lifetime`]'s default, 1 hour).
 const CALL_KEPT_MS: u64 = 3_600_000;
 
+#[cfg(feature = "fleet")]
 /// The transfers of a fleet, in one Redis list every replica appends to.
 #[derive(Clone)]
 pub struct Ledger {
@@ -39,6 +50,7 @@ pub struct Ledger {
     pub(crate) changes: Arc<std::sync::OnceLock<Changes>>,
 }
 
+#[cfg(feature = "fleet")]
 impl std::fmt::Debug for Ledger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ledger")
@@ -47,6 +59,7 @@ impl std::fmt::Debug for Ledger {
     }
 }
 
+#[cfg(feature = "fleet")]
 impl Ledger {
     /// Connects to the ledger of the Redis at `url`, under `options`'
     /// prefix (trusting its CA file, for `rediss://`).
@@ -129,10 +142,38 @@ impl Ledger {
     }
 }
 
+#[cfg(feature = "fleet")]
 pub(crate) fn unreachable(url: &str, e: &tern_redis::ConnectError) -> String {
     use std::error::Error as _;
     match e.source() {
         Some(why) => format!("cannot reach Redis at {url}: {why}"),
         None => format!("cannot reach Redis at {url}: {e}"),
+    }
+}
+
+/// Without the `fleet` feature: no fleet, no fleet ledger (no value of
+/// this type exists; the demo's `Option<Ledger>` is always `None`).
+#[cfg(not(feature = "fleet"))]
+#[derive(Debug, Clone)]
+pub enum Ledger {}
+
+#[cfg(not(feature = "fleet"))]
+impl Ledger {
+    /// Never called: no ledger exists.
+    ///
+    /// # Errors
+    /// None.
+    #[expect(clippy::unused_async, reason = "the fleet ledger's signature")]
+    pub async fn record(&self, _call: CallId, _amount: u64, _to: &str) -> Result<u64, String> {
+        match *self {}
+    }
+
+    /// Never called: no ledger exists.
+    ///
+    /// # Errors
+    /// None.
+    #[expect(clippy::unused_async, reason = "the fleet ledger's signature")]
+    pub async fn lines(&self) -> Result<Vec<String>, String> {
+        match *self {}
     }
 }

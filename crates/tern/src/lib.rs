@@ -5,10 +5,13 @@
 //! process, and [`safe`], the one sanitiser every server-provided string
 //! passes before tern shows it.
 
+pub mod built;
 pub mod demo;
+#[cfg(feature = "fleet")]
 pub mod demo_fleet;
 pub mod imports;
 pub mod ledger;
 pub mod login;
 pub mod safe;
+pub mod serving;
 pub mod telemetry;

@@ -8,8 +8,8 @@
 //! (`service.instance.id` from `TERN_REPLICA`, default `HOST-PID`), so a
 //! fleet's traces and counters tell replicas apart.
 
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -21,11 +21,20 @@ pub struct Telemetry {
     otel: Option<otel::Export>,
 }
 
-fn log_filter() -> EnvFilter {
-    EnvFilter::try_from_env("TERN_LOG")
+/// `TERN_LOG`: a comma-separated list of `level` and `target=level`
+/// directives (tracing's `Targets` syntax; an unreadable one gives the
+/// default).
+fn log_filter() -> Targets {
+    std::env::var("TERN_LOG")
+        .ok()
+        .and_then(|directives| directives.parse().ok())
         // A stdio server kept running past its input is killed, and that is
         // said in tern's own error when it matters.
-        .unwrap_or_else(|_| EnvFilter::new("warn,tern_client::transport::stdio=error"))
+        .unwrap_or_else(|| {
+            Targets::new()
+                .with_default(tracing::Level::WARN)
+                .with_target("tern_client::transport::stdio", tracing::Level::ERROR)
+        })
 }
 
 /// Standard error for log lines, each made safe ([`crate::safe::text`]): a

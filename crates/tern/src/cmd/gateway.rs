@@ -154,7 +154,7 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
     }
     let ring = match &args.keys {
         Some(path) => {
-            let ring = match tern::demo_fleet::read_keys(path) {
+            let ring = match tern::serving::read_keys(path) {
                 Ok(ring) => ring,
                 Err(e) => {
                     eprintln!("tern gateway: {e}");
@@ -252,14 +252,25 @@ fn reload_on_hangup(gateway: Gateway, path: PathBuf) {
 }
 
 /// `options` in fleet mode with `--redis` (the error printed: `None`).
+#[cfg_attr(
+    not(feature = "fleet"),
+    expect(clippy::unused_async, reason = "connecting to Redis awaits")
+)]
 async fn fleet(options: GatewayOptions, args: &GatewayArgs) -> Option<GatewayOptions> {
     let Some(url) = &args.redis else {
         return Some(options);
     };
-    tern_gateway::fleet::options(options, url, args.redis_ca.as_deref())
+    #[cfg(feature = "fleet")]
+    return tern_gateway::fleet::options(options, url, args.redis_ca.as_deref())
         .await
         .map_err(|e| eprintln!("tern gateway: {e}"))
-        .ok()
+        .ok();
+    #[cfg(not(feature = "fleet"))]
+    {
+        let _ = (options, url);
+        eprintln!("tern gateway: {}", tern::built::without("--redis", "fleet"));
+        None
+    }
 }
 
 /// `/mcp`, `/healthz` (200 while the process serves) and `/readyz` (200
@@ -312,7 +323,7 @@ async fn serve_http(
     // the caller closes the upstreams (stdio ones stopped as the spec's
     // stdio shutdown says).
     let shutdown = async move {
-        tern::demo_fleet::stop_signal().await;
+        tern::serving::stop_signal().await;
         stopping.shutdown();
     };
     tern_server::transport::accept::serve_service(listener, app, options, shutdown).await

@@ -24,7 +24,7 @@ fn read_tokens(
 
 /// The key file at `path`, or `None` with the reason printed.
 fn read_key_file(path: &std::path::Path) -> Option<KeyRing> {
-    tern::demo_fleet::read_keys(path)
+    tern::serving::read_keys(path)
         .map_err(|e| eprintln!("tern: {e}"))
         .ok()
 }
@@ -54,8 +54,13 @@ impl Lifetimes {
 
 /// The demo's own imports beside the task store `spec`: an SQLite file
 /// `PATH.imports` beside `sqlite:PATH`, else this process's memory.
+#[cfg_attr(
+    not(feature = "sqlite"),
+    expect(clippy::unnecessary_wraps, reason = "opening the SQLite file can fail")
+)]
 fn imports_beside(spec: &str) -> Result<tern::imports::Imports, String> {
     match spec.strip_prefix("sqlite:") {
+        #[cfg(feature = "sqlite")]
         Some(path) if !path.is_empty() => {
             tern::imports::Imports::sqlite(std::path::Path::new(&format!("{path}.imports")))
         }
@@ -132,6 +137,7 @@ impl Access {
 }
 
 /// `tern serve demo --http ADDR --redis URL --keys FILE`: one replica.
+#[cfg(feature = "fleet")]
 fn serve_fleet(
     runtime: &tokio::runtime::Runtime,
     redis: tern::demo_fleet::RedisAt<'_>,
@@ -291,6 +297,16 @@ pub(crate) fn command(served: Served) -> ExitCode {
                 Ok(rt) => rt,
                 Err(code) => return code,
             };
+            #[cfg(not(feature = "fleet"))]
+            if redis.is_some() {
+                let _ = (redis_ca, lifetimes.state_ttl);
+                eprintln!(
+                    "tern serve demo: {}",
+                    tern::built::without("--redis", "fleet")
+                );
+                return ExitCode::from(2);
+            }
+            #[cfg(feature = "fleet")]
             if let Some(url) = redis {
                 if let Some(tasks) = tasks {
                     eprintln!(
@@ -364,7 +380,7 @@ pub(crate) fn command(served: Served) -> ExitCode {
                         let shutdown = {
                             let stopping = demo_server.clone();
                             async move {
-                                tern::demo_fleet::stop_signal().await;
+                                tern::serving::stop_signal().await;
                                 stopping.shutdown();
                                 stopping.stop_tasks().await;
                             }

@@ -2,7 +2,7 @@
 //! so tern never prompts): preset answers, `--no-input`, `--json`, exit
 //! codes, and each way of naming the server.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use crate::served::{code, stderr, stdout, tern};
 use serde_json::{Value, json};
@@ -844,6 +844,7 @@ fn servers_come_from_a_host_config_file_by_name() {
 /// so with `--tasks sqlite:PATH` a task made by `tern call` is read by a
 /// later run (`get`, `--json`, `wait`, `cancel` on an ended task); with the
 /// demo's memory store the id is unknown, and tern says why.
+#[cfg(feature = "sqlite")]
 #[test]
 fn tern_task_reads_a_durable_store_across_runs() {
     let dir = std::env::temp_dir().join(format!("tern-cli-tasks-{}", std::process::id()));
@@ -851,7 +852,7 @@ fn tern_task_reads_a_durable_store_across_runs() {
     let store = format!("sqlite:{}", dir.join("tasks.db").display());
     let exe = env!("CARGO_BIN_EXE_tern");
     let server = ["--", exe, "serve", "demo", "--stdio", "--tasks", &store];
-    let with = |head: &[&str]| -> Output {
+    let with = |head: &[&str]| -> std::process::Output {
         let mut args: Vec<&str> = head.to_vec();
         args.extend_from_slice(&server);
         tern(&args)

@@ -11,7 +11,7 @@ use tern_client::transport::BoxFuture;
 use tern_client::transport::stdio::ChildProcess;
 use tern_client::{CallOptions, Client, Elicitation, ErrorKind, HandlerError, Question};
 use tern_protocol::elicitation::{ElicitRequestFormParams, ElicitResult};
-use tern_protocol::task::{Task, TaskStatus};
+use tern_protocol::task::Task;
 use tern_protocol::tool::CallToolResult;
 
 const BOUND: Duration = Duration::from_secs(60);
@@ -138,6 +138,7 @@ async fn nightly_report_needs_the_extension() {
 
 /// With `--tasks sqlite:PATH` a task outlives its process: a fresh stdio
 /// child reads the finished task by id; with the memory store it does not.
+#[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sqlite_store_is_read_by_a_fresh_child() {
     let dir = std::env::temp_dir().join(format!("tern-demo-tasks-{}", std::process::id()));
@@ -159,7 +160,7 @@ async fn a_sqlite_store_is_read_by_a_fresh_child() {
 
     let (second, _) = demo(true, "skip", &["--tasks", &spec]);
     let task = bounded(second.task(id.clone()).get()).await.unwrap();
-    assert_eq!(task.task.status, TaskStatus::Completed);
+    assert_eq!(task.task.status, tern_protocol::task::TaskStatus::Completed);
     let again: CallToolResult = serde_json::from_value(task.result.unwrap().into()).unwrap();
     assert_eq!(text(&again), "Nightly report ready.");
     second.close().await;

@@ -6,6 +6,14 @@
 //! so a failing test tears the fleet down too. nginx and redis-server come
 //! from Debian's packages (`scripts/test` installs them); a missing binary
 //! fails the test with that advice.
+#![cfg_attr(
+    not(feature = "fleet"),
+    allow(
+        dead_code,
+        unused_imports,
+        reason = "without `fleet` only the HTTP helpers other tests share are used"
+    )
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

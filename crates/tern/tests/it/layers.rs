@@ -7,7 +7,8 @@
 const FLOORS: &[&[&str]] = &[
     // Leaves: exit codes, "did you mean", config files, the era cache,
     // results as text, argument schemas; the library's sanitiser, logs,
-    // token store, the fleet's ledger and the demo's imports.
+    // token store, the fleet's ledger, the demo's imports, the features
+    // built in, the key file and stop signals of a served process.
     &[
         "exit",
         "suggest",
@@ -20,6 +21,8 @@ const FLOORS: &[&[&str]] = &[
         "login",
         "ledger",
         "imports",
+        "built",
+        "serving",
     ],
     // Forms and preset answers; the demo's tools.
     &["form", "answers", "demo"],

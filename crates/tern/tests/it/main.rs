@@ -16,15 +16,20 @@
 mod audit;
 mod await_demo;
 mod cli;
+#[cfg(feature = "fleet")]
 mod cluster;
 mod demo;
 mod demo_tasks;
+#[cfg(feature = "sqlite")]
 mod durable;
 mod fake;
+mod features;
 mod fleet;
+#[cfg(feature = "fleet")]
 mod fleet_mode;
 mod gateway;
 mod gateway_bridge;
+#[cfg(feature = "fleet")]
 mod gateway_fleet;
 mod gateway_peers;
 mod gateway_reload;
