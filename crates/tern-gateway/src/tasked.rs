@@ -12,8 +12,8 @@
 //! its id}`): under the *await* strategy (the 2025 session) tern-server
 //! asks them live on the session and calls again with the answers, which go
 //! to the task as `tasks/update`; under MRTR the client answers them in its
-//! retry. A downstream request cancelled while the task runs cancels it
-//! (`tasks/cancel`).
+//! retry. A downstream request cancelled, or dropped with its connection,
+//! while the gateway follows the task cancels it (`tasks/cancel`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,18 +134,68 @@ fn unreadable(upstream: &str) -> ErrorObject {
     )
 }
 
-/// Polls the task until it ends or asks.
+/// Cancels the upstream task when dropped armed: the downstream request
+/// ended while the gateway followed the task — cancelled by its client (the
+/// relayed leg is dropped then, [`crate::cancel`]) or its connection gone —
+/// so the task does not run on for no one.
+struct CancelOnDrop<'a> {
+    upstream: &'a Arc<Upstream>,
+    task_id: &'a str,
+    capabilities: &'a tern_protocol::ClientCapabilities,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let upstream = Arc::clone(self.upstream);
+        let (task_id, capabilities) = (self.task_id.to_owned(), self.capabilities.clone());
+        tracing::debug!(upstream = %upstream.name(), "a followed task's request ended: cancelling the task");
+        runtime.spawn(async move {
+            let _ = upstream
+                .request(
+                    method::TASKS_CANCEL,
+                    json!({"taskId": task_id}),
+                    &capabilities,
+                )
+                .await;
+        });
+    }
+}
+
+/// Polls the task until it ends or asks. Dropped before (the downstream
+/// request gone), it cancels the task.
 async fn follow(
     upstream: &Arc<Upstream>,
     leg: &RelayLeg,
     task_id: &str,
     capabilities: &tern_protocol::ClientCapabilities,
 ) -> Result<RelayOutcome, ErrorObject> {
+    let mut cancel = CancelOnDrop {
+        upstream,
+        task_id,
+        capabilities,
+        armed: true,
+    };
     loop {
         let task = upstream
             .request(method::TASKS_GET, json!({"taskId": task_id}), capabilities)
             .await?;
-        match task["status"].as_str() {
+        let status = task["status"].as_str();
+        if matches!(
+            status,
+            Some("completed" | "failed" | "cancelled" | "input_required")
+        ) {
+            // Ended, or waiting for answers the next leg brings: the task
+            // is the upstream's to keep.
+            cancel.armed = false;
+        }
+        match status {
             Some("completed") => {
                 let result = task
                     .get("result")
@@ -190,6 +240,9 @@ async fn follow(
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
             () = leg.ctx.cancelled() => {
+                // A guarded leg, which runs on when its request is cancelled
+                // ([`crate::cancel`]), sees the cancellation here.
+                cancel.armed = false;
                 let _ = upstream
                     .request(method::TASKS_CANCEL, json!({"taskId": task_id}), capabilities)
                     .await;

@@ -131,6 +131,30 @@ async fn held() -> String {
     format!("began {}, cancelled {}", n(0), n(1))
 }
 
+/// Tasks of `task_hold` that began, and that saw their cancellation.
+static TASK_HELD: [std::sync::atomic::AtomicU64; 2] = [
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+];
+
+/// As a task: says it began, then holds until the task is cancelled.
+async fn task_hold(ctx: Ctx) -> String {
+    TASK_HELD[0].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let watch = ctx.clone();
+    tokio::spawn(async move {
+        watch.cancelled().await;
+        TASK_HELD[1].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    std::future::pending::<()>().await;
+    "held to the end".into()
+}
+
+/// `began N, cancelled M` of `task_hold`.
+async fn task_held() -> String {
+    let n = |i: usize| TASK_HELD[i].load(std::sync::atomic::Ordering::SeqCst);
+    format!("began {}, cancelled {}", n(0), n(1))
+}
+
 /// As a task: asks to go, then goes.
 async fn task_go(ctx: Ctx) -> Result<String, ToolError> {
     let Answer::Accept(Go { go: true }) = ctx.ask(Elicit::<Go>::form("Go?").key("go")).await?
@@ -155,6 +179,16 @@ fn upstream() -> Server {
                 .task_from_start(),
         )
         .tool(ToolDef::new("held", "What hold saw", held))
+        .tool(
+            ToolDef::new(
+                "task_hold",
+                "Holds, as a task only, until cancelled",
+                task_hold,
+            )
+            .task(tern_server::TaskSupport::Required)
+            .task_from_start(),
+        )
+        .tool(ToolDef::new("task_held", "What task_hold saw", task_held))
         .tool(ToolDef::new("touch", "Its readme changed", move || {
             let (changes, readme) = (changes.clone(), readme.clone());
             async move {

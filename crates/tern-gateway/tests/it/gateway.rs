@@ -87,7 +87,7 @@ pub fn accept(content: Value) -> Value {
 async fn one_catalogue_over_two_upstreams_routes_every_call() {
     let gateway = bounded(start(json!({
         "a": upstream("a", json!({})),
-        "b": upstream("b", json!({"prefix": "", "deny": ["crash", "effect", "effect_then_die", "effects", "hold", "held", "touch", "relist", "task_ask", "task_go"]})),
+        "b": upstream("b", json!({"prefix": "", "deny": ["crash", "effect", "effect_then_die", "effects", "hold", "held", "touch", "relist", "task_ask", "task_go", "task_hold", "task_held"]})),
     })))
     .await
     .unwrap();
@@ -109,6 +109,8 @@ async fn one_catalogue_over_two_upstreams_routes_every_call() {
             "a__relist",
             "a__task_ask",
             "a__task_go",
+            "a__task_held",
+            "a__task_hold",
             "a__touch",
             "ask_name",
             "caps"

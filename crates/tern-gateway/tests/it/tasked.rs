@@ -1,7 +1,8 @@
 //! A tool that requires a task (`taskSupport: "required"`), called through
 //! the gateway on a 2025-11-25 session (the *await* strategy, no Tasks
 //! extension): the gateway declares it upstream, creates the task, follows
-//! it, asks its question live and answers the result. A 2026-07-28 client
+//! it, asks its question live and answers the result; the request dropped
+//! while the task is followed cancels the task. A 2026-07-28 client
 //! without the extension gets the `-32021` the extension requires.
 
 use std::sync::{Arc, Mutex};
@@ -100,5 +101,42 @@ async fn an_mrtr_client_without_the_extension_gets_the_32021_the_tasks_extension
     let created = bounded(tasks.call_tool("a__task_ask", json!({}))).await;
     let created: Value = created.result().unwrap();
     assert_eq!(created["resultType"], "task", "{created}");
+    gateway.close().await;
+}
+
+/// `a__task_held` reads `want` (polled; the caller bounds the wait).
+async fn until_held(c: &tern_server::testing::TestClient, want: &str) {
+    loop {
+        let seen = c.call_tool("a__task_held", json!({})).await;
+        if seen.text() == Some(want) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A 2025 session's call of a task-only tool, dropped while the gateway
+/// follows the task (as its client's `notifications/cancelled` or a closed
+/// connection drops the relayed leg): the gateway cancels the upstream
+/// task rather than leave it running for no one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_while_its_task_is_followed_cancels_the_task() {
+    let gateway = start().await;
+    let c = client(&gateway);
+    let session: Arc<dyn AnswerSource> = Arc::new(Session::default());
+    let calling = c.send_awaiting(
+        "tools/call",
+        json!({"name": "a__task_hold", "arguments": {}}),
+        session,
+    );
+    bounded(async {
+        tokio::select! {
+            done = calling => panic!("task_hold ended on its own: {:?}", done.outcome),
+            () = until_held(&c, "began 1, cancelled 0") => {}
+        }
+    })
+    .await;
+    // The call is dropped with the select: the task is cancelled upstream.
+    bounded(until_held(&c, "began 1, cancelled 1")).await;
     gateway.close().await;
 }
