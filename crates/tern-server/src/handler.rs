@@ -153,7 +153,9 @@ impl FromCall for Uri {
 
 /// Typed arguments. For a tool, the `inputSchema` comes from `T`'s
 /// `JsonSchema` and arguments are validated against it before the handler
-/// runs; for a prompt, `T`'s fields are the prompt's arguments; for a resource
+/// runs (feature `validate`, on by default), then decoded into `T`, a
+/// failure either way answered as a tool error the model can read; for a
+/// prompt, `T`'s fields are the prompt's arguments; for a resource
 /// template, they are the template's variables.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Args<T>(pub T);

@@ -117,8 +117,9 @@ impl ToolDef {
         self
     }
 
-    /// Replaces the derived `inputSchema` (any 2020-12 keywords; arguments are
-    /// still validated against it).
+    /// Replaces the derived `inputSchema` (any 2020-12 keywords; with the
+    /// `validate` feature, the default, arguments are still validated
+    /// against it).
     #[must_use]
     pub fn input_schema(mut self, schema: JsonObject) -> Self {
         self.tool.input_schema = schema;
