@@ -309,13 +309,17 @@ impl ChildProcess {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| ClientError::transport(format!("cannot start {program}")).because(e))?;
-        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+        let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(ClientError::transport("the child's pipes are missing"));
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
+            // Buffered, flushed when nothing more is queued: a line and its
+            // newline in one write, a burst of lines in one (the pipe is
+            // unbuffered: each write_all was a system call of its own).
+            let mut stdin = tokio::io::BufWriter::with_capacity(64 * 1024, stdin);
             while let Some(line) = rx.recv().await {
                 if stdin.write_all(line.as_bytes()).await.is_err()
                     || stdin.write_all(b"\n").await.is_err()
@@ -326,7 +330,9 @@ impl ChildProcess {
                     break;
                 }
             }
-            // Dropping stdin closes it: the server's cue to exit.
+            // Dropping stdin closes it: the server's cue to exit (what is
+            // buffered is written first).
+            let _ = stdin.flush().await;
         });
         let tail: Arc<Mutex<VecDeque<String>>> = Arc::default();
         let stderr_finished = read_stderr(
