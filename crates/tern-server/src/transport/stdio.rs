@@ -73,8 +73,48 @@ fn overloaded(retry_after: std::time::Duration) -> ErrorObject {
 
 /// Serves `server` on this process's standard input and output until end of
 /// input.
+///
+/// When both are pipes (as a client that starts the server gives it, the
+/// usual case), they are read and written on tokio's reactor, without a
+/// thread hop per read and per write: tokio's `stdin()` and `stdout()` hand
+/// every read and write to its blocking thread pool, two context switches
+/// each. The pipes are then in non-blocking mode, which this process's
+/// other writers to its standard output see too (anything else written
+/// there breaks the protocol anyway). Otherwise (a terminal, a file)
+/// tokio's `stdin()` and `stdout()` serve.
 pub async fn serve_stdio(server: Server, options: StdioOptions) -> io::Result<()> {
+    #[cfg(unix)]
+    if let Some((input, output)) = pipes() {
+        return serve(server, input, output, options).await;
+    }
     serve(server, tokio::io::stdin(), tokio::io::stdout(), options).await
+}
+
+/// Standard input and output as reactor pipes, when both are pipes (or
+/// FIFOs); `None` leaves both as they were.
+#[cfg(unix)]
+fn pipes() -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::fs::FileTypeExt as _;
+    let input = io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let output = io::stdout().as_fd().try_clone_to_owned().ok()?;
+    let is_pipe = |fd: &std::os::fd::OwnedFd| {
+        fd.try_clone()
+            .map(std::fs::File::from)
+            .and_then(|file| file.metadata())
+            .is_ok_and(|m| m.file_type().is_fifo())
+    };
+    // Both checked before either is switched to non-blocking mode: a
+    // blocking reader of a non-blocking descriptor would fail.
+    if !is_pipe(&input) || !is_pipe(&output) {
+        return None;
+    }
+    let input = tokio::net::unix::pipe::Receiver::from_owned_fd(input).ok()?;
+    let output = tokio::net::unix::pipe::Sender::from_owned_fd(output).ok()?;
+    Some((input, output))
 }
 
 enum Line {

@@ -86,6 +86,82 @@ async fn stdio_server_greets() {
     drop(watch);
 }
 
+/// Standard input and output that are files, not pipes (a shell's
+/// `server <requests >replies`): served by tokio's blocking stdin and
+/// stdout, the pipes' non-blocking reactor path left alone
+/// (`serve_stdio`).
+#[test]
+fn stdio_server_serves_files_as_well_as_pipes() {
+    let dir = std::env::temp_dir().join(format!("tern-stdio-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let meta = serde_json::json!({
+        tern_protocol::meta::PROTOCOL_VERSION_KEY: "2026-07-28",
+        tern_protocol::meta::CLIENT_INFO_KEY: {"name": "files", "version": "1"},
+        tern_protocol::meta::CLIENT_CAPABILITIES_KEY: {},
+    });
+    let mut requests = String::new();
+    for (id, name) in ["Ada", "Grace"].iter().enumerate() {
+        let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "greet", "arguments": {"name": name}, "_meta": meta}});
+        requests.push_str(&request.to_string());
+        requests.push('\n');
+    }
+    std::fs::write(dir.join("requests"), &requests).unwrap();
+    let greetings = |replies: &str| {
+        let mut texts: Vec<String> = replies
+            .lines()
+            .map(|line| {
+                let reply: serde_json::Value = serde_json::from_str(line).unwrap();
+                reply["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or(line)
+                    .to_owned()
+            })
+            .collect();
+        texts.sort();
+        texts
+    };
+    // Both files.
+    let status = std::process::Command::new(example("stdio_server"))
+        .stdin(std::fs::File::open(dir.join("requests")).unwrap())
+        .stdout(std::fs::File::create(dir.join("replies")).unwrap())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let replies = std::fs::read_to_string(dir.join("replies")).unwrap();
+    assert_eq!(
+        greetings(&replies),
+        ["Hello, Ada!", "Hello, Grace!"],
+        "{replies}"
+    );
+    // A pipe in, a file out: neither is switched (a non-blocking input
+    // under tokio's blocking reader would fail).
+    let mut child = std::process::Command::new(example("stdio_server"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::fs::File::create(dir.join("replies2")).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        // Written once the server waits on an empty pipe (where a
+        // non-blocking read would say "would block").
+        std::thread::sleep(Duration::from_millis(300));
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(requests.as_bytes()).unwrap();
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let replies = std::fs::read_to_string(dir.join("replies2")).unwrap();
+    assert_eq!(
+        greetings(&replies),
+        ["Hello, Ada!", "Hello, Grace!"],
+        "{replies}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asking_tool_asks_then_creates_once() {
     let asked = Arc::default();
