@@ -78,9 +78,10 @@ fn overloaded(retry_after: std::time::Duration) -> ErrorObject {
 /// usual case), they are read and written on tokio's reactor, without a
 /// thread hop per read and per write: tokio's `stdin()` and `stdout()` hand
 /// every read and write to its blocking thread pool, two context switches
-/// each. The pipes are then in non-blocking mode, which this process's
-/// other writers to its standard output see too (anything else written
-/// there breaks the protocol anyway). Otherwise (a terminal, a file)
+/// each. The pipes are then in non-blocking mode, and stay so after it
+/// returns: this process's other writers to its standard output see it too
+/// (anything else written there breaks the protocol anyway), as would a
+/// process that shares the same pipe after this one. Otherwise (a terminal, a file)
 /// tokio's `stdin()` and `stdout()` serve.
 pub async fn serve_stdio(server: Server, options: StdioOptions) -> io::Result<()> {
     #[cfg(unix)]
