@@ -19,9 +19,7 @@ use tern_client::transport::{Incoming, LiveRequest, Outgoing, Transport};
 use tern_protocol::error::{ErrorObject, code};
 use tern_protocol::meta::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY};
 use tern_protocol::mrtr::{InputKind, InputRequest, InputResponse};
-use tern_protocol::{
-    ClientCapabilities, ClientRequest, Implementation, RequestId, ServerNotification, version,
-};
+use tern_protocol::{ClientCapabilities, Implementation, RequestId, ServerNotification, version};
 use tokio::sync::Semaphore;
 
 use crate::config::{EraPin, UpstreamConfig, Wire};
@@ -634,12 +632,10 @@ impl Upstream {
         on_notification: Option<&(dyn Fn(ServerNotification) + Send + Sync)>,
         on_live: Option<&(dyn Fn(LiveRequest) + Send + Sync)>,
     ) -> Result<Value, ErrorObject> {
-        let raw = serde_json::value::to_raw_value(&params)
-            .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
-        let request = ClientRequest::decode(method, Some(&raw))
-            .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+        // The params are the gateway's own, built from a request
+        // tern-server decoded: written once as they are, not decoded again.
         let id = RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed));
-        let outgoing = Outgoing::new(id, &request, header_params)
+        let outgoing = Outgoing::from_json(id, method, &params, header_params)
             .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
         let lost = |why: String| {
             ErrorObject::new(

@@ -242,6 +242,19 @@ impl Serialize for RequestMessage<'_> {
     }
 }
 
+/// The member of a `method` request's params that [`ClientRequest::name`]
+/// reads (the `Mcp-Name` header's value): `name`, `uri` or `taskId`; `None`
+/// for a method without one. For a request held as JSON rather than typed
+/// (a relay's).
+pub fn name_member(method: &str) -> Option<&'static str> {
+    match method {
+        method::TOOLS_CALL | method::PROMPTS_GET => Some("name"),
+        method::RESOURCES_READ => Some("uri"),
+        method::TASKS_GET | method::TASKS_CANCEL | method::TASKS_UPDATE => Some("taskId"),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::str::FromStr;
@@ -298,5 +311,32 @@ mod tests {
         let unknown = ClientRequest::decode("tools/frobnicate", None).unwrap();
         assert!(matches!(unknown, ClientRequest::Other { .. }));
         assert!(!unknown.may_require_input());
+    }
+
+    #[test]
+    fn the_name_member_is_what_name_reads_for_every_method() {
+        use serde_json::json;
+        let cases = [
+            ("tools/call", json!({"name": "t", "arguments": {}})),
+            ("prompts/get", json!({"name": "p"})),
+            ("resources/read", json!({"uri": "a://b"})),
+            ("tasks/get", json!({"taskId": "k"})),
+            ("tasks/cancel", json!({"taskId": "k"})),
+            ("tasks/update", json!({"taskId": "k", "inputResponses": {}})),
+            ("tools/list", json!({})),
+            ("server/discover", json!({})),
+        ];
+        let meta = json!({
+            crate::meta::PROTOCOL_VERSION_KEY: "2026-07-28",
+            crate::meta::CLIENT_INFO_KEY: {"name": "t", "version": "1"},
+            crate::meta::CLIENT_CAPABILITIES_KEY: {},
+        });
+        for (method, mut params) in cases {
+            params["_meta"] = meta.clone();
+            let raw = serde_json::value::to_raw_value(&params).unwrap();
+            let request = ClientRequest::decode(method, Some(&raw)).unwrap();
+            let by_member = name_member(method).and_then(|m| params[m].as_str());
+            assert_eq!(request.name(), by_member, "{method}");
+        }
     }
 }

@@ -22,19 +22,32 @@ pub struct Telemetry {
 }
 
 /// `TERN_LOG`: a comma-separated list of `level` and `target=level`
-/// directives (tracing's `Targets` syntax; an unreadable one gives the
-/// default).
+/// directives (tracing's `Targets` syntax), empty ones skipped (`Targets`
+/// would read an empty directive as "every target, at TRACE"); unset or
+/// empty gives the default, unreadable the default with a warning.
 fn log_filter() -> Targets {
-    std::env::var("TERN_LOG")
-        .ok()
-        .and_then(|directives| directives.parse().ok())
-        // A stdio server kept running past its input is killed, and that is
-        // said in tern's own error when it matters.
-        .unwrap_or_else(|| {
-            Targets::new()
-                .with_default(tracing::Level::WARN)
-                .with_target("tern_client::transport::stdio", tracing::Level::ERROR)
-        })
+    let default = || {
+        Targets::new()
+            .with_default(tracing::Level::WARN)
+            // A stdio server kept running past its input is killed, and
+            // that is said in tern's own error when it matters.
+            .with_target("tern_client::transport::stdio", tracing::Level::ERROR)
+    };
+    let Ok(given) = std::env::var("TERN_LOG") else {
+        return default();
+    };
+    let directives: Vec<&str> = given
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
+    if directives.is_empty() {
+        return default();
+    }
+    directives.join(",").parse().unwrap_or_else(|e| {
+        eprintln!("tern: TERN_LOG is not read ({e}); logging warnings only");
+        default()
+    })
 }
 
 /// Standard error for log lines, each made safe ([`crate::safe::text`]): a

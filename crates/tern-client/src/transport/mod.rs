@@ -79,6 +79,57 @@ impl Outgoing {
     }
 }
 
+impl Outgoing {
+    /// A `method` request whose `params` are already JSON — a relay's,
+    /// which forwards what it has checked rather than decoding it again —
+    /// serialised once; `Mcp-Name`, the protocol version and the progress
+    /// token are read from `params` as [`Self::new`] reads them from the
+    /// typed request.
+    pub fn from_json(
+        id: RequestId,
+        method: &str,
+        params: &serde_json::Value,
+        header_params: Vec<(String, String)>,
+    ) -> Result<Self, ClientError> {
+        let body = serde_json::to_string(&JsonRequest {
+            jsonrpc: "2.0",
+            id: &id,
+            method,
+            params,
+        })
+        .map_err(|e| {
+            ClientError::protocol(format!("the {method} request cannot be encoded")).because(e)
+        })?;
+        let meta = &params["_meta"];
+        Ok(Self {
+            method: method.to_owned(),
+            name: tern_protocol::request::name_member(method)
+                .and_then(|member| params[member].as_str())
+                .map(str::to_owned),
+            protocol_version: meta[tern_protocol::meta::PROTOCOL_VERSION_KEY]
+                .as_str()
+                .unwrap_or(tern_protocol::version::LATEST)
+                .to_owned(),
+            progress_token: meta
+                .get("progressToken")
+                .filter(|t| t.is_string() || t.is_number())
+                .map(ToString::to_string),
+            header_params,
+            body,
+            id,
+        })
+    }
+}
+
+/// A JSON-RPC request around params already JSON.
+#[derive(serde::Serialize)]
+struct JsonRequest<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    params: &'a serde_json::Value,
+}
+
 /// What comes back for one request: its notifications, then its response.
 #[derive(Debug)]
 pub enum Incoming {
@@ -235,5 +286,55 @@ impl<T: Transport> Transport for std::sync::Arc<T> {
 
     fn serve_roots(&self, roots: std::sync::Arc<dyn crate::handler::Roots>) {
         (**self).serve_roots(roots);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tern_protocol::{ClientRequest, RequestId};
+
+    use super::Outgoing;
+
+    /// A relay's request written from JSON is the request written from its
+    /// typed form: the same body (as JSON), name, version and progress token.
+    #[test]
+    fn a_request_from_json_is_the_request_from_its_typed_form() {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "progressToken": "p-7",
+        });
+        let cases = [
+            (
+                "tools/call",
+                json!({"name": "echo", "arguments": {"text": "hi"}, "requestState": "s", "inputResponses": {}}),
+            ),
+            ("prompts/get", json!({"name": "p", "arguments": {"a": "b"}})),
+            ("resources/read", json!({"uri": "demo://x"})),
+            ("tasks/get", json!({"taskId": "k"})),
+            ("tools/list", json!({"cursor": "c"})),
+        ];
+        for (method, mut params) in cases {
+            params["_meta"] = meta.clone();
+            let raw = serde_json::value::to_raw_value(&params).unwrap();
+            let typed = ClientRequest::decode(method, Some(&raw)).unwrap();
+            let id = RequestId::Number(3);
+            let from_typed =
+                Outgoing::new(id.clone(), &typed, vec![("H".into(), "v".into())]).unwrap();
+            let from_json =
+                Outgoing::from_json(id, method, &params, vec![("H".into(), "v".into())]).unwrap();
+            let body = |o: &Outgoing| serde_json::from_str::<serde_json::Value>(&o.body).unwrap();
+            assert_eq!(body(&from_json), body(&from_typed), "{method}");
+            assert_eq!(from_json.name, from_typed.name, "{method}");
+            assert_eq!(from_json.method, from_typed.method);
+            assert_eq!(from_json.protocol_version, from_typed.protocol_version);
+            assert_eq!(
+                from_json.progress_token, from_typed.progress_token,
+                "{method}"
+            );
+            assert_eq!(from_json.header_params, from_typed.header_params);
+        }
     }
 }

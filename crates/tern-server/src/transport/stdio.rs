@@ -74,48 +74,110 @@ fn overloaded(retry_after: std::time::Duration) -> ErrorObject {
 /// Serves `server` on this process's standard input and output until end of
 /// input.
 ///
-/// When both are pipes (as a client that starts the server gives it, the
-/// usual case), they are read and written on tokio's reactor, without a
-/// thread hop per read and per write: tokio's `stdin()` and `stdout()` hand
-/// every read and write to its blocking thread pool, two context switches
-/// each. The pipes are then in non-blocking mode, and stay so after it
-/// returns: this process's other writers to its standard output see it too
-/// (anything else written there breaks the protocol anyway), as would a
-/// process that shares the same pipe after this one. Otherwise (a terminal, a file)
-/// tokio's `stdin()` and `stdout()` serve.
+/// When both are pipes, or both sockets — what a client that starts the
+/// server gives it: Python's and Rust's process APIs make pipes, Node's
+/// (libuv) a socket pair — they are read and written on tokio's reactor,
+/// without a thread hop per read and per write: tokio's `stdin()` and
+/// `stdout()` hand every read and write to its blocking thread pool, two
+/// context switches each. They are then in non-blocking mode, and stay so
+/// after it returns: this process's other writers to its standard output
+/// see it too (anything else written there breaks the protocol anyway), as
+/// would a process that shares them after this one. Otherwise (a terminal,
+/// a file, one of each) tokio's `stdin()` and `stdout()` serve. The reactor
+/// path needs the runtime's I/O driver (`enable_io`; `#[tokio::main]`
+/// enables it).
 pub async fn serve_stdio(server: Server, options: StdioOptions) -> io::Result<()> {
     #[cfg(unix)]
-    if let Some((input, output)) = pipes() {
-        return serve(server, input, output, options).await;
+    match reactor::stdio() {
+        Some(reactor::Stdio::Pipes(input, output)) => {
+            return serve(server, input, output, options).await;
+        }
+        Some(reactor::Stdio::Sockets(input, output)) => {
+            return serve(server, input, output, options).await;
+        }
+        None => {}
     }
     serve(server, tokio::io::stdin(), tokio::io::stdout(), options).await
 }
 
-/// Standard input and output as reactor pipes, when both are pipes (or
-/// FIFOs); `None` leaves both as they were.
+/// Standard input and output on tokio's reactor ([`serve_stdio`]).
 #[cfg(unix)]
-fn pipes() -> Option<(
-    tokio::net::unix::pipe::Receiver,
-    tokio::net::unix::pipe::Sender,
-)> {
-    use std::os::fd::AsFd as _;
+mod reactor {
+    use std::io;
+    use std::os::fd::{AsFd as _, OwnedFd};
     use std::os::unix::fs::FileTypeExt as _;
-    let input = io::stdin().as_fd().try_clone_to_owned().ok()?;
-    let output = io::stdout().as_fd().try_clone_to_owned().ok()?;
-    let is_pipe = |fd: &std::os::fd::OwnedFd| {
-        fd.try_clone()
+
+    use tokio::net::UnixStream;
+    use tokio::net::unix::pipe;
+
+    /// Standard input and output, both of one kind.
+    pub(super) enum Stdio {
+        Pipes(pipe::Receiver, pipe::Sender),
+        Sockets(UnixStream, UnixStream),
+    }
+
+    #[derive(PartialEq)]
+    enum Kind {
+        Pipe,
+        Socket,
+        Other,
+    }
+
+    fn kind(fd: &OwnedFd) -> Kind {
+        let Ok(meta) = fd
+            .try_clone()
             .map(std::fs::File::from)
             .and_then(|file| file.metadata())
-            .is_ok_and(|m| m.file_type().is_fifo())
-    };
-    // Both checked before either is switched to non-blocking mode: a
-    // blocking reader of a non-blocking descriptor would fail.
-    if !is_pipe(&input) || !is_pipe(&output) {
-        return None;
+        else {
+            return Kind::Other;
+        };
+        match meta.file_type() {
+            t if t.is_fifo() => Kind::Pipe,
+            t if t.is_socket() => Kind::Socket,
+            _ => Kind::Other,
+        }
     }
-    let input = tokio::net::unix::pipe::Receiver::from_owned_fd(input).ok()?;
-    let output = tokio::net::unix::pipe::Sender::from_owned_fd(output).ok()?;
-    Some((input, output))
+
+    /// Both checked before either is switched to non-blocking mode (a
+    /// blocking reader of a non-blocking descriptor would fail), and the
+    /// first switched back if the second cannot be; `None` leaves both as
+    /// they were.
+    pub(super) fn stdio() -> Option<Stdio> {
+        let input = io::stdin().as_fd().try_clone_to_owned().ok()?;
+        let output = io::stdout().as_fd().try_clone_to_owned().ok()?;
+        match (kind(&input), kind(&output)) {
+            (Kind::Pipe, Kind::Pipe) => {
+                let input = pipe::Receiver::from_owned_fd(input).ok()?;
+                if let Ok(output) = pipe::Sender::from_owned_fd(output) {
+                    Some(Stdio::Pipes(input, output))
+                } else {
+                    drop(input.into_blocking_fd());
+                    None
+                }
+            }
+            (Kind::Socket, Kind::Socket) => {
+                let input = socket(input)?;
+                if let Some(output) = socket(output) {
+                    Some(Stdio::Sockets(input, output))
+                } else {
+                    let _ = input.into_std().and_then(|s| s.set_nonblocking(false));
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn socket(fd: OwnedFd) -> Option<UnixStream> {
+        let stream = std::os::unix::net::UnixStream::from(fd);
+        stream.set_nonblocking(true).ok()?;
+        if let Ok(registered) = UnixStream::from_std(stream.try_clone().ok()?) {
+            Some(registered)
+        } else {
+            let _ = stream.set_nonblocking(false);
+            None
+        }
+    }
 }
 
 enum Line {

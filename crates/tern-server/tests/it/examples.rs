@@ -87,9 +87,9 @@ async fn stdio_server_greets() {
 }
 
 /// Standard input and output that are files, not pipes (a shell's
-/// `server <requests >replies`): served by tokio's blocking stdin and
-/// stdout, the pipes' non-blocking reactor path left alone
-/// (`serve_stdio`).
+/// `server <requests >replies`), or a pipe in and a file out: served by
+/// tokio's blocking stdin and stdout, the reactor path left alone; and one
+/// socket for both, on the reactor (`serve_stdio`).
 #[test]
 fn stdio_server_serves_files_as_well_as_pipes() {
     let dir = std::env::temp_dir().join(format!("tern-stdio-files-{}", std::process::id()));
@@ -159,6 +159,34 @@ fn stdio_server_serves_files_as_well_as_pipes() {
         ["Hello, Ada!", "Hello, Grace!"],
         "{replies}"
     );
+    // One socket for both, as Node's child processes get (a socket pair):
+    // the reactor path for sockets, the requests sent once the server waits.
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let child = std::process::Command::new(example("stdio_server"))
+        .stdin(std::os::fd::OwnedFd::from(theirs.try_clone().unwrap()))
+        .stdout(std::os::fd::OwnedFd::from(theirs))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    {
+        use std::io::{BufRead as _, Write as _};
+        (&ours).write_all(requests.as_bytes()).unwrap();
+        ours.set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut lines = std::io::BufReader::new(&ours).lines();
+        let replies: String = (0..2)
+            .map(|_| lines.next().unwrap().unwrap() + "\n")
+            .collect();
+        assert_eq!(
+            greetings(&replies),
+            ["Hello, Ada!", "Hello, Grace!"],
+            "{replies}"
+        );
+    }
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    let status = child.wait_with_output().unwrap().status;
+    assert!(status.success(), "{status}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

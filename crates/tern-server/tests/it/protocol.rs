@@ -67,6 +67,7 @@ async fn lists_are_cacheable_paginated_and_stable() {
     }
 }
 
+#[cfg(feature = "validate")]
 #[tokio::test]
 async fn tool_schemas_come_from_types_and_bad_arguments_are_tool_errors() {
     let (c, _, _) = client();
