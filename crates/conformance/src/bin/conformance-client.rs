@@ -418,29 +418,7 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
-    // TERN_LOG: `level` and `target=level` directives (default warn).
-    // Empty directives skipped: `Targets` reads one as "everything, at TRACE".
-    let filter: tracing_subscriber::filter::Targets = std::env::var("TERN_LOG")
-        .ok()
-        .map(|given| {
-            given
-                .split(',')
-                .filter(|d| !d.trim().is_empty())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .filter(|directives| !directives.is_empty())
-        .and_then(|directives| directives.parse().ok())
-        .unwrap_or_else(|| {
-            tracing_subscriber::filter::Targets::new()
-                .with_default(tracing_subscriber::filter::LevelFilter::WARN)
-        });
-    tracing_subscriber::registry()
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
-        .with(filter)
-        .init();
+    conformance::init_logs();
     let Some(url) = std::env::args().skip(1).last() else {
         eprintln!("usage: conformance-client <server URL> (scenario in MCP_CONFORMANCE_SCENARIO)");
         return ExitCode::FAILURE;
