@@ -632,8 +632,9 @@ impl Upstream {
         on_notification: Option<&(dyn Fn(ServerNotification) + Send + Sync)>,
         on_live: Option<&(dyn Fn(LiveRequest) + Send + Sync)>,
     ) -> Result<Value, ErrorObject> {
-        // The params are the gateway's own, built from a request
-        // tern-server decoded: written once as they are, not decoded again.
+        // The params are the gateway's own, or those of a request
+        // tern-server already decoded: written once as they are, not
+        // decoded again (the upstream judges its own params).
         let id = RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed));
         let outgoing = Outgoing::from_json(id, method, &params, header_params)
             .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;

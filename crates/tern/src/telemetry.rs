@@ -26,6 +26,11 @@ pub struct Telemetry {
 /// would read an empty directive as "every target, at TRACE"); unset or
 /// empty gives the default, unreadable the default with a warning.
 fn log_filter() -> Targets {
+    log_filter_of(std::env::var("TERN_LOG").ok().as_deref())
+}
+
+/// [`log_filter`] of `TERN_LOG`'s value.
+fn log_filter_of(given: Option<&str>) -> Targets {
     let default = || {
         Targets::new()
             .with_default(tracing::Level::WARN)
@@ -33,7 +38,7 @@ fn log_filter() -> Targets {
             // that is said in tern's own error when it matters.
             .with_target("tern_client::transport::stdio", tracing::Level::ERROR)
     };
-    let Ok(given) = std::env::var("TERN_LOG") else {
+    let Some(given) = given else {
         return default();
     };
     let directives: Vec<&str> = given
@@ -265,5 +270,40 @@ mod otel {
                 runtime.shutdown_background();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::Level;
+
+    use super::log_filter_of;
+
+    #[test]
+    fn tern_log_reads_levels_and_targets_and_skips_empty_directives() {
+        // Unset, empty, or only commas: the default, warnings.
+        for given in [None, Some(""), Some(" , ,")] {
+            let filter = log_filter_of(given);
+            assert!(
+                filter.would_enable("tern_server", &Level::WARN),
+                "{given:?}"
+            );
+            assert!(
+                !filter.would_enable("tern_server", &Level::INFO),
+                "{given:?}"
+            );
+        }
+        // A trailing comma does not turn on every target at TRACE.
+        let filter = log_filter_of(Some("info,"));
+        assert!(filter.would_enable("tern_server", &Level::INFO));
+        assert!(!filter.would_enable("tern_server", &Level::DEBUG));
+        // A level and a target: the target more verbose than the rest.
+        let filter = log_filter_of(Some("warn,tern_client=debug"));
+        assert!(filter.would_enable("tern_client::transport", &Level::DEBUG));
+        assert!(!filter.would_enable("tern_server", &Level::INFO));
+        // Unreadable: the default.
+        let filter = log_filter_of(Some("tern_client=loud"));
+        assert!(filter.would_enable("tern_server", &Level::WARN));
+        assert!(!filter.would_enable("tern_client", &Level::INFO));
     }
 }

@@ -77,9 +77,7 @@ impl Outgoing {
             id,
         })
     }
-}
 
-impl Outgoing {
     /// A `method` request whose `params` are already JSON — a relay's,
     /// which forwards what it has checked rather than decoding it again —
     /// serialised once; `Mcp-Name`, the protocol version and the progress
