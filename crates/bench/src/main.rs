@@ -404,15 +404,12 @@ async fn measure_http(args: &RunArgs, ticks: u64, results: &mut Results) -> std:
 /// Starts every HTTP server under test: the gateways last, in front of the
 /// tern line's server (over HTTP, its port; or a stdio child of its own).
 async fn spawn_http() -> std::io::Result<Vec<(Kind, procfs::Server)>> {
+    let (gateways, direct): (Vec<Kind>, Vec<Kind>) = ALL_HTTP
+        .iter()
+        .copied()
+        .partition(|kind| matches!(kind, Kind::Gateway | Kind::GatewayStdio));
     let mut running = Vec::new();
-    for kind in [
-        Kind::Floor,
-        Kind::HandRolled,
-        Kind::Tern,
-        Kind::TernDefault,
-        Kind::TernAxum,
-        Kind::Rmcp,
-    ] {
+    for kind in direct {
         running.push((kind, procfs::spawn(kind, Transport::Http, &[]).await?));
     }
     // The gateways, in front of the tern line's server: over HTTP (its
@@ -422,7 +419,7 @@ async fn spawn_http() -> std::io::Result<Vec<(Kind, procfs::Server)>> {
         .find(|(k, _)| *k == Kind::Tern)
         .map(|(_, s)| s.port.to_string())
         .unwrap_or_default();
-    for kind in [Kind::Gateway, Kind::GatewayStdio] {
+    for kind in gateways {
         let env = [(servers::gateway::UPSTREAM, tern_port.clone())];
         running.push((kind, procfs::spawn(kind, Transport::Http, &env).await?));
     }
