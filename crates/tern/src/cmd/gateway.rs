@@ -12,8 +12,8 @@ use tern_server::Server;
 use tern_server::transport::http::Http;
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
 
+use crate::cmd::access::{Access, AccessArgs};
 use crate::cmd::runtime;
-use crate::cmd::serve::{Access, DemoOAuth};
 
 /// `tern gateway`'s flags.
 #[derive(Debug, Args)]
@@ -34,45 +34,10 @@ pub(crate) struct GatewayArgs {
     /// random key serves this process only.
     #[arg(long, value_name = "FILE")]
     keys: Option<PathBuf>,
-    /// Over HTTP, require `Authorization: Bearer TOKEN`: the file has one
-    /// `TOKEN PRINCIPAL` per line (the principal binds the relayed
-    /// states). The client's token is never passed to an upstream.
-    #[arg(long, value_name = "FILE", requires = "http")]
-    tokens: Option<PathBuf>,
-    /// Over HTTP, require OAuth access tokens (JWTs) of this issuer,
-    /// checked against its JWKS (the gateway as an OAuth resource server,
-    /// serving its Protected Resource Metadata). The principal is the
-    /// token's issuer and subject; the token is never passed to an upstream.
-    #[arg(long, value_name = "URL", conflicts_with = "tokens", requires = "http")]
-    issuer: Option<String>,
-    /// The audience the tokens must carry, and the resource the metadata
-    /// names (default: the served URL, `http://ADDR/mcp`).
-    #[arg(long, value_name = "AUD", requires = "issuer")]
-    audience: Option<String>,
-    /// A scope every request's token must carry (repeatable).
-    #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
-    scopes: Vec<String>,
-    /// A scope one tool (its gateway name) needs besides any `--scope`
-    /// (repeatable): a token without it gets 403 `insufficient_scope`.
-    #[arg(long = "tool-scope", value_name = "TOOL=SCOPE", requires = "issuer", value_parser = crate::cmd::serve::tool_scope)]
-    tool_scopes: Vec<(String, String)>,
-    /// Accept access tokens whose JWT `typ` is `JWT` or absent (issuers that
-    /// do not mint RFC 9068 `at+jwt` tokens; weaker).
-    #[arg(long, requires = "issuer")]
-    accept_plain_jwt: bool,
-    /// Trust the CA certificates of this PEM file when fetching the
-    /// issuer's metadata and keys (besides the built-in roots).
-    #[arg(long, value_name = "FILE", requires = "issuer")]
-    ca_file: Option<PathBuf>,
-    /// Over HTTP, a proxy network in front of the gateway (a CIDR or an
-    /// address; repeatable): each request's client is read from the
-    /// --forwarded-header it sets.
-    #[arg(long = "trusted-proxy", value_name = "CIDR", requires_all = ["http", "forwarded_header"])]
-    trusted_proxies: Vec<String>,
-    /// The one header the trusted proxies set: `x-forwarded-for` or
-    /// `forwarded` (RFC 7239).
-    #[arg(long, value_name = "HEADER", requires = "trusted_proxies")]
-    forwarded_header: Option<tern_server::transport::forwarded::ForwardedHeader>,
+    // Who may call over HTTP (the client's token is never passed to an
+    // upstream).
+    #[command(flatten)]
+    access: AccessArgs,
     /// Fleet mode: replicas behind a load balancer, sharing `--keys` and
     /// this Redis (`redis://` or `rediss://`): the replay store of
     /// `dedupe` upstreams, and lists that do not vary per replica (a down
@@ -88,36 +53,17 @@ pub(crate) struct GatewayArgs {
     check: bool,
 }
 
-fn read_tokens(
-    path: &std::path::Path,
-) -> Result<std::collections::HashMap<String, String>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    tern::demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Who may call the gateway over HTTP: `--tokens`, `--issuer` and its
-/// flags, the trusted proxies (as for `tern serve demo`).
-fn access(args: &GatewayArgs) -> Result<Access, String> {
-    let tokens = args.tokens.as_deref().map(read_tokens).transpose()?;
-    let proxies = args
-        .forwarded_header
-        .map(|h| tern_server::transport::forwarded::TrustedProxies::new(&args.trusted_proxies, h))
-        .transpose()
-        .map_err(|e| format!("--trusted-proxy: {e}"))?;
-    Ok(Access {
-        tokens,
-        proxies,
-        oauth: args.issuer.clone().map(|issuer| DemoOAuth {
-            issuer,
-            audience: args.audience.clone(),
-            scopes: args.scopes.clone(),
-            tool_scopes: args.tool_scopes.clone(),
-            accept_plain_jwt: args.accept_plain_jwt,
-            ca_file: args.ca_file.clone(),
-            name: "tern gateway",
-        }),
-    })
+impl GatewayArgs {
+    /// What makes the flags unusable together, beyond what clap checks.
+    fn unusable(&self) -> Option<String> {
+        if !self.check && !self.stdio && self.http.is_none() {
+            return Some("choose a transport: --stdio or --http ADDR (or --check)".into());
+        }
+        let flag = self.access.given().filter(|_| self.stdio)?;
+        Some(format!(
+            "{flag} guards HTTP only; over --stdio it would do nothing"
+        ))
+    }
 }
 
 /// `tern gateway …`.
@@ -126,8 +72,8 @@ fn access(args: &GatewayArgs) -> Result<Access, String> {
     reason = "the parsed flags, owned, as every command takes them"
 )]
 pub(crate) fn command(args: GatewayArgs) -> ExitCode {
-    if !args.check && !args.stdio && args.http.is_none() {
-        eprintln!("tern gateway: choose a transport: --stdio or --http ADDR (or --check)");
+    if let Some(why) = args.unusable() {
+        eprintln!("tern gateway: {why}");
         return ExitCode::from(2);
     }
     let config = match GatewayConfig::load(&args.config) {
@@ -137,7 +83,7 @@ pub(crate) fn command(args: GatewayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let access = match access(&args) {
+    let access = match args.access.access("tern gateway") {
         Ok(a) => a,
         Err(e) => {
             eprintln!("tern gateway: {e}");

@@ -31,6 +31,7 @@ use crate::terminal::{Phase, Sampler, Session, TerminalElicitation, TerminalSamp
 use args::{InputArgs, preset_answers};
 use server::{Build, ServerArgs, connect, label_of, local_name, remember_era, target};
 
+mod access;
 pub(crate) mod args;
 pub(crate) mod audit;
 mod call;

@@ -6,21 +6,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use tern::demo;
-use tern_server::transport::http::{Bearer, Http};
+use tern_server::KeyRing;
+use tern_server::transport::http::Http;
 use tern_server::transport::stdio::{StdioOptions, serve_stdio};
-use tern_server::{KeyRing, Principal};
 
 use clap::Subcommand;
 
+use crate::cmd::access::AccessArgs;
 use crate::cmd::runtime;
-
-fn read_tokens(
-    path: &std::path::Path,
-) -> Result<std::collections::HashMap<String, String>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    demo::tokens(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
 
 /// The key file at `path`, or `None` with the reason printed.
 fn read_key_file(path: &std::path::Path) -> Option<KeyRing> {
@@ -68,74 +61,6 @@ fn imports_beside(spec: &str) -> Result<tern::imports::Imports, String> {
     }
 }
 
-/// Who may call the demo over HTTP: the `--tokens` file's bearer tokens,
-/// OAuth access tokens of `--issuer`, or both.
-pub(crate) struct Access {
-    pub(crate) tokens: Option<std::collections::HashMap<String, String>>,
-    pub(crate) oauth: Option<DemoOAuth>,
-    pub(crate) proxies: Option<tern_server::transport::forwarded::TrustedProxies>,
-}
-
-/// `--issuer URL [--audience AUD] [--scope S]... [--tool-scope TOOL=S]...
-/// [--accept-plain-jwt] [--ca-file FILE]`.
-/// (`tern gateway` takes the same flags.)
-pub(crate) struct DemoOAuth {
-    pub(crate) issuer: String,
-    pub(crate) audience: Option<String>,
-    pub(crate) scopes: Vec<String>,
-    pub(crate) tool_scopes: Vec<(String, String)>,
-    pub(crate) accept_plain_jwt: bool,
-    pub(crate) ca_file: Option<PathBuf>,
-    /// The `resource_name` of the metadata.
-    pub(crate) name: &'static str,
-}
-
-impl Access {
-    /// The accept loop's options: the defaults, and the trusted proxies.
-    pub(crate) fn serve_options(&self) -> tern_server::transport::accept::ServeOptions {
-        let options = tern_server::transport::accept::ServeOptions::default();
-        match &self.proxies {
-            Some(p) => options.trusted_proxies(p.clone()),
-            None => options,
-        }
-    }
-
-    /// `endpoint` guarded as asked; `local` names the default audience.
-    fn apply(self, endpoint: Http, local: std::net::SocketAddr) -> Http {
-        self.apply_with_metadata(endpoint, local).0
-    }
-
-    /// [`Self::apply`], and the Protected Resource Metadata routes to mount
-    /// beside the endpoint under OAuth (for an app of one's own; `serve`
-    /// mounts them itself).
-    pub(crate) fn apply_with_metadata(
-        self,
-        mut endpoint: Http,
-        local: std::net::SocketAddr,
-    ) -> (Http, Option<axum::Router>) {
-        if let Some(p) = self.proxies {
-            endpoint = endpoint.trusted_proxies(p);
-        }
-        let mut metadata = None;
-        if let Some(o) = self.oauth {
-            let audience = o
-                .audience
-                .clone()
-                .unwrap_or_else(|| format!("http://{local}/mcp"));
-            let resource = demo_oauth(&o, &audience);
-            metadata = Some(resource.metadata_router());
-            endpoint = endpoint.oauth(resource);
-        }
-        let endpoint = match self.tokens {
-            Some(tokens) => endpoint.authenticate(Bearer(move |token: &str| {
-                tokens.get(token).map(|p| Principal::new(p.as_str()))
-            })),
-            None => endpoint,
-        };
-        (endpoint, metadata)
-    }
-}
-
 /// `tern serve demo --http ADDR --redis URL --keys FILE`: one replica.
 #[cfg(feature = "fleet")]
 fn serve_fleet(
@@ -145,7 +70,7 @@ fn serve_fleet(
     keys: &std::path::Path,
     lifetimes: Lifetimes,
     lease: Duration,
-    access: Access,
+    access: crate::cmd::access::Access,
 ) -> ExitCode {
     let outcome = runtime.block_on(async move {
         let tasks = lifetimes.tasks();
@@ -189,42 +114,6 @@ fn serve_fleet(
     }
 }
 
-/// The demo's resource server: JWTs of `o.issuer` for `audience`.
-fn demo_oauth(o: &DemoOAuth, audience: &str) -> tern_server::auth::ResourceServer {
-    let issuer = o.issuer.as_str();
-    let mut verifier = tern_server::auth::JwtVerifier::new(issuer, audience);
-    if let Some(ca) = &o.ca_file {
-        verifier = verifier.ca_file(ca);
-    }
-    if o.accept_plain_jwt {
-        verifier = verifier.accept_plain_jwt();
-    }
-    let scopes: Vec<&str> = o.scopes.iter().map(String::as_str).collect();
-    let mut supported = scopes.clone();
-    for (_, scope) in &o.tool_scopes {
-        if !supported.contains(&scope.as_str()) {
-            supported.push(scope);
-        }
-    }
-    let mut resource = tern_server::auth::ResourceServer::new(audience, issuer, verifier)
-        .scopes_supported(&supported)
-        .required_scopes(&scopes)
-        .resource_name(o.name);
-    // A tool named twice needs both scopes.
-    let mut per_tool = std::collections::BTreeMap::<&str, Vec<&str>>::new();
-    for (tool, scope) in &o.tool_scopes {
-        per_tool.entry(tool).or_default().push(scope);
-    }
-    for (tool, scopes) in per_tool {
-        resource = resource.tool_scopes(tool, &scopes);
-    }
-    eprintln!(
-        "tern: OAuth: tokens of {issuer} for {audience}; metadata at {}",
-        resource.metadata_url()
-    );
-    resource
-}
-
 #[allow(
     clippy::too_many_lines,
     reason = "one pass over the demo's flags, in the order the help lists them"
@@ -238,26 +127,24 @@ pub(crate) fn command(served: Served) -> ExitCode {
             task_retention,
             keys,
             tasks,
-            tokens,
             redis,
             redis_ca,
             lease,
             recoveries,
-            issuer,
-            audience,
-            scopes,
-            tool_scopes,
-            accept_plain_jwt,
-            ca_file,
-            trusted_proxies,
-            forwarded_header,
+            access,
         } => {
             if !stdio && http.is_none() {
                 eprintln!("tern serve demo: choose a transport: --stdio or --http ADDR");
                 return ExitCode::from(2);
             }
-            let tokens = match tokens.as_deref().map(read_tokens).transpose() {
-                Ok(t) => t,
+            if let Some(flag) = access.given().filter(|_| stdio) {
+                eprintln!(
+                    "tern serve demo: {flag} guards HTTP only; over --stdio it would do nothing"
+                );
+                return ExitCode::from(2);
+            }
+            let access = match access.access("tern demo") {
+                Ok(a) => a,
                 Err(e) => {
                     eprintln!("tern serve demo: {e}");
                     return ExitCode::from(2);
@@ -267,31 +154,6 @@ pub(crate) fn command(served: Served) -> ExitCode {
                 state_ttl,
                 task_retention,
                 recoveries,
-            };
-            let proxies = match forwarded_header
-                .map(|h| {
-                    tern_server::transport::forwarded::TrustedProxies::new(&trusted_proxies, h)
-                })
-                .transpose()
-            {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("tern serve demo: --trusted-proxy: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let access = Access {
-                proxies,
-                tokens,
-                oauth: issuer.map(|issuer| DemoOAuth {
-                    issuer,
-                    audience,
-                    scopes,
-                    tool_scopes,
-                    accept_plain_jwt,
-                    ca_file,
-                    name: "tern demo",
-                }),
             };
             let runtime = match runtime() {
                 Ok(rt) => rt,
@@ -458,60 +320,8 @@ pub(crate) enum Served {
         /// died before it ends failed (-31006): default 3.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
         recoveries: Option<u32>,
-        /// Over HTTP, require `Authorization: Bearer TOKEN`: the file has
-        /// one `TOKEN PRINCIPAL` per line, the token naming the principal
-        /// (who owns tasks and requestStates). Without it the demo is open
-        /// on loopback.
-        #[arg(long, value_name = "FILE")]
-        tokens: Option<PathBuf>,
-        /// Over HTTP, require OAuth access tokens (JWTs) of this issuer,
-        /// checked against its JWKS; the demo serves its Protected Resource
-        /// Metadata naming it. The principal is the token's issuer and
-        /// subject.
-        #[arg(long, value_name = "URL", conflicts_with = "tokens", requires = "http")]
-        issuer: Option<String>,
-        /// The audience the tokens must carry, and the resource the metadata
-        /// names (default: the served URL, `http://ADDR/mcp`).
-        #[arg(long, value_name = "AUD", requires = "issuer")]
-        audience: Option<String>,
-        /// A scope every request's token must carry (repeatable).
-        #[arg(long = "scope", value_name = "SCOPE", requires = "issuer")]
-        scopes: Vec<String>,
-        /// A scope one tool needs besides any `--scope` (repeatable): a
-        /// token without it gets 403 `insufficient_scope` for that tool.
-        #[arg(long = "tool-scope", value_name = "TOOL=SCOPE", requires = "issuer", value_parser = tool_scope)]
-        tool_scopes: Vec<(String, String)>,
-        /// Accept access tokens whose JWT `typ` is `JWT` or absent, for
-        /// issuers that do not mint RFC 9068 `at+jwt` tokens (weaker: an ID
-        /// token of the issuer for this audience would pass too).
-        #[arg(long, requires = "issuer")]
-        accept_plain_jwt: bool,
-        /// Trust the CA certificates of this PEM file when fetching the
-        /// issuer's metadata and keys (besides the built-in roots).
-        #[arg(long, value_name = "FILE", requires = "issuer")]
-        ca_file: Option<PathBuf>,
-        /// Over HTTP, a proxy network in front of the demo (a CIDR or an
-        /// address; repeatable): its connections count only against the
-        /// totals, and each request's client is read from the
-        /// --forwarded-header it sets (the right-most address not in a
-        /// trusted network).
-        #[arg(long = "trusted-proxy", value_name = "CIDR", requires_all = ["http", "forwarded_header"])]
-        trusted_proxies: Vec<String>,
-        /// The one header the trusted proxies set: `x-forwarded-for` (nginx's
-        /// `$proxy_add_x_forwarded_for`) or `forwarded` (RFC 7239).
-        #[arg(long, value_name = "HEADER", requires = "trusted_proxies")]
-        forwarded_header: Option<tern_server::transport::forwarded::ForwardedHeader>,
+        // Who may call over HTTP.
+        #[command(flatten)]
+        access: AccessArgs,
     },
-}
-
-/// `TOOL=SCOPE` of `--tool-scope`.
-pub(crate) fn tool_scope(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() && !scope.contains(' ') => {
-            Ok((tool.to_owned(), scope.to_owned()))
-        }
-        _ => Err(format!(
-            "expected TOOL=SCOPE (one scope, no spaces), got {text:?}"
-        )),
-    }
 }

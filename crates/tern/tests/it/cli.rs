@@ -1024,3 +1024,34 @@ fn questions_follow_a_demo_task_until_it_asks_then_cancel_it() {
     let answers: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(answers.as_object().unwrap().len(), 1, "{answers}");
 }
+
+/// clap lets `--tokens`, `--issuer` and `--trusted-proxy` through beside
+/// `--stdio` (it conflicts with the `--http` they require): both serving
+/// commands refuse them there, before reading any file, rather than serve
+/// unguarded while the user believes otherwise.
+#[test]
+fn an_http_guard_beside_stdio_is_refused_not_dropped() {
+    let guards: [&[&str]; 3] = [
+        &["--tokens", "no-such-file"],
+        &["--issuer", "https://issuer.invalid"],
+        &[
+            "--trusted-proxy",
+            "10.0.0.0/8",
+            "--forwarded-header",
+            "forwarded",
+        ],
+    ];
+    for guard in guards {
+        let flag = guard[0];
+        let demo = tern(&[&["serve", "demo", "--stdio"], guard].concat());
+        let gateway = tern(&[&["gateway", "--config", "no-such-file", "--stdio"], guard].concat());
+        for (what, o) in [("serve demo", demo), ("gateway", gateway)] {
+            assert_eq!(code(&o), 2, "tern {what} {flag}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(&format!("{flag} guards HTTP only")),
+                "tern {what} {flag}: {}",
+                stderr(&o)
+            );
+        }
+    }
+}
