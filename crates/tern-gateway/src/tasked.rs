@@ -150,21 +150,12 @@ impl Drop for CancelOnDrop<'_> {
         if !self.armed {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let upstream = Arc::clone(self.upstream);
-        let (task_id, capabilities) = (self.task_id.to_owned(), self.capabilities.clone());
-        tracing::debug!(upstream = %upstream.name(), "a followed task's request ended: cancelling the task");
-        runtime.spawn(async move {
-            let _ = upstream
-                .request(
-                    method::TASKS_CANCEL,
-                    json!({"taskId": task_id}),
-                    &capabilities,
-                )
-                .await;
-        });
+        tracing::debug!(upstream = %self.upstream.name(), "a followed task's request ended: cancelling the task");
+        self.upstream.send_parting(
+            method::TASKS_CANCEL,
+            json!({"taskId": self.task_id}),
+            self.capabilities.clone(),
+        );
     }
 }
 

@@ -123,6 +123,9 @@ pub struct Upstream {
     closing: std::sync::atomic::AtomicBool,
     /// `tern login`'s grants, for `"auth": "login"`.
     logins: Option<Arc<dyn tern_client::auth::TokenStore>>,
+    /// Requests sent for a downstream request that is gone (a followed
+    /// task's `tasks/cancel`): [`Self::close`] lets them finish first.
+    parting: Mutex<tokio::task::JoinSet<()>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -165,6 +168,7 @@ impl Upstream {
             permits,
             closing: std::sync::atomic::AtomicBool::new(false),
             logins: None,
+            parting: Mutex::default(),
         }
     }
 
@@ -791,9 +795,45 @@ impl Upstream {
             .collect()
     }
 
-    /// Stops it (a stdio child is asked to exit) for good.
+    /// `method` sent in the background for a downstream request that has
+    /// gone (its future dropped, so nothing awaits the answer): a followed
+    /// task's `tasks/cancel`. [`Self::close`] waits for these, at most the
+    /// upstream's timeout, before it closes the link, so a shutdown with
+    /// calls in flight does not leave their tasks running upstream.
+    pub(crate) fn send_parting(
+        self: &Arc<Self>,
+        method: &'static str,
+        params: Value,
+        capabilities: ClientCapabilities,
+    ) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let upstream = Arc::clone(self);
+        let mut parting = lock(&self.parting);
+        // The ones already answered, reaped so the set stays small.
+        while parting.try_join_next().is_some() {}
+        parting.spawn_on(
+            async move {
+                let _ = upstream.request(method, params, &capabilities).await;
+            },
+            &runtime,
+        );
+    }
+
+    /// Stops it (a stdio child is asked to exit) for good, once the
+    /// requests of [`Self::send_parting`] are answered (at most the
+    /// upstream's timeout).
     pub async fn close(&self) {
         self.closing.store(true, Ordering::SeqCst);
+        let mut parting = std::mem::take(&mut *lock(&self.parting));
+        let drained = async { while parting.join_next().await.is_some() {} };
+        if tokio::time::timeout(self.config.timeout, drained)
+            .await
+            .is_err()
+        {
+            tracing::warn!(upstream = %self.config.name, "closing with requests for gone calls unanswered");
+        }
         let link = lock(&self.link).take();
         if let Some(link) = link {
             link.transport.close().await;

@@ -17,6 +17,9 @@ pub const ROLE: &str = "TERN_GATEWAY_IT_ROLE";
 pub const WHO: &str = "TERN_GATEWAY_IT_WHO";
 /// A file whose presence makes the child exit at once (a failing restart).
 pub const FAIL_IF: &str = "TERN_GATEWAY_IT_FAIL_IF";
+/// A file `task_hold` appends a line to when its task is cancelled: read
+/// after the child is gone.
+pub const CANCELLED_TO: &str = "TERN_GATEWAY_IT_CANCELLED_TO";
 
 #[test]
 fn entry() {
@@ -144,6 +147,15 @@ async fn task_hold(ctx: Ctx) -> String {
     tokio::spawn(async move {
         watch.cancelled().await;
         TASK_HELD[1].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if let Ok(path) = std::env::var(CANCELLED_TO) {
+            use std::io::Write as _;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap();
+            writeln!(file, "cancelled").unwrap();
+        }
     });
     std::future::pending::<()>().await;
     "held to the end".into()

@@ -50,7 +50,11 @@ impl AnswerSource for Session {
 }
 
 async fn start() -> Gateway {
-    let file = json!({"mcpServers": {"a": upstream("a", json!({}))}}).to_string();
+    start_with(json!({})).await
+}
+
+async fn start_with(extra: Value) -> Gateway {
+    let file = json!({"mcpServers": {"a": upstream("a", extra)}}).to_string();
     bounded(Gateway::start(
         GatewayConfig::parse(&file).unwrap(),
         GatewayOptions::default(),
@@ -139,4 +143,41 @@ async fn a_call_dropped_while_its_task_is_followed_cancels_the_task() {
     // The call is dropped with the select: the task is cancelled upstream.
     bounded(until_held(&c, "began 1, cancelled 1")).await;
     gateway.close().await;
+}
+
+/// The gateway closed the moment a followed call is dropped (a shutdown
+/// with calls in flight): the task's `tasks/cancel`, sent in the background
+/// by the drop, still reaches the upstream before its link is closed, so the
+/// task is not left running upstream until its TTL.
+#[tokio::test]
+async fn a_gateway_closed_as_a_followed_call_is_dropped_still_cancels_the_task() {
+    let dir = std::env::temp_dir().join(format!("tern-gateway-cancelled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = dir.join("cancelled");
+    let _ = std::fs::remove_file(&record);
+    let gateway =
+        start_with(json!({"env": {crate::child::CANCELLED_TO: record.display().to_string()}}))
+            .await;
+    let c = client(&gateway);
+    let session: Arc<dyn AnswerSource> = Arc::new(Session::default());
+    let calling = c.send_awaiting(
+        "tools/call",
+        json!({"name": "a__task_hold", "arguments": {}}),
+        session,
+    );
+    bounded(async {
+        tokio::select! {
+            done = calling => panic!("task_hold ended on its own: {:?}", done.outcome),
+            () = until_held(&c, "began 1, cancelled 0") => {}
+        }
+    })
+    .await;
+    // Dropped with the select; closed at once, the upstream child with it.
+    bounded(gateway.close()).await;
+    let recorded = std::fs::read_to_string(&record).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        recorded, "cancelled\n",
+        "the upstream's task was not cancelled before the gateway closed"
+    );
 }
