@@ -246,8 +246,8 @@ const STEPS: usize = 8;
 
 /// A bridged upstream call: the driver's steps and notifications, and the
 /// question pending while it is held. Dropped before its end, it answers
-/// the pending question as undeclared and stops the driver (the upstream
-/// request is cancelled: `notifications/cancelled`).
+/// the pending question and those queued behind it as undeclared and stops
+/// the driver (the upstream request is cancelled: `notifications/cancelled`).
 struct Call {
     upstream: Arc<Upstream>,
     steps: mpsc::Receiver<Step>,
@@ -267,6 +267,14 @@ impl Drop for Call {
             && let Err(Some(live)) = stop.send(pending)
         {
             self.upstream.answer_undeclared(live);
+        }
+        // Dropped unanswered, a queued question would answer the server with
+        // an error, as if the client had failed: it gets what the pending one
+        // got.
+        while let Ok(step) = self.steps.try_recv() {
+            if let Step::Ask(live) = step {
+                self.upstream.answer_undeclared(*live);
+            }
         }
     }
 }

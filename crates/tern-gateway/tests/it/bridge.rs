@@ -55,7 +55,11 @@ fn client(gateway: &Gateway) -> TestClient {
 /// Every message the upstream received so far.
 async fn seen(c: &TestClient) -> Vec<Value> {
     let out = bounded(c.call_tool("seen", json!({}))).await;
-    serde_json::from_str(out.text().expect("seen")).unwrap()
+    serde_json::from_str(
+        out.text()
+            .unwrap_or_else(|| panic!("seen: {:?}", out.outcome)),
+    )
+    .unwrap()
 }
 
 /// Waits (bounded) until the upstream received a message `matches` says
@@ -307,6 +311,41 @@ async fn past_its_ttl_a_held_call_is_answered_cancel_and_cancelled_upstream() {
         late.outcome
     );
     assert_eq!(calls(&c, "ask").await, 1);
+    gateway.close().await;
+}
+
+/// A 2025 server that asks twice at once: the first question is held for
+/// the client, the second waits behind it. Past the TTL both are answered
+/// `cancel`, the queued one too (it was dropped, which answers the server
+/// with an error, as if the client had failed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_its_ttl_a_held_calls_queued_question_is_answered_cancel_too() {
+    let gateway = start(
+        json!({}),
+        GatewayOptions::default().held(Duration::from_secs(1), 16),
+    )
+    .await;
+    let c = client(&gateway);
+    let first = bounded(c.call_tool("ask_twice", json!({}))).await;
+    assert_eq!(first.input_keys().len(), 1, "{:?}", first.outcome);
+    // No other call until the held one is gone: over a 2025 stdio link a
+    // question is routed to the one call that can have asked it, and a
+    // second call in flight would make the queued question ambiguous.
+    bounded(async {
+        while gateway.held() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let all = until_seen(&c, |all| {
+        answer_to(all, "q1-a").is_some() && answer_to(all, "q1-b").is_some()
+    })
+    .await;
+    for id in ["q1-a", "q1-b"] {
+        let answer = answer_to(&all, id).unwrap();
+        assert_eq!(answer["result"]["action"], "cancel", "{id}: {answer}");
+    }
+    assert_eq!(gateway.held(), 0);
     gateway.close().await;
 }
 

@@ -4,7 +4,8 @@
 //! `notifications/cancelled`, `logging/setLevel`, what `initialize`
 //! declared).
 //!
-//! Tools: `ask` (an `elicitation/create`, form mode), `sample`
+//! Tools: `ask` (an `elicitation/create`, form mode), `ask_twice` (two at
+//! once, ids `qN-a` and `qN-b`), `sample`
 //! (`sampling/createMessage`), `roots` (`roots/list`), `url` (`-32042` on
 //! its odd calls, done on its even ones), `log` (a log message at each level, then
 //! done), `seen` (the messages so far, a JSON array), `calls` (how many
@@ -70,6 +71,7 @@ async fn serve() {
                     "serverInfo": {"name": "raw-legacy", "version": "1"}}})),
                 "tools/list" => write(&json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
                     {"name": "ask", "inputSchema": {"type": "object"}},
+                    {"name": "ask_twice", "inputSchema": {"type": "object"}},
                     {"name": "sample", "inputSchema": {"type": "object"}},
                     {"name": "roots", "inputSchema": {"type": "object"}},
                     {"name": "url", "inputSchema": {"type": "object"}},
@@ -145,6 +147,21 @@ async fn call(
                 }
                 other => format!("declined: {}", other.unwrap_or("?")),
             })
+        }
+        "ask_twice" => {
+            let form = |message: &str| {
+                json!({"mode": "form", "message": message,
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}})
+            };
+            let (a, b) = (format!("{question}-a"), format!("{question}-b"));
+            let (a, b) = tokio::join!(
+                ask(pending, &a, "elicitation/create", form("First?")),
+                ask(pending, &b, "elicitation/create", form("Second?")),
+            );
+            Ok(format!(
+                "{} {}",
+                a["result"]["action"], b["result"]["action"]
+            ))
         }
         "sample" => {
             let answer = ask(
