@@ -255,6 +255,8 @@ struct Call {
     pending: Option<LiveRequest>,
     /// Stops the driver, handing it the pending question to answer first.
     stop: Option<oneshot::Sender<Option<LiveRequest>>>,
+    /// Fires when the request has gone out; `None` once it has.
+    sent: Option<oneshot::Receiver<()>>,
 }
 
 impl Drop for Call {
@@ -527,6 +529,7 @@ impl Bridge {
         let (step_tx, steps) = mpsc::channel(STEPS);
         let (note_tx, notes) = mpsc::channel(NOTES);
         let (stop, stopped) = oneshot::channel::<Option<LiveRequest>>();
+        let (going, gone) = oneshot::channel::<()>();
         let capabilities = leg.ctx.client_capabilities().clone();
         let progress = leg.ctx.meta().progress_token.is_some();
         let level = leg.ctx.meta().log_level;
@@ -534,7 +537,9 @@ impl Bridge {
             Some(level) => Some(self.enter_level(upstream, level).await),
             None => None,
         };
-        // A question may wait for its client as long as a held call lives.
+        // A backstop for the whole call: `drive` bounds each stretch of the
+        // upstream's work by its timeout, and a question may wait for its
+        // client as long as a held call lives.
         let timeout = upstream.config().timeout + self.options.ttl;
         let driven = Arc::clone(upstream);
         tokio::spawn(async move {
@@ -556,6 +561,12 @@ impl Bridge {
             let on_note = move |n: ServerNotification| {
                 let _ = note_tx.try_send(n);
             };
+            let going = Mutex::new(Some(going));
+            let on_sent = move || {
+                if let Some(tx) = lock(&going).take() {
+                    let _ = tx.send(());
+                }
+            };
             let extras = Extras {
                 header_params: send.header_params,
                 progress,
@@ -563,6 +574,7 @@ impl Bridge {
                 on_notification: Some(&on_note),
                 on_live: Some(&on_live),
                 timeout: Some(timeout),
+                on_sent: Some(&on_sent),
             };
             // Stopped first, in this task: the pending question answered,
             // then the request dropped (`notifications/cancelled`) before
@@ -585,15 +597,39 @@ impl Bridge {
             notes,
             pending: None,
             stop: Some(stop),
+            sent: Some(gone),
         }
     }
 
     /// Waits for the call's next step: its end, or a question to hold.
+    ///
+    /// The upstream's `timeout` bounds each stretch of its own work (from
+    /// the request going out, or from the answer to its question, to its
+    /// next step); the time a question waits for its client is bounded by
+    /// the held TTL instead, and a wait for a place under the concurrency
+    /// cap by the relay. Past it the call ends "outcome unknown" and is
+    /// cancelled upstream.
     async fn drive(&self, mut call: Call, leg: &Downstream) -> Result<RelayOutcome, ErrorObject> {
+        let timeout = call.upstream.config().timeout;
+        let mut deadline = call
+            .sent
+            .is_none()
+            .then(|| tokio::time::Instant::now() + timeout);
         loop {
             tokio::select! {
                 biased;
                 Some(n) = call.notes.recv() => leg.tell(n),
+                went = async {
+                    match call.sent.as_mut() {
+                        Some(sent) => sent.await,
+                        None => std::future::pending().await,
+                    }
+                }, if call.sent.is_some() => {
+                    call.sent = None;
+                    if went.is_ok() {
+                        deadline = Some(tokio::time::Instant::now() + timeout);
+                    }
+                }
                 step = call.steps.recv() => match step {
                     None => return Err(lost(call.upstream.name())),
                     Some(Step::Done(answer)) => {
@@ -615,6 +651,10 @@ impl Bridge {
                         return Ok(self.park(call, leg, key, question));
                     }
                 },
+                () = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => {
+                    tracing::info!(upstream = %call.upstream.name(), "a bridged call past its timeout; cancelled upstream");
+                    return Err(call.upstream.timed_out(timeout));
+                }
             }
         }
     }

@@ -81,6 +81,10 @@ pub struct Extras<'a> {
     /// How long the request may take in place of the upstream's `timeout`
     /// (a bridged call waits for its client's answers too).
     pub timeout: Option<Duration>,
+    /// Told once the request goes out, after any wait for a place under the
+    /// upstream's `concurrency` cap (the era bridge starts its own clock on
+    /// the upstream's work then).
+    pub on_sent: Option<&'a (dyn Fn() + Send + Sync)>,
 }
 
 impl std::fmt::Debug for Extras<'_> {
@@ -601,6 +605,9 @@ impl Upstream {
             },
             None => None,
         };
+        if let Some(sent) = extras.on_sent {
+            sent();
+        }
         let sending = self.send_with(
             &link,
             method,
@@ -611,15 +618,21 @@ impl Upstream {
         );
         match tokio::time::timeout(timeout, sending).await {
             Ok(answer) => answer,
-            Err(_) => Err(ErrorObject::new(
-                tern_server::error::codes::OUTCOME_UNKNOWN,
-                format!(
-                    "The upstream server `{}` did not answer within {} s; the outcome is unknown",
-                    self.config.name,
-                    timeout.as_secs_f64()
-                ),
-            )),
+            Err(_) => Err(self.timed_out(timeout)),
         }
+    }
+
+    /// A request it did not answer within `timeout`: sent, so its outcome
+    /// is unknown.
+    pub(crate) fn timed_out(&self, timeout: Duration) -> ErrorObject {
+        ErrorObject::new(
+            tern_server::error::codes::OUTCOME_UNKNOWN,
+            format!(
+                "The upstream server `{}` did not answer within {} s; the outcome is unknown",
+                self.config.name,
+                timeout.as_secs_f64()
+            ),
+        )
     }
 
     async fn send(&self, link: &Link, method: &str, params: Value) -> Result<Value, ErrorObject> {

@@ -349,6 +349,29 @@ async fn past_its_ttl_a_held_calls_queued_question_is_answered_cancel_too() {
     gateway.close().await;
 }
 
+/// The upstream's `timeout` bounds its own work, not the held TTL added
+/// to it (which a question may wait for its client): a 2025 call that asks
+/// nothing and does not answer ends "outcome unknown" after the timeout,
+/// cancelled upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridged_call_that_asks_nothing_ends_at_the_upstreams_timeout_not_the_held_ttl() {
+    let gateway = start(json!({"timeout": 1}), GatewayOptions::default()).await;
+    let c = client(&gateway);
+    let started = std::time::Instant::now();
+    let out = bounded(c.call_tool("slow", json!({}))).await;
+    let took = started.elapsed();
+    assert_eq!(
+        out.error_code(),
+        Some(tern_server::error::codes::OUTCOME_UNKNOWN),
+        "{:?}",
+        out.outcome
+    );
+    assert!(took < Duration::from_secs(10), "ended after {took:?}");
+    let all = until_seen(&c, |all| !cancelled(all).is_empty()).await;
+    assert_eq!(cancelled(&all).len(), 1, "{all:?}");
+    gateway.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_url_elicitation_required_error_becomes_a_url_round_and_a_new_call() {
     let gateway = start(json!({}), GatewayOptions::default()).await;

@@ -5,7 +5,8 @@
 //! declared).
 //!
 //! Tools: `ask` (an `elicitation/create`, form mode), `ask_twice` (two at
-//! once, ids `qN-a` and `qN-b`), `sample`
+//! once, ids `qN-a` and `qN-b`), `slow` (done after 30 s, asking
+//! nothing), `sample`
 //! (`sampling/createMessage`), `roots` (`roots/list`), `url` (`-32042` on
 //! its odd calls, done on its even ones), `log` (a log message at each level, then
 //! done), `seen` (the messages so far, a JSON array), `calls` (how many
@@ -72,6 +73,7 @@ async fn serve() {
                 "tools/list" => write(&json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
                     {"name": "ask", "inputSchema": {"type": "object"}},
                     {"name": "ask_twice", "inputSchema": {"type": "object"}},
+                    {"name": "slow", "inputSchema": {"type": "object"}},
                     {"name": "sample", "inputSchema": {"type": "object"}},
                     {"name": "roots", "inputSchema": {"type": "object"}},
                     {"name": "url", "inputSchema": {"type": "object"}},
@@ -162,6 +164,10 @@ async fn call(
                 "{} {}",
                 a["result"]["action"], b["result"]["action"]
             ))
+        }
+        "slow" => {
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            Ok("slept".into())
         }
         "sample" => {
             let answer = ask(
