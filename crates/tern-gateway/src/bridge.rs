@@ -481,6 +481,21 @@ impl Bridge {
         lock(&self.inner.held).len()
     }
 
+    /// Lets go of the call held under `routing`, if this replica holds it:
+    /// its live round was left ([`tern_server::relay::Relay::abandon`]).
+    /// Dropped, it answers its question as undeclared and is cancelled
+    /// upstream.
+    pub(crate) fn release(&self, routing: &Value) {
+        let Some(id) = routing.get(HELD).and_then(Value::as_str) else {
+            return;
+        };
+        let parked = lock(&self.inner.held).remove(id);
+        if parked.is_some() {
+            tracing::info!("a held call's live round was left: let go");
+        }
+        drop(parked);
+    }
+
     /// One leg of a call to the 2025 `upstream`: a first leg starts the
     /// call, a retry resumes the held call its routing names (module docs).
     pub(crate) async fn leg(

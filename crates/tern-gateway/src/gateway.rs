@@ -642,6 +642,30 @@ impl Relay for Gateway {
         self.catalogue().tools.headers.get(name).cloned()
     }
 
+    /// A live round its client left: a followed task is cancelled upstream,
+    /// a held 2025 call let go (its question answered `cancel`, its request
+    /// cancelled), rather than kept until the task's or the hold's TTL.
+    fn abandon(&self, ctx: &tern_server::Ctx, routing: Value) {
+        let Some(upstream) = self
+            .slots()
+            .iter()
+            .find(|u| routing["u"].as_str() == Some(u.name()))
+            .cloned()
+        else {
+            return;
+        };
+        if let Some(task_id) = tasked::task_of(&routing) {
+            tracing::info!(upstream = %upstream.name(), "a live round of a followed task was left: cancelling the task");
+            upstream.send_parting(
+                method::TASKS_CANCEL,
+                json!({"taskId": task_id}),
+                tasked::capabilities(ctx),
+            );
+        } else {
+            self.inner.bridge.release(&routing);
+        }
+    }
+
     fn completes(&self) -> bool {
         true
     }

@@ -67,6 +67,19 @@ pub fn is_tasked(routing: Option<&Value>) -> bool {
     routing.is_some_and(|r| r.get(TASK).is_some())
 }
 
+/// The upstream task a task-bridged round's routing follows.
+pub(crate) fn task_of(routing: &Value) -> Option<&str> {
+    routing.get(TASK).and_then(Value::as_str)
+}
+
+/// What the gateway declares upstream for `ctx`'s call of a task-required
+/// tool: the client's capabilities and the Tasks extension.
+pub(crate) fn capabilities(ctx: &tern_server::Ctx) -> tern_protocol::ClientCapabilities {
+    ctx.client_capabilities()
+        .clone()
+        .with_extension(TASKS_EXTENSION)
+}
+
 /// One leg of a task-required tool for a client without the extension:
 /// the task created (first leg) or answered (a retry), then followed.
 pub(crate) async fn leg(
@@ -75,13 +88,8 @@ pub(crate) async fn leg(
     params: Value,
     header_params: Vec<(String, String)>,
 ) -> Result<RelayOutcome, ErrorObject> {
-    // The client's capabilities and the extension, declared by the gateway.
-    let capabilities = leg
-        .ctx
-        .client_capabilities()
-        .clone()
-        .with_extension(TASKS_EXTENSION);
-    let task_id = if let Some(id) = leg.routing.as_ref().and_then(|r| r[TASK].as_str()) {
+    let capabilities = capabilities(&leg.ctx);
+    let task_id = if let Some(id) = leg.routing.as_ref().and_then(task_of) {
         let responses = leg.input_responses.as_ref().map_or_else(
             || json!({}),
             |r| serde_json::to_value(r).unwrap_or_default(),

@@ -835,8 +835,8 @@ impl Upstream {
     }
 
     /// Stops it (a stdio child is asked to exit) for good, once the
-    /// requests of [`Self::send_parting`] are answered (at most the
-    /// upstream's timeout).
+    /// requests sent for calls already gone (a dropped follower's
+    /// `tasks/cancel`) are answered, at most the upstream's timeout.
     pub async fn close(&self) {
         self.closing.store(true, Ordering::SeqCst);
         let mut parting = std::mem::take(&mut *lock(&self.parting));

@@ -15,7 +15,7 @@ use tern_server::testing::TestClient;
 use tern_server::{KeyRing, Principal};
 
 use crate::child::ROLE;
-use crate::gateway::{accept, bounded};
+use crate::gateway::{Leaving, accept, bounded};
 
 fn legacy(extra: Value) -> Value {
     let exe = std::env::current_exe().unwrap();
@@ -369,6 +369,42 @@ async fn a_bridged_call_that_asks_nothing_ends_at_the_upstreams_timeout_not_the_
     assert!(took < Duration::from_secs(10), "ended after {took:?}");
     let all = until_seen(&c, |all| !cancelled(all).is_empty()).await;
     assert_eq!(cancelled(&all).len(), 1, "{all:?}");
+    gateway.close().await;
+}
+
+/// A 2025 session's client (the gateway asks it live) that leaves before it
+/// answers: the held upstream call is let go at once — its question
+/// answered `cancel`, its request cancelled — not kept for the held TTL
+/// (ten minutes here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_question_left_unanswered_lets_the_held_call_go_at_once() {
+    let gateway = start(json!({}), GatewayOptions::default()).await;
+    let c = client(&gateway);
+    let leaving = std::sync::Arc::new(Leaving::default());
+    let session: std::sync::Arc<dyn tern_server::AnswerSource> = leaving.clone();
+    let calling = c.send_awaiting(
+        "tools/call",
+        json!({"name": "ask", "arguments": {}}),
+        session,
+    );
+    bounded(async {
+        tokio::select! {
+            done = calling => panic!("ask ended unanswered: {:?}", done.outcome),
+            () = leaving.asked.notified() => {}
+        }
+    })
+    .await;
+    bounded(async {
+        while gateway.held() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let all = until_seen(&c, |all| {
+        answer_to(all, "q1").is_some() && !cancelled(all).is_empty()
+    })
+    .await;
+    assert_eq!(answer_to(&all, "q1").unwrap()["result"]["action"], "cancel");
     gateway.close().await;
 }
 

@@ -167,6 +167,30 @@ async fn task_held() -> String {
     format!("began {}, cancelled {}", n(0), n(1))
 }
 
+/// Tasks of `task_ask_hold` that asked, and that saw their cancellation.
+static TASK_ASKED: [std::sync::atomic::AtomicU64; 2] = [
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+];
+
+/// As a task: asks to go, and counts its cancellation while it waits.
+async fn task_ask_hold(ctx: Ctx) -> Result<String, ToolError> {
+    TASK_ASKED[0].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let watch = ctx.clone();
+    tokio::spawn(async move {
+        watch.cancelled().await;
+        TASK_ASKED[1].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    ctx.ask(Elicit::<Go>::form("Go?").key("go")).await?;
+    Ok("went".into())
+}
+
+/// `asked N, cancelled M` of `task_ask_hold`.
+async fn task_ask_held() -> String {
+    let n = |i: usize| TASK_ASKED[i].load(std::sync::atomic::Ordering::SeqCst);
+    format!("asked {}, cancelled {}", n(0), n(1))
+}
+
 /// As a task: asks to go, then goes.
 async fn task_go(ctx: Ctx) -> Result<String, ToolError> {
     let Answer::Accept(Go { go: true }) = ctx.ask(Elicit::<Go>::form("Go?").key("go")).await?
@@ -201,6 +225,21 @@ fn upstream() -> Server {
             .task_from_start(),
         )
         .tool(ToolDef::new("task_held", "What task_hold saw", task_held))
+        .tool(
+            ToolDef::new(
+                "task_ask_hold",
+                "Asks, as a task only, and counts its cancellation",
+                task_ask_hold,
+            )
+            .elicits::<Go>()
+            .task(tern_server::TaskSupport::Required)
+            .task_from_start(),
+        )
+        .tool(ToolDef::new(
+            "task_ask_held",
+            "What task_ask_hold saw",
+            task_ask_held,
+        ))
         .tool(ToolDef::new("touch", "Its readme changed", move || {
             let (changes, readme) = (changes.clone(), readme.clone());
             async move {

@@ -20,6 +20,32 @@ pub async fn bounded<T>(f: impl Future<Output = T>) -> T {
         .expect("the gateway test stalled")
 }
 
+/// Asked, never answers: the client of a 2025 session that leaves.
+#[derive(Default)]
+pub struct Leaving {
+    pub asked: tokio::sync::Notify,
+}
+
+impl tern_server::AnswerSource for Leaving {
+    fn answers(
+        &self,
+        _questions: tern_protocol::InputRequests,
+    ) -> tern_server::replay::BoxFuture<
+        'static,
+        Result<
+            Vec<(String, tern_protocol::mrtr::InputResponse)>,
+            tern_protocol::error::ErrorObject,
+        >,
+    > {
+        self.asked.notify_one();
+        Box::pin(std::future::pending())
+    }
+
+    fn question_timeout(&self) -> Duration {
+        Duration::from_secs(30)
+    }
+}
+
 /// An upstream entry: this test binary as `who`, with `extra` keys.
 pub fn upstream(who: &str, extra: Value) -> Value {
     let exe = std::env::current_exe().unwrap();
@@ -87,7 +113,7 @@ pub fn accept(content: Value) -> Value {
 async fn one_catalogue_over_two_upstreams_routes_every_call() {
     let gateway = bounded(start(json!({
         "a": upstream("a", json!({})),
-        "b": upstream("b", json!({"prefix": "", "deny": ["crash", "effect", "effect_then_die", "effects", "hold", "held", "touch", "relist", "task_ask", "task_go", "task_hold", "task_held"]})),
+        "b": upstream("b", json!({"prefix": "", "deny": ["crash", "effect", "effect_then_die", "effects", "hold", "held", "touch", "relist", "task_ask", "task_go", "task_hold", "task_held", "task_ask_hold", "task_ask_held"]})),
     })))
     .await
     .unwrap();
@@ -108,6 +134,8 @@ async fn one_catalogue_over_two_upstreams_routes_every_call() {
             "a__hold",
             "a__relist",
             "a__task_ask",
+            "a__task_ask_held",
+            "a__task_ask_hold",
             "a__task_go",
             "a__task_held",
             "a__task_hold",

@@ -16,7 +16,7 @@ use tern_protocol::mrtr::{InputKind, InputResponse};
 use tern_server::AnswerSource;
 use tern_server::replay::BoxFuture;
 
-use crate::gateway::{accept, bounded, client, upstream};
+use crate::gateway::{Leaving, accept, bounded, client, upstream};
 
 /// Answers every question with a name, recording the messages asked.
 #[derive(Default)]
@@ -180,4 +180,40 @@ async fn a_gateway_closed_as_a_followed_call_is_dropped_still_cancels_the_task()
         recorded, "cancelled\n",
         "the upstream's task was not cancelled before the gateway closed"
     );
+}
+
+/// A 2025 session's call of a task-only tool whose task asks: the gateway
+/// asks the client live, and the client leaves (the call dropped, as its
+/// `notifications/cancelled` drops it) before it answers. The upstream
+/// task, waiting in `input_required`, is cancelled then, not left to its
+/// TTL ([`tern_server::relay::Relay::abandon`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_question_of_a_followed_task_left_unanswered_cancels_the_task() {
+    let gateway = start().await;
+    let c = client(&gateway);
+    let leaving = Arc::new(Leaving::default());
+    let session: Arc<dyn AnswerSource> = leaving.clone();
+    let calling = c.send_awaiting(
+        "tools/call",
+        json!({"name": "a__task_ask_hold", "arguments": {}}),
+        session,
+    );
+    bounded(async {
+        tokio::select! {
+            done = calling => panic!("task_ask_hold ended unanswered: {:?}", done.outcome),
+            () = leaving.asked.notified() => {}
+        }
+    })
+    .await;
+    let held = || async {
+        let seen = c.call_tool("a__task_ask_held", json!({})).await;
+        seen.text().map(str::to_owned)
+    };
+    bounded(async {
+        while held().await.as_deref() != Some("asked 1, cancelled 1") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    gateway.close().await;
 }

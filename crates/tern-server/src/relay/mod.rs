@@ -325,6 +325,19 @@ pub trait Relay: Send + Sync + 'static {
         Following::new(Box::new(()))
     }
 
+    /// A live round ended unanswered: the leg of `ctx`'s call answered
+    /// `input_required` with `routing`, the server asked its client itself
+    /// (a 2025-11-25 session, or a task: the *await* strategy), and the
+    /// request was cancelled, its session or connection went, or the
+    /// answers never came. The relay lets go of what the routing holds (an
+    /// upstream's task, a held upstream call) instead of waiting for a
+    /// retry that cannot come. Under MRTR a client that never retries is
+    /// not seen, so this is never called there: what the routing holds
+    /// must expire on its own too. Default: nothing.
+    fn abandon(&self, ctx: &Ctx, routing: Value) {
+        let _ = (ctx, routing);
+    }
+
     /// It answers `completion/complete` (the `completions` capability is
     /// then declared). Default: no.
     fn completes(&self) -> bool {

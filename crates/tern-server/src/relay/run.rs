@@ -193,6 +193,14 @@ async fn awaiting(
                     RelayOutcome::Complete(result) => return Ok(result),
                     RelayOutcome::InputRequired { requests, routing } => (requests, routing),
                 };
+                // Until the next leg takes it, the relay is told if the
+                // round ends here (past the round limit, dropped, or its
+                // answers refused).
+                let mut unanswered = Unanswered {
+                    relay: &relay,
+                    ctx: &ctx,
+                    routing: Some(next),
+                };
                 round += 1;
                 if round > max_rounds.saturating_add(1) {
                     return Err(ToolError::protocol(
@@ -203,19 +211,19 @@ async fn awaiting(
                         .with_data(serde_json::json!({ "maxRounds": max_rounds })),
                     ));
                 }
-                routing = Some(next);
                 if requests.is_empty() {
                     // A state-only round: come back later, as a client
                     // would, with a growing pause.
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(1));
-                    continue;
+                } else {
+                    let keys: Vec<String> = requests.keys().cloned().collect();
+                    let answers = ctx
+                        .ask_all(requests.into_iter().map(|(k, r)| AskInput::new(k, r)))
+                        .await?;
+                    responses = Some(keys.into_iter().zip(answers).collect());
                 }
-                let keys: Vec<String> = requests.keys().cloned().collect();
-                let answers = ctx
-                    .ask_all(requests.into_iter().map(|(k, r)| AskInput::new(k, r)))
-                    .await?;
-                responses = Some(keys.into_iter().zip(answers).collect());
+                routing = unanswered.routing.take();
             }
         })
     };
@@ -232,6 +240,23 @@ async fn awaiting(
             strategy,
         )
         .await
+}
+
+/// A live round's routing while its questions are out: dropped still
+/// holding it (the handler's future dropped, or its answers refused), it
+/// tells the relay ([`Relay::abandon`]).
+struct Unanswered<'a> {
+    relay: &'a Arc<dyn Relay>,
+    ctx: &'a Ctx,
+    routing: Option<Value>,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if let Some(routing) = self.routing.take() {
+            self.relay.abandon(self.ctx, routing);
+        }
+    }
 }
 
 /// Every relayed request is one this request declared the capability for

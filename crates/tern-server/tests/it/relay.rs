@@ -97,6 +97,8 @@ struct ToUpstream {
     sent: Mutex<Vec<Value>>,
     /// Each upstream `tools/call`'s result.
     got: Arc<Mutex<Vec<Value>>>,
+    /// The routing of each live round left unanswered (`Relay::abandon`).
+    abandoned: Mutex<Vec<Value>>,
 }
 
 const PREFIX: &str = "up__";
@@ -107,6 +109,7 @@ impl ToUpstream {
             upstream: Arc::new(TestClient::new(upstream())),
             sent: Mutex::default(),
             got: Arc::default(),
+            abandoned: Mutex::default(),
         })
     }
 
@@ -122,6 +125,10 @@ impl ToUpstream {
 impl Relay for ToUpstream {
     fn lists(&self) -> &[ListKind] {
         &[ListKind::Tools]
+    }
+
+    fn abandon(&self, _ctx: &Ctx, routing: Value) {
+        self.abandoned.lock().unwrap().push(routing);
     }
 
     fn list(
@@ -553,6 +560,10 @@ async fn under_await_each_relayed_round_is_asked_on_the_session() {
         "gateway"
     );
     assert_eq!(source.published.lock().unwrap().len(), 2);
+    assert!(
+        relay.abandoned.lock().unwrap().is_empty(),
+        "answered rounds are not left"
+    );
     let sent = relay.sent();
     assert_eq!(sent.len(), 3, "one upstream leg per round");
     assert_eq!(
@@ -577,6 +588,51 @@ async fn under_await_each_relayed_round_is_asked_on_the_session() {
         refused.error_code(),
         Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY)
     );
+}
+
+/// Asked, never answers: a session's client that leaves.
+#[derive(Default)]
+struct Leaving {
+    asked: tokio::sync::Notify,
+}
+
+impl AnswerSource for Leaving {
+    fn answers(
+        &self,
+        _questions: InputRequests,
+    ) -> BoxFuture<'static, Result<Vec<(String, InputResponse)>, ErrorObject>> {
+        self.asked.notify_one();
+        Box::pin(std::future::pending())
+    }
+
+    fn question_timeout(&self) -> Duration {
+        Duration::from_secs(30)
+    }
+}
+
+/// A live round whose client leaves before it answers (the request
+/// dropped): the relay is told, with the routing of the leg that asked, so
+/// it can let go of what that routing holds upstream.
+#[tokio::test]
+async fn under_await_a_round_left_unanswered_is_handed_back_to_the_relay() {
+    let relay = ToUpstream::new();
+    let (client, _) = gateway(Arc::clone(&relay));
+    let leaving = Arc::new(Leaving::default());
+    let source: Arc<dyn AnswerSource> = leaving.clone();
+    let calling = client.send_awaiting(
+        "tools/call",
+        json!({"name": "up__ask_name", "arguments": {}}),
+        source,
+    );
+    tokio::select! {
+        done = calling => panic!("ended unanswered: {:?}", done.outcome),
+        () = leaving.asked.notified() => {}
+    }
+    let abandoned = relay.abandoned.lock().unwrap().clone();
+    assert_eq!(abandoned.len(), 1, "{abandoned:?}");
+    // The routing the relay answered with: the upstream's own state.
+    assert_eq!(abandoned[0]["u"], "up");
+    assert_eq!(abandoned[0]["s"], relay.got()[0]["requestState"]);
 }
 
 /// `AskInput`: any input request, answered with the raw response.
