@@ -15,7 +15,7 @@ use tern_server::testing::TestClient;
 use tern_server::{KeyRing, Principal};
 
 use crate::child::ROLE;
-use crate::gateway::{Leaving, accept, bounded};
+use crate::gateway::{accept, bounded, left_unanswered};
 
 fn legacy(extra: Value) -> Value {
     let exe = std::env::current_exe().unwrap();
@@ -380,20 +380,7 @@ async fn a_bridged_call_that_asks_nothing_ends_at_the_upstreams_timeout_not_the_
 async fn a_live_question_left_unanswered_lets_the_held_call_go_at_once() {
     let gateway = start(json!({}), GatewayOptions::default()).await;
     let c = client(&gateway);
-    let leaving = std::sync::Arc::new(Leaving::default());
-    let session: std::sync::Arc<dyn tern_server::AnswerSource> = leaving.clone();
-    let calling = c.send_awaiting(
-        "tools/call",
-        json!({"name": "ask", "arguments": {}}),
-        session,
-    );
-    bounded(async {
-        tokio::select! {
-            done = calling => panic!("ask ended unanswered: {:?}", done.outcome),
-            () = leaving.asked.notified() => {}
-        }
-    })
-    .await;
+    left_unanswered(&c, "ask").await;
     bounded(async {
         while gateway.held() > 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -22,8 +22,8 @@ pub async fn bounded<T>(f: impl Future<Output = T>) -> T {
 
 /// Asked, never answers: the client of a 2025 session that leaves.
 #[derive(Default)]
-pub struct Leaving {
-    pub asked: tokio::sync::Notify,
+struct Leaving {
+    asked: tokio::sync::Notify,
 }
 
 impl tern_server::AnswerSource for Leaving {
@@ -44,6 +44,26 @@ impl tern_server::AnswerSource for Leaving {
     fn question_timeout(&self) -> Duration {
         Duration::from_secs(30)
     }
+}
+
+/// Calls `tool` as a 2025 session whose client never answers, and drops
+/// the call once it is asked (as the client's `notifications/cancelled`
+/// drops it).
+pub async fn left_unanswered(c: &TestClient, tool: &str) {
+    let leaving = std::sync::Arc::new(Leaving::default());
+    let session: std::sync::Arc<dyn tern_server::AnswerSource> = leaving.clone();
+    let calling = c.send_awaiting(
+        "tools/call",
+        json!({"name": tool, "arguments": {}}),
+        session,
+    );
+    bounded(async {
+        tokio::select! {
+            done = calling => panic!("{tool} ended unanswered: {:?}", done.outcome),
+            () = leaving.asked.notified() => {}
+        }
+    })
+    .await;
 }
 
 /// An upstream entry: this test binary as `who`, with `extra` keys.

@@ -16,7 +16,7 @@ use tern_protocol::mrtr::{InputKind, InputResponse};
 use tern_server::AnswerSource;
 use tern_server::replay::BoxFuture;
 
-use crate::gateway::{Leaving, accept, bounded, client, upstream};
+use crate::gateway::{accept, bounded, client, left_unanswered, upstream};
 
 /// Answers every question with a name, recording the messages asked.
 #[derive(Default)]
@@ -119,14 +119,8 @@ async fn until_held(c: &tern_server::testing::TestClient, want: &str) {
     }
 }
 
-/// A 2025 session's call of a task-only tool, dropped while the gateway
-/// follows the task (as its client's `notifications/cancelled` or a closed
-/// connection drops the relayed leg): the gateway cancels the upstream
-/// task rather than leave it running for no one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_dropped_while_its_task_is_followed_cancels_the_task() {
-    let gateway = start().await;
-    let c = client(&gateway);
+/// A 2025 session's call of `task_hold`, dropped once its task began.
+async fn held_then_dropped(c: &tern_server::testing::TestClient) {
     let session: Arc<dyn AnswerSource> = Arc::new(Session::default());
     let calling = c.send_awaiting(
         "tools/call",
@@ -136,11 +130,22 @@ async fn a_call_dropped_while_its_task_is_followed_cancels_the_task() {
     bounded(async {
         tokio::select! {
             done = calling => panic!("task_hold ended on its own: {:?}", done.outcome),
-            () = until_held(&c, "began 1, cancelled 0") => {}
+            () = until_held(c, "began 1, cancelled 0") => {}
         }
     })
     .await;
-    // The call is dropped with the select: the task is cancelled upstream.
+}
+
+/// A 2025 session's call of a task-only tool, dropped while the gateway
+/// follows the task (as its client's `notifications/cancelled` or a closed
+/// connection drops the relayed leg): the gateway cancels the upstream
+/// task rather than leave it running for no one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_while_its_task_is_followed_cancels_the_task() {
+    let gateway = start().await;
+    let c = client(&gateway);
+    held_then_dropped(&c).await;
+    // The call was dropped: the task is cancelled upstream.
     bounded(until_held(&c, "began 1, cancelled 1")).await;
     gateway.close().await;
 }
@@ -159,20 +164,8 @@ async fn a_gateway_closed_as_a_followed_call_is_dropped_still_cancels_the_task()
         start_with(json!({"env": {crate::child::CANCELLED_TO: record.display().to_string()}}))
             .await;
     let c = client(&gateway);
-    let session: Arc<dyn AnswerSource> = Arc::new(Session::default());
-    let calling = c.send_awaiting(
-        "tools/call",
-        json!({"name": "a__task_hold", "arguments": {}}),
-        session,
-    );
-    bounded(async {
-        tokio::select! {
-            done = calling => panic!("task_hold ended on its own: {:?}", done.outcome),
-            () = until_held(&c, "began 1, cancelled 0") => {}
-        }
-    })
-    .await;
-    // Dropped with the select; closed at once, the upstream child with it.
+    held_then_dropped(&c).await;
+    // Dropped; closed at once, the upstream child with it.
     bounded(gateway.close()).await;
     let recorded = std::fs::read_to_string(&record).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
@@ -191,20 +184,7 @@ async fn a_gateway_closed_as_a_followed_call_is_dropped_still_cancels_the_task()
 async fn a_live_question_of_a_followed_task_left_unanswered_cancels_the_task() {
     let gateway = start().await;
     let c = client(&gateway);
-    let leaving = Arc::new(Leaving::default());
-    let session: Arc<dyn AnswerSource> = leaving.clone();
-    let calling = c.send_awaiting(
-        "tools/call",
-        json!({"name": "a__task_ask_hold", "arguments": {}}),
-        session,
-    );
-    bounded(async {
-        tokio::select! {
-            done = calling => panic!("task_ask_hold ended unanswered: {:?}", done.outcome),
-            () = leaving.asked.notified() => {}
-        }
-    })
-    .await;
+    left_unanswered(&c, "a__task_ask_hold").await;
     let held = || async {
         let seen = c.call_tool("a__task_ask_held", json!({})).await;
         seen.text().map(str::to_owned)
