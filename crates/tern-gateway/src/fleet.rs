@@ -69,9 +69,10 @@ pub async fn options(
 /// listens on `tern-gateway:bridge:REPLICA`; a retry of a call another
 /// replica holds is published there with the name of a reply channel the
 /// forwarding replica subscribed to first, and the holder publishes the
-/// outcome on it. No replica listening (it is gone): the held call is gone
-/// with it, answered `-32602`; no outcome within the wait: "outcome
-/// unknown", never a second send.
+/// outcome on it. No replica listening: published again for a few seconds
+/// (the holder may be subscribing again), then the holder is taken as gone
+/// and its held call with it, answered `-32602`; no outcome within the
+/// wait: "outcome unknown", never a second send that could be heard.
 pub struct RedisHandoff {
     client: redis::Client,
     conn: redis::aio::ConnectionManager,
@@ -85,6 +86,11 @@ impl std::fmt::Debug for RedisHandoff {
             .finish_non_exhaustive()
     }
 }
+
+/// How long a retry is published again while no replica hears it: longer
+/// than a holder's longest pause between two subscriptions (2 s, then the
+/// time to connect), short enough that a replica truly gone is said soon.
+const RESUBSCRIBING: Duration = Duration::from_secs(4);
 
 fn channel(replica: &str) -> String {
     format!("{PREFIX}:bridge:{replica}")
@@ -144,19 +150,32 @@ impl Handoff for RedisHandoff {
             let mut pubsub = client.get_async_pubsub().await.map_err(unknown)?;
             pubsub.subscribe(&reply).await.map_err(unknown)?;
             let message = json!({"reply": reply, "request": request}).to_string();
-            // Published once, never again: a second copy would resume the
-            // call twice. A failed publish leaves the call held, so the
-            // client's next retry of the same state still resumes it.
-            let listening: i64 = redis::cmd("PUBLISH")
-                .arg(&to)
-                .arg(message)
-                .query_async(&mut conn)
-                .await
-                .map_err(unknown)?;
-            if listening == 0 {
-                return Err(ErrorObject::invalid_params(
-                    "Invalid or expired requestState: the gateway replica holding the call is gone; it was not repeated",
-                ));
+            // Heard once, never again: a second copy would resume the call
+            // twice. A failed publish leaves the call held, so the client's
+            // next retry of the same state still resumes it. Heard by no
+            // one, it may be the holder between two subscriptions (its
+            // connection to Redis went and is made again, within its
+            // backoff): published again, which no one can hear twice, for
+            // at most `RESUBSCRIBING`.
+            let heard_by = tokio::time::Instant::now() + RESUBSCRIBING.min(wait);
+            let mut pause = Duration::from_millis(50);
+            loop {
+                let listening: i64 = redis::cmd("PUBLISH")
+                    .arg(&to)
+                    .arg(&message)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(unknown)?;
+                if listening > 0 {
+                    break;
+                }
+                if tokio::time::Instant::now() + pause > heard_by {
+                    return Err(ErrorObject::invalid_params(
+                        "Invalid or expired requestState: the gateway replica holding the call is gone; it was not repeated",
+                    ));
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
             }
             let mut messages = pubsub.into_on_message();
             match tokio::time::timeout(wait, messages.next()).await {

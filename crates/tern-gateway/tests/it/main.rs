@@ -17,6 +17,8 @@ mod bridge;
 mod child;
 mod dedupe;
 mod gateway;
+#[cfg(feature = "fleet")]
+mod handoff;
 mod health;
 mod layers;
 mod legacy_child;

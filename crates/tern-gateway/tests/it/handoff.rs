@@ -1,0 +1,54 @@
+//! Fleet mode's hand-off of held calls over a real `redis-server`
+//! (`RedisHandoff`): a retry published while the holding replica is between
+//! two subscriptions still reaches it; one no replica ever hears is refused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tern_gateway::bridge::Handoff as _;
+use tern_gateway::fleet::RedisHandoff;
+use tern_protocol::error::code;
+use tern_redis::RedisOptions;
+use tern_test_support::redis_server::RedisServer;
+
+use crate::gateway::bounded;
+
+async fn handoff(redis: &RedisServer) -> RedisHandoff {
+    RedisHandoff::connect(&redis.url(), &RedisOptions::new())
+        .await
+        .unwrap()
+}
+
+/// The holder's hand-off channel is not subscribed for the first 300 ms
+/// (as while its connection to Redis is made again): the retry, published
+/// again until it is heard, reaches it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_published_while_the_holder_subscribes_again_reaches_it_once() {
+    let redis = RedisServer::start().await;
+    let (holder, forwarder) = (handoff(&redis).await, handoff(&redis).await);
+    let forwarding = forwarder.forward(holder.replica(), json!({"n": 1}), Duration::from_secs(20));
+    let forwarding = tokio::spawn(forwarding);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let served = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counted = Arc::clone(&served);
+    holder.serve(Arc::new(move |request| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move { json!({"echo": request}) })
+    }));
+    let outcome = bounded(forwarding).await.unwrap();
+    assert_eq!(outcome, Ok(json!({"echo": {"n": 1}})));
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// No replica ever listens under that id: after the few seconds a holder
+/// may take to subscribe again, the retry is refused `-32602`, never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_no_replica_hears_is_refused_as_an_expired_state() {
+    let redis = RedisServer::start().await;
+    let forwarder = handoff(&redis).await;
+    let refused = bounded(forwarder.forward("gone", json!({}), Duration::from_secs(20)))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, code::INVALID_PARAMS, "{refused:?}");
+}
