@@ -20,8 +20,9 @@
 //! # Ok(()) }
 //! ```
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -72,7 +73,9 @@ pub async fn options(
 /// outcome on it. No replica listening: published again for a few seconds
 /// (the holder may be subscribing again), then the holder is taken as gone
 /// and its held call with it, answered `-32602`; no outcome within the
-/// wait: "outcome unknown", never a second send that could be heard.
+/// wait: "outcome unknown", never a second send that could be heard. A
+/// retry cancelled at the forwarding replica before its outcome came is
+/// recalled (`{"recall": reply}`): the holder drops the resumed call.
 pub struct RedisHandoff {
     client: redis::Client,
     conn: redis::aio::ConnectionManager,
@@ -91,6 +94,45 @@ impl std::fmt::Debug for RedisHandoff {
 /// than a holder's longest pause between two subscriptions (2 s, then the
 /// time to connect), short enough that a replica truly gone is said soon.
 const RESUBSCRIBING: Duration = Duration::from_secs(4);
+
+/// A forwarded retry still awaiting its outcome: dropped armed, it
+/// publishes `{"recall": reply}` to the holder, which drops the resumed
+/// call (cancelled upstream, as a retry cancelled at the holder is).
+struct Recall {
+    /// `None`: disarmed.
+    conn: Option<redis::aio::ConnectionManager>,
+    to: String,
+    reply: String,
+}
+
+impl Drop for Recall {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (to, message) = (
+            std::mem::take(&mut self.to),
+            json!({"recall": self.reply}).to_string(),
+        );
+        runtime.spawn(async move {
+            let sent: Result<i64, _> = redis::cmd("PUBLISH")
+                .arg(&to)
+                .arg(message)
+                .query_async(&mut conn)
+                .await;
+            if let Err(e) = sent {
+                tracing::warn!(error = %e, "a cancelled retry's recall was not handed on");
+            }
+        });
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn channel(replica: &str) -> String {
     format!("{PREFIX}:bridge:{replica}")
@@ -150,6 +192,14 @@ impl Handoff for RedisHandoff {
             let mut pubsub = client.get_async_pubsub().await.map_err(unknown)?;
             pubsub.subscribe(&reply).await.map_err(unknown)?;
             let message = json!({"reply": reply, "request": request}).to_string();
+            // From here, dropped (the client cancelled its retry, or went)
+            // before the outcome came, the holder is told to drop the
+            // resumed call, as a retry cancelled at the holder drops it.
+            let mut recall = Recall {
+                conn: Some(conn.clone()),
+                to: to.clone(),
+                reply: reply.clone(),
+            };
             // Heard once, never again: a second copy would resume the call
             // twice. A failed publish leaves the call held, so the client's
             // next retry of the same state still resumes it. Heard by no
@@ -178,14 +228,16 @@ impl Handoff for RedisHandoff {
                 pause = (pause * 2).min(Duration::from_millis(500));
             }
             let mut messages = pubsub.into_on_message();
-            match tokio::time::timeout(wait, messages.next()).await {
+            let outcome = match tokio::time::timeout(wait, messages.next()).await {
                 Ok(Some(m)) => {
                     let payload: String = m.get_payload().map_err(unknown)?;
                     serde_json::from_str(&payload).map_err(unknown)
                 }
                 Ok(None) => Err(unknown("the reply channel closed")),
                 Err(_) => Err(unknown("no answer in time")),
-            }
+            };
+            recall.conn = None;
+            outcome
         })
     }
 
@@ -193,6 +245,9 @@ impl Handoff for RedisHandoff {
         let client = self.client.clone();
         let conn = self.conn.clone();
         let mine = channel(&self.replica);
+        // The forwarded retries being served, by reply channel, for their
+        // recall.
+        let running: Arc<Mutex<HashMap<String, tokio::task::AbortHandle>>> = Arc::default();
         tokio::spawn(async move {
             let mut backoff = Duration::from_millis(50);
             loop {
@@ -214,13 +269,26 @@ impl Handoff for RedisHandoff {
                             let Ok(message) = serde_json::from_str::<Value>(&payload) else {
                                 continue;
                             };
+                            if let Some(reply) = message["recall"].as_str() {
+                                if let Some(resuming) = lock(&running).remove(reply) {
+                                    tracing::info!(
+                                        "a forwarded retry was cancelled: its resumed call dropped"
+                                    );
+                                    resuming.abort();
+                                }
+                                continue;
+                            }
                             let Some(reply) = message["reply"].as_str().map(str::to_owned) else {
                                 continue;
                             };
                             let serve = Arc::clone(&serve);
                             let mut conn = conn.clone();
-                            tokio::spawn(async move {
+                            let done = Arc::clone(&running);
+                            let key = reply.clone();
+                            let mut table = lock(&running);
+                            let resuming = tokio::spawn(async move {
                                 let outcome = serve(message["request"].clone()).await.to_string();
+                                lock(&done).remove(&reply);
                                 let sent: Result<i64, _> = redis::cmd("PUBLISH")
                                     .arg(&reply)
                                     .arg(outcome)
@@ -230,6 +298,7 @@ impl Handoff for RedisHandoff {
                                     tracing::warn!(error = %e, "a held call's outcome was not handed back");
                                 }
                             });
+                            table.insert(key, resuming.abort_handle());
                         }
                         tracing::warn!(
                             "the hand-off channel's connection closed; subscribing again"

@@ -52,3 +52,49 @@ async fn a_retry_no_replica_hears_is_refused_as_an_expired_state() {
         .unwrap_err();
     assert_eq!(refused.code, code::INVALID_PARAMS, "{refused:?}");
 }
+
+/// Sets its flag when dropped.
+struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The client cancels its retry at the forwarding replica (its future
+/// dropped) while the holder resumes the call: the holder is told and drops
+/// the resumed call, as a retry cancelled at the holder itself is dropped
+/// (its upstream request cancelled), rather than run it on for no one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_retry_cancelled_at_its_replica_is_dropped_at_the_holder() {
+    let redis = RedisServer::start().await;
+    let (holder, forwarder) = (handoff(&redis).await, handoff(&redis).await);
+    let resumed = Arc::new(tokio::sync::Notify::new());
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (began, flag) = (Arc::clone(&resumed), Arc::clone(&dropped));
+    holder.serve(Arc::new(move |_request| {
+        let (began, guard) = (Arc::clone(&began), Dropped(Arc::clone(&flag)));
+        Box::pin(async move {
+            let _guard = guard;
+            began.notify_one();
+            std::future::pending::<()>().await;
+            json!("never")
+        })
+    }));
+    let forwarding = forwarder.forward(holder.replica(), json!({}), Duration::from_secs(20));
+    bounded(async {
+        tokio::select! {
+            outcome = forwarding => panic!("the resumed call ended: {outcome:?}"),
+            () = resumed.notified() => {}
+        }
+    })
+    .await;
+    // Dropped with the select.
+    bounded(async {
+        while !dropped.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
