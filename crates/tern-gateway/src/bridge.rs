@@ -240,6 +240,10 @@ enum Step {
     Done(Result<Value, ErrorObject>),
 }
 
+/// The driver's bound on a whole bridged call: insurance only (each
+/// stretch of the upstream's work and each wait for the client has its own).
+const BACKSTOP: Duration = Duration::from_secs(24 * 3600);
+
 /// Questions of one upstream call queued while it waits for its client;
 /// more are answered as undeclared.
 const STEPS: usize = 8;
@@ -272,7 +276,9 @@ impl Drop for Call {
         }
         // Dropped unanswered, a queued question would answer the server with
         // an error, as if the client had failed: it gets what the pending one
-        // got.
+        // got. Closed first, so none is queued after the drain (the driver
+        // answers those itself, as past the queue).
+        self.steps.close();
         while let Ok(step) = self.steps.try_recv() {
             if let Step::Ask(live) = step {
                 self.upstream.answer_undeclared(*live);
@@ -481,6 +487,13 @@ impl Bridge {
         lock(&self.inner.held).len()
     }
 
+    /// Lets go of every held call (the gateway closing): their questions
+    /// answered as undeclared, their requests cancelled upstream.
+    pub(crate) fn release_all(&self) {
+        let held: Vec<Parked> = lock(&self.inner.held).drain().map(|(_, p)| p).collect();
+        drop(held);
+    }
+
     /// Lets go of the call held under `routing`, if this replica holds it:
     /// its live round was left ([`tern_server::relay::Relay::abandon`]).
     /// Dropped, it answers its question as undeclared and is cancelled
@@ -552,10 +565,10 @@ impl Bridge {
             Some(level) => Some(self.enter_level(upstream, level).await),
             None => None,
         };
-        // A backstop for the whole call: `drive` bounds each stretch of the
-        // upstream's work by its timeout, and a question may wait for its
-        // client as long as a held call lives.
-        let timeout = upstream.config().timeout + self.options.ttl;
+        // Only a backstop: `drive` bounds each stretch of the upstream's work
+        // by its timeout and the held TTL each wait for the client, and a
+        // call may have as many rounds as its client answers.
+        let timeout = BACKSTOP;
         let driven = Arc::clone(upstream);
         tokio::spawn(async move {
             let _level = entered;

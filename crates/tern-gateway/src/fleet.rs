@@ -220,6 +220,8 @@ impl Handoff for RedisHandoff {
                     break;
                 }
                 if tokio::time::Instant::now() + pause > heard_by {
+                    // Heard by no one: nothing to recall.
+                    recall.conn = None;
                     return Err(ErrorObject::invalid_params(
                         "Invalid or expired requestState: the gateway replica holding the call is gone; it was not repeated",
                     ));
@@ -228,16 +230,18 @@ impl Handoff for RedisHandoff {
                 pause = (pause * 2).min(Duration::from_millis(500));
             }
             let mut messages = pubsub.into_on_message();
-            let outcome = match tokio::time::timeout(wait, messages.next()).await {
+            match tokio::time::timeout(wait, messages.next()).await {
                 Ok(Some(m)) => {
+                    // The outcome came: the holder is done with the call.
+                    recall.conn = None;
                     let payload: String = m.get_payload().map_err(unknown)?;
                     serde_json::from_str(&payload).map_err(unknown)
                 }
+                // No outcome: the client is told "unknown" and the holder to
+                // drop the call (the recall, on the way out).
                 Ok(None) => Err(unknown("the reply channel closed")),
                 Err(_) => Err(unknown("no answer in time")),
-            };
-            recall.conn = None;
-            outcome
+            }
         })
     }
 

@@ -529,9 +529,22 @@ impl Gateway {
     }
 
     /// Stops every upstream.
+    ///
+    /// Held 2025 calls are let go first (their places under each
+    /// upstream's concurrency cap with them), then every upstream is closed
+    /// at once, each after the requests sent for calls already gone.
     pub async fn close(&self) {
-        for upstream in self.slots().iter() {
-            upstream.close().await;
+        self.inner.bridge.release_all();
+        let closing: Vec<_> = self
+            .slots()
+            .iter()
+            .map(|upstream| {
+                let upstream = Arc::clone(upstream);
+                tokio::spawn(async move { upstream.close().await })
+            })
+            .collect();
+        for closed in closing {
+            let _ = closed.await;
         }
     }
 }

@@ -20,16 +20,36 @@ async fn handoff(redis: &RedisServer) -> RedisHandoff {
         .unwrap()
 }
 
-/// The holder's hand-off channel is not subscribed for the first 300 ms
-/// (as while its connection to Redis is made again): the retry, published
-/// again until it is heard, reaches it once.
+/// The holder's hand-off channel is subscribed only after the retry was
+/// first published to no one (as while the holder's connection to Redis is
+/// made again): the retry, published again until it is heard, reaches it
+/// once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_published_while_the_holder_subscribes_again_reaches_it_once() {
     let redis = RedisServer::start().await;
     let (holder, forwarder) = (handoff(&redis).await, handoff(&redis).await);
     let forwarding = forwarder.forward(holder.replica(), json!({"n": 1}), Duration::from_secs(20));
     let forwarding = tokio::spawn(forwarding);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The holder subscribes only once a publish has reached no one.
+    let mut redis_conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    bounded(async {
+        loop {
+            let stats: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query_async(&mut redis_conn)
+                .await
+                .unwrap();
+            if stats.contains("cmdstat_publish:calls=") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
     let served = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let counted = Arc::clone(&served);
     holder.serve(Arc::new(move |request| {

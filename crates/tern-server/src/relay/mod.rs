@@ -325,11 +325,12 @@ pub trait Relay: Send + Sync + 'static {
         Following::new(Box::new(()))
     }
 
-    /// A live round ended unanswered: the leg of `ctx`'s call answered
+    /// A live round ended unfinished: the leg of `ctx`'s call answered
     /// `input_required` with `routing`, the server asked its client itself
     /// (a 2025-11-25 session, or a task: the *await* strategy), and the
-    /// request was cancelled, its session or connection went, or the
-    /// answers never came. The relay lets go of what the routing holds (an
+    /// request was cancelled, its session or connection went, the answers
+    /// never came, or the next leg (given `routing`) failed or was dropped
+    /// before its outcome. The relay lets go of what the routing holds (an
     /// upstream's task, a held upstream call) instead of waiting for a
     /// retry that cannot come. Under MRTR a client that never retries is
     /// not seen, so this is never called there: what the routing holds

@@ -171,11 +171,20 @@ async fn awaiting(
     };
     let handler = move |ctx: Ctx| -> crate::future::BoxFuture<'static, Result<Value, ToolError>> {
         Box::pin(async move {
-            let mut routing = None;
+            let mut routing: Option<Value> = None;
             let mut responses = None;
             let mut round = 1u32;
             let mut pause = Duration::from_millis(50);
             loop {
+                // Until a leg's outcome comes back, and then until the next
+                // leg takes its routing, the relay is told if the round
+                // ends there: the leg failed or was dropped, past the round
+                // limit, or its answers never came.
+                let mut unanswered = Unanswered {
+                    relay: &relay,
+                    ctx: &ctx,
+                    routing: routing.clone(),
+                };
                 let outcome = relay
                     .call(RelayLeg {
                         ctx: ctx.clone(),
@@ -190,17 +199,13 @@ async fn awaiting(
                     .await
                     .map_err(ToolError::protocol)?;
                 let (requests, next) = match outcome {
-                    RelayOutcome::Complete(result) => return Ok(result),
+                    RelayOutcome::Complete(result) => {
+                        unanswered.routing = None;
+                        return Ok(result);
+                    }
                     RelayOutcome::InputRequired { requests, routing } => (requests, routing),
                 };
-                // Until the next leg takes it, the relay is told if the
-                // round ends here (past the round limit, dropped, or its
-                // answers refused).
-                let mut unanswered = Unanswered {
-                    relay: &relay,
-                    ctx: &ctx,
-                    routing: Some(next),
-                };
+                unanswered.routing = Some(next);
                 round += 1;
                 if round > max_rounds.saturating_add(1) {
                     return Err(ToolError::protocol(

@@ -635,6 +635,35 @@ async fn under_await_a_round_left_unanswered_is_handed_back_to_the_relay() {
     assert_eq!(abandoned[0]["s"], relay.got()[0]["requestState"]);
 }
 
+/// A live call that runs past the round limit (its answers always of the
+/// wrong shape, so the upstream asks again): it ends `-31004` and the relay
+/// is handed the last round's routing, so what it holds is let go.
+#[tokio::test]
+async fn under_await_a_call_past_the_round_limit_hands_its_last_routing_back() {
+    let relay = ToUpstream::new();
+    let (client, _) = gateway(Arc::clone(&relay));
+    // An answer of the wrong shape: the upstream asks again.
+    let source = Arc::new(Answers {
+        table: vec![("Your name?", accept(json!({"name": 5})))],
+        published: Mutex::default(),
+    });
+    let done = client
+        .send_awaiting(
+            "tools/call",
+            json!({"name": "up__ask_name", "arguments": {}}),
+            source,
+        )
+        .await;
+    assert_eq!(
+        done.error_code(),
+        Some(tern_server::error::codes::CALL_LIMIT)
+    );
+    let abandoned = relay.abandoned.lock().unwrap().clone();
+    assert_eq!(abandoned.len(), 1, "{abandoned:?}");
+    let last = relay.got().last().cloned().unwrap();
+    assert_eq!(abandoned[0]["s"], last["requestState"]);
+}
+
 /// `AskInput`: any input request, answered with the raw response.
 async fn relay_by_hand(ctx: Ctx) -> Result<String, ToolError> {
     let request = serde_json::from_value(json!({
