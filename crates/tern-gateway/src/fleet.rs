@@ -118,15 +118,21 @@ impl Drop for Recall {
             json!({"recall": self.reply}).to_string(),
         );
         runtime.spawn(async move {
-            let sent: Result<i64, _> = redis::cmd("PUBLISH")
-                .arg(&to)
-                .arg(message)
-                .query_async(&mut conn)
-                .await;
-            if let Err(e) = sent {
-                tracing::warn!(error = %e, "a cancelled retry's recall was not handed on");
-            }
+            hand_on(&mut conn, &to, message, "a cancelled retry's recall").await;
         });
+    }
+}
+
+/// Publishes `message` on `to` once, a failure logged as `what` not handed
+/// on (a message nobody awaits the answer of).
+async fn hand_on(conn: &mut redis::aio::ConnectionManager, to: &str, message: String, what: &str) {
+    let sent: Result<i64, _> = redis::cmd("PUBLISH")
+        .arg(to)
+        .arg(message)
+        .query_async(conn)
+        .await;
+    if let Err(e) = sent {
+        tracing::warn!(error = %e, "{what} was not handed on");
     }
 }
 
@@ -293,14 +299,7 @@ impl Handoff for RedisHandoff {
                             let resuming = tokio::spawn(async move {
                                 let outcome = serve(message["request"].clone()).await.to_string();
                                 lock(&done).remove(&reply);
-                                let sent: Result<i64, _> = redis::cmd("PUBLISH")
-                                    .arg(&reply)
-                                    .arg(outcome)
-                                    .query_async(&mut conn)
-                                    .await;
-                                if let Err(e) = sent {
-                                    tracing::warn!(error = %e, "a held call's outcome was not handed back");
-                                }
+                                hand_on(&mut conn, &reply, outcome, "a held call's outcome").await;
                             });
                             table.insert(key, resuming.abort_handle());
                         }
