@@ -30,14 +30,20 @@
 //! at most [`BridgeOptions::per_principal`] are held per principal (a new
 //! one past it evicts that principal's oldest). A held call that ends so
 //! has its pending request answered (`cancel` for an elicitation, an error
-//! otherwise) and is cancelled upstream (`notifications/cancelled`): a
-//! server must not assume its client retries.
+//! otherwise), the questions queued behind it too, and is cancelled
+//! upstream (`notifications/cancelled`): a server must not assume its
+//! client retries. On a 2025-11-25 session (the gateway asks its client
+//! live) a question left unanswered lets the held call go at once
+//! ([`tern_server::relay::Relay::abandon`]). The upstream's `timeout`
+//! bounds each stretch of its own work (from the request going out, or an
+//! answered question, to its next step), never the wait for the client.
 //!
 //! Held calls live in the process that holds the upstream request. In
 //! fleet mode ([`Handoff`], Redis in the `fleet` module, feature `fleet`) the routing names
 //! that replica, and a retry that reaches another one is handed to it
 //! (the answers over a Redis channel, the outcome back on a reply channel
-//! the forwarding replica subscribed to first: woken, never polled); the
+//! the forwarding replica subscribed to first: woken, never polled; a
+//! retry cancelled there is recalled and the holder drops the call); the
 //! forwarding replica relays no notifications of the resumed call.
 //! **Without Redis, a 2025 upstream that asks must be served by one gateway
 //! replica** (or by replicas behind a load balancer that keeps a client on
