@@ -69,10 +69,11 @@ fn canonical(value: &Value, out: &mut HashWriter) -> Result<(), InexactNumber> {
             let _ = serde_json::to_writer(&mut *out, value);
         }
         Value::Number(n) => {
+            let mut digits = itoa::Buffer::new();
             if let Some(i) = n.as_i64() {
-                out.0.update(i.to_string().as_bytes());
+                out.0.update(digits.format(i).as_bytes());
             } else if let Some(u) = n.as_u64() {
-                out.0.update(u.to_string().as_bytes());
+                out.0.update(digits.format(u).as_bytes());
             } else {
                 let f = n.as_f64().filter(|f| f.is_finite()).ok_or(InexactNumber)?;
                 if f.fract() == 0.0 && f.abs() >= EXACT_INTEGER_LIMIT {
@@ -100,21 +101,44 @@ fn canonical(value: &Value, out: &mut HashWriter) -> Result<(), InexactNumber> {
             out.0.update(b"]");
         }
         Value::Object(members) => {
-            let mut keys: Vec<&String> = members.keys().collect();
-            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            // Members sorted with their values, so no value is looked up
+            // again by its key; keys are unique, so no order is unstable.
+            let mut members: Vec<(&String, &Value)> = members.iter().collect();
+            members.sort_unstable_by(|a, b| utf16_order(a.0, b.0));
             out.0.update(b"{");
-            for (i, key) in keys.into_iter().enumerate() {
+            for (i, (key, value)) in members.into_iter().enumerate() {
                 if i > 0 {
                     out.0.update(b",");
                 }
                 let _ = serde_json::to_writer(&mut *out, key);
                 out.0.update(b":");
-                canonical(&members[key], out)?;
+                canonical(value, out)?;
             }
             out.0.update(b"}");
         }
     }
     Ok(())
+}
+
+/// Orders two strings by their UTF-16 code units, as RFC 8785 §3.2.3 sorts
+/// object members, without transcoding them. UTF-8's byte order is code
+/// point order, and the two orders disagree only between a code point of
+/// U+E000–U+FFFF (lead byte `0xEE` or `0xEF`) and one above U+FFFF (lead
+/// byte `0xF0`–`0xF4`), which UTF-16 writes as a surrogate pair and so sorts
+/// first. The first byte where the strings differ is at the same place in
+/// both characters (everything before it is equal), so it decides.
+fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let Some((&x, &y)) = a.iter().zip(b).find(|(x, y)| x != y) else {
+        return a.len().cmp(&b.len());
+    };
+    let late_bmp = |c: u8| c == 0xee || c == 0xef;
+    let supplementary = |c: u8| c >= 0xf0;
+    if (late_bmp(x) && supplementary(y)) || (supplementary(x) && late_bmp(y)) {
+        y.cmp(&x)
+    } else {
+        x.cmp(&y)
+    }
 }
 
 /// A double as ECMAScript's `Number.prototype.toString` writes it (RFC 8785
@@ -144,9 +168,51 @@ impl io::Write for HashWriter {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
+
+    /// Characters from every range whose UTF-8 and UTF-16 orders matter:
+    /// ASCII, two- and three-byte forms, U+E000–U+FFFF, and above U+FFFF.
+    fn tricky_char() -> impl Strategy<Value = char> {
+        prop_oneof![
+            proptest::char::range('a', 'd'),
+            proptest::char::range('\u{7f}', '\u{81}'),
+            proptest::char::range('\u{d7fe}', '\u{d7ff}'),
+            proptest::char::range('\u{e000}', '\u{e001}'),
+            proptest::char::range('\u{fffe}', '\u{ffff}'),
+            proptest::char::range('\u{10000}', '\u{10001}'),
+            proptest::char::range('\u{10fffe}', '\u{10ffff}'),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn members_sort_by_utf16_code_units(
+            a in proptest::collection::vec(tricky_char(), 0..5),
+            b in proptest::collection::vec(tricky_char(), 0..5),
+        ) {
+            let (a, b): (String, String) = (a.into_iter().collect(), b.into_iter().collect());
+            prop_assert_eq!(utf16_order(&a, &b), a.encode_utf16().cmp(b.encode_utf16()));
+        }
+    }
+
+    #[test]
+    fn a_supplementary_key_sorts_before_a_late_bmp_one() {
+        // U+1F600 is the surrogate pair D83D DE00 in UTF-16, below U+E000.
+        assert_eq!(
+            utf16_order("\u{1f600}", "\u{e000}"),
+            std::cmp::Ordering::Less
+        );
+        assert_eq!(
+            utf16_order("a\u{ffff}", "a\u{10000}"),
+            std::cmp::Ordering::Greater
+        );
+        assert_eq!(utf16_order("ab", "a"), std::cmp::Ordering::Greater);
+        let mixed = arguments_digest(Some(&json!({"\u{e000}": 1, "\u{1f600}": 2}))).unwrap();
+        assert_eq!(mixed, sha256("{\"\u{1f600}\":2,\"\u{e000}\":1}".as_bytes()));
+    }
 
     /// Digests computed independently (`printf '%s' '<json>' | sha256sum`).
     #[test]

@@ -243,6 +243,13 @@ impl KeyRing {
     /// tests and single-instance servers only: other replicas cannot open its
     /// tokens, and they die with the process.
     ///
+    /// It seals [`TokenVersion::T2`]: its tokens are only ever opened by the
+    /// process that made them, so no replica of an older release can meet
+    /// one, and the rollout step a shared key file needs does not apply.
+    /// [`KeyRing::to_text`] writes that choice down (`seal=t2`); a ring meant
+    /// for a fleet of mixed releases is set back with
+    /// [`KeyRing::with_seal_version`].
+    ///
     /// # Panics
     ///
     /// If the operating system's random source fails; see
@@ -272,7 +279,7 @@ impl KeyRing {
         let key = Key::from_secret(&id, secret).map_err(|kind| KeyError { entry: None, kind })?;
         Ok(KeyRing {
             keys: vec![key],
-            seal_version: TokenVersion::default(),
+            seal_version: TokenVersion::T2,
         })
     }
 
@@ -625,6 +632,10 @@ mod tests {
         assert!(is_valid_key_id(ids[0]));
         let again = KeyRing::parse(&ring.to_text()).unwrap();
         assert_eq!(*again.sealing_key().secret, *ring.sealing_key().secret);
+        // Process-local, so it seals the fast version, and says so in text.
+        assert_eq!(ring.seal_version(), TokenVersion::T2);
+        assert_eq!(again.seal_version(), TokenVersion::T2);
+        assert!(ring.to_text().starts_with("seal=t2\n"));
     }
 
     #[test]

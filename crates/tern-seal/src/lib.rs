@@ -44,7 +44,8 @@
 //!     now,
 //!     [9; 24],                   // fresh random bytes for every seal, in practice
 //! )?;
-//! assert!(token.starts_with("t1.local-"));
+//! // A generated ring seals `t2`; a key file seals what its `seal=` says.
+//! assert!(token.starts_with("t2.local-"));
 //!
 //! let mut expect = Expect {
 //!     principal: Some("user-42"),

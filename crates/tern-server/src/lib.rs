@@ -132,5 +132,5 @@ pub use replay::{MemoryReplayStore, ReplayStore, StoreLimits};
 pub use resource::{ResourceDef, ResourceTemplateDef};
 pub use server::Server;
 pub use task::{MemoryTaskStore, TaskConfig, TaskStore, TaskSupport};
-pub use tern_seal::KeyRing;
+pub use tern_seal::{KeyRing, TokenVersion};
 pub use tool::ToolDef;

@@ -176,3 +176,48 @@ async fn a_key_file_is_used_and_a_bad_one_refused() {
     assert_eq!(status.code(), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `tern keys generate` writes a file for a fleet, so it keeps `t1` (every
+/// release opens it) unless `--seal t2` asks for the faster version, which
+/// the file then names and the demo then seals.
+#[tokio::test]
+async fn a_key_file_seals_t2_only_when_generated_so() {
+    let dir = std::env::temp_dir().join(format!("tern-keys-t2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let generate = |extra: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+            .args(["keys", "generate"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert!(!generate(&[]).contains("seal="), "the default is t1");
+    assert!(!generate(&["--seal", "t1"]).contains("seal="));
+    let text = generate(&["--seal", "t2"]);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("seal=t2"));
+    let key_id = lines.next().unwrap().split(':').next().unwrap().to_owned();
+    let file = dir.join("t2.keys");
+    std::fs::write(&file, &text).unwrap();
+    let mut t = Tern::start(&["--keys", file.to_str().unwrap()]);
+    t.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "provision_database", "arguments": {"name": "x"}, "_meta": meta()}})).await;
+    let r = t.recv().await;
+    let state = r["result"]["requestState"].as_str().unwrap();
+    assert!(state.starts_with(&format!("t2.{key_id}.")), "{state}");
+    t.finish().await;
+    // Without a key file the ring is the process's own: it seals `t2`.
+    let mut t = Tern::start(&[]);
+    t.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "provision_database", "arguments": {"name": "x"}, "_meta": meta()}})).await;
+    let r = t.recv().await;
+    let state = r["result"]["requestState"].as_str().unwrap();
+    assert!(state.starts_with("t2.local-"), "{state}");
+    t.finish().await;
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["keys", "generate", "--seal", "t3"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
