@@ -207,7 +207,7 @@ struct Inner {
     call_id: CallId,
     round: u32,
     memo_limit: usize,
-    meta: RequestMeta,
+    meta: Arc<RequestMeta>,
     principal: Principal,
     access_token: Option<Arc<crate::auth::AccessToken>>,
     server: Arc<Implementation>,
@@ -256,7 +256,7 @@ pub(crate) struct CtxParts {
     pub(crate) round: u32,
     /// The most bytes the memo may take (half the state's size cap).
     pub(crate) memo_limit: usize,
-    pub(crate) meta: RequestMeta,
+    pub(crate) meta: Arc<RequestMeta>,
     pub(crate) principal: Principal,
     pub(crate) access_token: Option<Arc<crate::auth::AccessToken>>,
     pub(crate) server: Arc<Implementation>,

@@ -172,7 +172,7 @@ pub(crate) async fn get(
         responses: params.input_responses,
         policy: def.policy,
         id,
-        meta: params.meta,
+        meta: Arc::new(params.meta),
         call,
     };
     let handler = def.handler.clone();

@@ -238,7 +238,7 @@ pub(crate) async fn read(
         responses: params.input_responses,
         policy,
         id,
-        meta: params.meta,
+        meta: Arc::new(params.meta),
         call,
     };
     let handler_uri = uri.clone();

@@ -63,10 +63,29 @@ pub(crate) fn peer_of(ip: std::net::IpAddr) -> std::net::IpAddr {
 }
 
 /// [`peer_of`] written as a share key: `192.0.2.1`, or `2001:db8::/64`.
-pub(crate) fn peer_name(ip: std::net::IpAddr) -> String {
+///
+/// Every anonymous HTTP request names its peer, so an IPv4 address is
+/// written digit by digit into one allocation of its exact size, not through
+/// the formatter (a twelfth of a plain call's instructions went there).
+pub(crate) fn peer_name(ip: std::net::IpAddr) -> Arc<str> {
     match peer_of(ip) {
-        std::net::IpAddr::V4(v4) => v4.to_string(),
-        std::net::IpAddr::V6(v6) => format!("{v6}/64"),
+        std::net::IpAddr::V4(v4) => {
+            let mut text = [0_u8; 15];
+            let mut len = 0;
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    text[len] = b'.';
+                    len += 1;
+                }
+                let mut digits = itoa::Buffer::new();
+                let digits = digits.format(octet).as_bytes();
+                text[len..len + digits.len()].copy_from_slice(digits);
+                len += digits.len();
+            }
+            // Digits and dots: always ASCII.
+            std::str::from_utf8(&text[..len]).map_or_else(|_| v4.to_string().into(), Into::into)
+        }
+        std::net::IpAddr::V6(v6) => format!("{v6}/64").into(),
     }
 }
 
@@ -87,15 +106,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_ipv4_peer_is_written_as_the_formatter_writes_it() {
+        for octets in [
+            [0, 0, 0, 0],
+            [255, 255, 255, 255],
+            [127, 0, 0, 1],
+            [10, 99, 100, 9],
+        ] {
+            let ip = std::net::Ipv4Addr::from(octets);
+            assert_eq!(&*peer_name(ip.into()), ip.to_string());
+        }
+        // Every width of every octet.
+        for n in 0_u8..=255 {
+            let ip = std::net::Ipv4Addr::new(n, n.wrapping_mul(7), 255 - n, n / 3);
+            assert_eq!(&*peer_name(ip.into()), ip.to_string());
+        }
+    }
+
+    #[test]
     fn an_ipv6_host_is_one_peer_by_its_64_and_mapped_ipv4_is_ipv4() {
         let a: std::net::IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
         let b: std::net::IpAddr = "2001:db8:1:2:ffff:ffff:ffff:ffff".parse().unwrap();
         let other: std::net::IpAddr = "2001:db8:1:3::1".parse().unwrap();
         assert_eq!(peer_of(a), peer_of(b));
         assert_ne!(peer_of(a), peer_of(other));
-        assert_eq!(peer_name(a), "2001:db8:1:2::/64");
+        assert_eq!(&*peer_name(a), "2001:db8:1:2::/64");
         let mapped: std::net::IpAddr = "::ffff:192.0.2.7".parse().unwrap();
-        assert_eq!(peer_name(mapped), "192.0.2.7");
+        assert_eq!(&*peer_name(mapped), "192.0.2.7");
         let v4: std::net::IpAddr = "192.0.2.7".parse().unwrap();
         assert_eq!(peer_of(v4), v4);
     }

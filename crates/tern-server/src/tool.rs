@@ -397,7 +397,7 @@ pub(crate) async fn call(
         responses: params.input_responses,
         policy: entry.def.policy,
         id,
-        meta: params.meta,
+        meta: Arc::new(params.meta),
         call,
     };
     let handler = Arc::clone(&entry);

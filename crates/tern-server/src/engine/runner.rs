@@ -200,7 +200,8 @@ pub(crate) struct LegRequest {
     pub(crate) responses: Option<InputResponses>,
     pub(crate) policy: LegPolicy,
     pub(crate) id: RequestId,
-    pub(crate) meta: RequestMeta,
+    /// Shared with the leg's [`Ctx`], which reads it, rather than copied.
+    pub(crate) meta: Arc<RequestMeta>,
     pub(crate) call: CallContext,
 }
 
@@ -357,7 +358,7 @@ impl Engine {
                 call_id,
                 round: round + 1,
                 memo_limit: self.sealer().options().max_token_len / 2,
-                meta: request.meta.clone(),
+                meta: Arc::clone(&request.meta),
                 principal: request.origin.principal.clone(),
                 access_token: request.call.access_token.clone(),
                 server: self.info.clone(),

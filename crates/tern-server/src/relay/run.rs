@@ -166,7 +166,7 @@ async fn awaiting(
         responses: None,
         policy: LegPolicy::default(),
         id,
-        meta,
+        meta: Arc::new(meta),
         call,
     };
     let handler = move |ctx: Ctx| -> crate::future::BoxFuture<'static, Result<Value, ToolError>> {
@@ -315,7 +315,7 @@ fn context(engine: &Engine, request: &RelayRequest, call_id: CallId, round: u32)
         call_id,
         round,
         memo_limit: engine.sealer().options().max_token_len / 2,
-        meta: request.meta.clone(),
+        meta: Arc::new(request.meta.clone()),
         principal: request.origin.principal.clone(),
         access_token: request.call.access_token.clone(),
         server: Arc::clone(&engine.info),

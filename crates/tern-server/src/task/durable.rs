@@ -513,7 +513,7 @@ fn recovered_ctx(
         call_id,
         round: 1,
         memo_limit: engine.sealer().options().max_token_len / 2,
-        meta: call.meta.clone(),
+        meta: Arc::new(call.meta.clone()),
         principal: call
             .principal
             .take()

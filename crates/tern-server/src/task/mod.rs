@@ -593,9 +593,10 @@ pub(crate) fn peer_quota_key(peer: Option<&str>) -> Option<String> {
     // HTTP names its peers by share::peer_name already (`2001:db8::/64`);
     // an address from elsewhere is grouped the same way, and a
     // transport's own name for its peer (`stdio`) is kept.
-    let group = peer
-        .parse::<std::net::IpAddr>()
-        .map_or_else(|_| peer.to_owned(), crate::share::peer_name);
+    let group = peer.parse::<std::net::IpAddr>().map_or_else(
+        |_| peer.to_owned(),
+        |ip| crate::share::peer_name(ip).to_string(),
+    );
     let digest = sha2::Sha256::new()
         .chain_update(b"tern-task-peer\0")
         .chain_update(group.as_bytes())

@@ -116,7 +116,7 @@ impl Http {
                     Some(trusted) => trusted.client(info.0.ip(), headers),
                     None => info.0.ip(),
                 };
-                Arc::<str>::from(crate::share::peer_name(ip))
+                crate::share::peer_name(ip)
             });
         let forbidden = || {
             error_response(
