@@ -820,7 +820,9 @@ impl Gateway {
         });
         let Some((upstream, id, routing)) = guarded else {
             let ctx = leg.ctx.clone();
-            return crate::cancel::or_cancelled(&ctx, self.send_leg(leg)).await;
+            // Boxed, and the box handed on: `or_cancelled` would hold the
+            // leg's future twice, and every caller's box would copy it.
+            return crate::cancel::or_cancelled(&ctx, Box::pin(self.send_leg(leg))).await;
         };
         let scope = match leg.ctx.principal().id() {
             Some(id) => Scope::principal(id),
@@ -847,14 +849,15 @@ impl Gateway {
         }
         let lease = upstream.config().timeout + std::time::Duration::from_secs(10);
         let gateway = self.clone();
-        dedupe::once(
+        // Boxed: the guarded path (`dedupe: true`) is the rare one.
+        Box::pin(dedupe::once(
             Arc::clone(&self.inner.options.replay),
             id,
             scope,
             lease,
             routing,
             async move { gateway.send_leg(leg).await },
-        )
+        ))
         .await
     }
 
@@ -924,9 +927,9 @@ impl Gateway {
             .map(|h| tern_client::param_headers(h, leg.arguments.as_object()))
             .unwrap_or_default();
         if upstream.is_legacy() || bridged_round(&catalogue, &leg) {
-            return self
-                .bridged(upstream, &catalogue, leg, params, header_params)
-                .await;
+            // Boxed, as the task paths below: a relayed 2026 leg, the
+            // common one, stays small.
+            return Box::pin(self.bridged(upstream, &catalogue, leg, params, header_params)).await;
         }
         let ctx = leg.ctx.clone();
         let tell = move |n: ServerNotification| bridge::relay_notification(&ctx, n);
@@ -947,7 +950,7 @@ impl Gateway {
         {
             Err(e) if tasked::needs_tasks(&e) && again.is_some() => {
                 let (params, header_params) = again.unwrap_or_default();
-                return tasked::leg(upstream, leg, params, header_params).await;
+                return Box::pin(tasked::leg(upstream, leg, params, header_params)).await;
             }
             answer => answer?,
         };
@@ -996,7 +999,7 @@ impl Gateway {
         header_params: Vec<(String, String)>,
     ) -> Result<RelayOutcome, ErrorObject> {
         if !upstream.is_legacy() && task_bridged(catalogue, &leg) {
-            return tasked::leg(upstream, leg, params, header_params).await;
+            return Box::pin(tasked::leg(upstream, leg, params, header_params)).await;
         }
         let send = bridge::Outbound {
             method: leg.method,

@@ -5,7 +5,12 @@
 use std::hint::black_box;
 
 // The crate's own codec, compiled here as it is in the crate.
-#[allow(dead_code, unreachable_pub, unused_imports, reason = "its tests are compiled out here")]
+#[allow(
+    dead_code,
+    unreachable_pub,
+    unused_imports,
+    reason = "its tests are compiled out here"
+)]
 #[path = "../src/b64.rs"]
 mod b64;
 
