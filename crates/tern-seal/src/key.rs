@@ -233,8 +233,9 @@ impl KeyRing {
         self
     }
 
-    /// The version new tokens are sealed with: [`TokenVersion::T1`] unless the
-    /// key file says `seal=t2` (or [`KeyRing::with_seal_version`] set it).
+    /// The version new tokens are sealed with: for a parsed key file
+    /// [`TokenVersion::T1`] unless it says `seal=t2`, for a generated ring
+    /// [`TokenVersion::T2`]; [`KeyRing::with_seal_version`] sets it.
     pub fn seal_version(&self) -> TokenVersion {
         self.seal_version
     }

@@ -118,7 +118,8 @@
 //!   repeated nonce reveals only that two plaintexts were equal.
 //!
 //! Every version opens; the ring's [`KeyRing::seal_version`] picks the one
-//! that seals, `t1` unless the key file says `seal=t2`. Roll `t2` out in two
+//! that seals: `t2` for a ring [`KeyRing::generate`] made (no other process
+//! opens its tokens), `t1` unless the key file says `seal=t2`. Roll `t2` out in two
 //! steps: deploy a release that opens it to every replica (it still seals
 //! `t1`), then add `seal=t2` to the key file and reload. A replica of an
 //! older release refuses a key file with `seal=t2` rather than run unable to

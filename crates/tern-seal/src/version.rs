@@ -23,13 +23,14 @@ use core::fmt;
 /// A [`Sealer`](crate::Sealer) opens every version this build knows and
 /// seals the one its [`KeyRing`](crate::KeyRing) names
 /// ([`KeyRing::seal_version`](crate::KeyRing::seal_version), the key file's
-/// `seal=` entry). The default stays [`TokenVersion::T1`] until the key file
-/// says `seal=t2`, which an operator writes once every replica runs a release
-/// that opens `t2`.
+/// `seal=` entry). A key file seals [`TokenVersion::T1`] until it says
+/// `seal=t2`, which an operator writes once every replica runs a release
+/// that opens `t2`; a ring made by [`KeyRing::generate`](crate::KeyRing::generate)
+/// (one process's own) seals `t2`.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TokenVersion {
-    /// `t1`: XChaCha20-Poly1305. The default.
+    /// `t1`: XChaCha20-Poly1305. The default of a key file.
     #[default]
     T1,
     /// `t2`: AES-256-GCM-SIV, with the CPU's AES instructions.
