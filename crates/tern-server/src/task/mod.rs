@@ -352,8 +352,33 @@ impl Tasks {
     pub(crate) async fn modify<R>(
         &self,
         task_id: &str,
-        mut change: impl FnMut(&mut TaskRecord, u64) -> Option<R>,
+        change: impl FnMut(&mut TaskRecord, u64) -> Option<R>,
     ) -> Result<Option<(TaskRecord, Option<R>)>, ErrorObject> {
+        let done = self.modify_keeping(task_id, change, true).await?;
+        Ok(done.and_then(|(record, out)| Some((record?, out))))
+    }
+
+    /// [`Tasks::modify`] for a caller that wants only whether `change`
+    /// was written (`Some(Some(_))`): the written record is moved into the
+    /// store rather than copied for the caller (a record copy was a fifth
+    /// of a task's instructions; the runner's fenced writes are two a task).
+    pub(crate) async fn modify_only<R>(
+        &self,
+        task_id: &str,
+        change: impl FnMut(&mut TaskRecord, u64) -> Option<R>,
+    ) -> Result<Option<Option<R>>, ErrorObject> {
+        let done = self.modify_keeping(task_id, change, false).await?;
+        Ok(done.map(|(_, out)| out))
+    }
+
+    /// The loop of [`Tasks::modify`]; the record comes back only when
+    /// `keep` (or when nothing was written).
+    async fn modify_keeping<R>(
+        &self,
+        task_id: &str,
+        mut change: impl FnMut(&mut TaskRecord, u64) -> Option<R>,
+        keep: bool,
+    ) -> Result<Option<(Option<TaskRecord>, Option<R>)>, ErrorObject> {
         for _ in 0..64 {
             let now = self.now_ms();
             let Some(mut record) = self.store.load(task_id, now).await.map_err(store_failed)?
@@ -364,25 +389,26 @@ impl Tasks {
             let lapsed = lapse(&mut record, now, &self.config);
             let out = change(&mut record, now);
             if out.is_none() && !lapsed {
-                return Ok(Some((record, None)));
+                return Ok(Some((Some(record), None)));
             }
             record.version += 1;
-            if self
-                .store
-                .replace(record.clone())
-                .await
-                .map_err(store_failed)?
-            {
+            let status = record.status;
+            let (written, kept) = if keep {
+                (record.clone(), Some(record))
+            } else {
+                (record, None)
+            };
+            if self.store.replace(written).await.map_err(store_failed)? {
                 if !self.announced {
                     // Nobody listening is not an error.
                     let _ = self.changed.send(task_id.to_owned());
                 }
                 // Counted once the write is in: a lost compare-and-swap or
                 // two replicas racing to fail a lapsed task count once.
-                if !was_terminal && record.status.is_terminal() {
-                    crate::metrics::task_state(status_label(record.status));
+                if !was_terminal && status.is_terminal() {
+                    crate::metrics::task_state(status_label(status));
                 }
-                return Ok(Some((record, out)));
+                return Ok(Some((kept, out)));
             }
         }
         // The id is a bearer credential of an anonymous task: debug only.

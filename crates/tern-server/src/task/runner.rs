@@ -143,9 +143,13 @@ impl Tasks {
             self.config.max_live_per_principal,
             self.config.max_result_bytes_per_principal,
         );
+        // The answer and the id first, so the record moves into the store
+        // rather than being copied for them.
+        let out = create_result(&record);
+        let task_id = record.task_id.clone();
         let created = self
             .store
-            .create(record.clone(), quota, now)
+            .create(record, quota, now)
             .await
             .map_err(store_failed)?;
         match created {
@@ -161,13 +165,12 @@ impl Tasks {
                 ));
             }
         }
-        let out = create_result(&record);
         // A task id is a bearer credential for an anonymous task: it goes
         // to debug-level logs only.
         tracing::info!("task created");
         self.launch(
             engine,
-            record.task_id,
+            task_id,
             token,
             ctx,
             cancel,
@@ -474,7 +477,7 @@ impl Tasks {
         mut change: impl FnMut(&mut TaskRecord, u64),
     ) -> Result<bool, ErrorObject> {
         let done = self
-            .modify(task_id, |r, now| {
+            .modify_only(task_id, |r, now| {
                 if !holds(r, token) {
                     return None;
                 }
@@ -482,7 +485,7 @@ impl Tasks {
                 Some(())
             })
             .await?;
-        Ok(matches!(done, Some((_, Some(())))))
+        Ok(matches!(done, Some(Some(()))))
     }
 
     /// Renews the lease and keeps a running task from expiring.
