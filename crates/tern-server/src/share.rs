@@ -66,7 +66,7 @@ pub(crate) fn peer_of(ip: std::net::IpAddr) -> std::net::IpAddr {
 ///
 /// Every anonymous HTTP request names its peer, so an IPv4 address is
 /// written digit by digit into one allocation of its exact size, not through
-/// the formatter (a twelfth of a plain call's instructions went there).
+/// the formatter (1.35k of a plain call's 77k instructions went there).
 pub(crate) fn peer_name(ip: std::net::IpAddr) -> Arc<str> {
     match peer_of(ip) {
         std::net::IpAddr::V4(v4) => {

@@ -51,7 +51,8 @@ pub(crate) struct RelayRequest {
     pub(crate) request_state: Option<String>,
     pub(crate) responses: Option<InputResponses>,
     pub(crate) id: RequestId,
-    pub(crate) meta: RequestMeta,
+    /// Shared with each leg's [`Ctx`], as a direct leg's is.
+    pub(crate) meta: Arc<RequestMeta>,
     pub(crate) call: CallContext,
 }
 
@@ -166,7 +167,7 @@ async fn awaiting(
         responses: None,
         policy: LegPolicy::default(),
         id,
-        meta: Arc::new(meta),
+        meta,
         call,
     };
     let handler = move |ctx: Ctx| -> crate::future::BoxFuture<'static, Result<Value, ToolError>> {
@@ -315,7 +316,7 @@ fn context(engine: &Engine, request: &RelayRequest, call_id: CallId, round: u32)
         call_id,
         round,
         memo_limit: engine.sealer().options().max_token_len / 2,
-        meta: Arc::new(request.meta.clone()),
+        meta: Arc::clone(&request.meta),
         principal: request.origin.principal.clone(),
         access_token: request.call.access_token.clone(),
         server: Arc::clone(&engine.info),
@@ -461,7 +462,7 @@ impl Relayed {
             request_state: self.request_state,
             responses: self.responses,
             id,
-            meta: self.meta,
+            meta: Arc::new(self.meta),
             call,
         };
         run(engine, relay, request, strategy).await

@@ -408,7 +408,7 @@ struct Framing {
 impl Framing {
     /// A line at a time: the next line break found by `memchr` (vector
     /// code), the line's first bytes kept lowercased, the rest passed over
-    /// unread. (It went byte by byte: a twentieth of a plain call's
+    /// unread. (Byte by byte, it took 4.6k of a plain call's 77k
     /// instructions.)
     fn scan(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
