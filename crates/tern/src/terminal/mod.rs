@@ -67,8 +67,11 @@ pub(crate) fn clear_prompt() {
 /// What the terminal shares across questions and with the command.
 #[derive(Debug, Default)]
 pub(crate) struct Session {
-    /// One question on the terminal at a time.
-    turn: Mutex<()>,
+    /// One question on the terminal at a time, in the order they were
+    /// asked: a round's questions are answered concurrently, and tokio's
+    /// mutex queues its waiters first come, first served (a std mutex
+    /// taken on the blocking threads let the second question jump ahead).
+    turn: Arc<tokio::sync::Mutex<()>>,
     /// The person declined or cancelled something.
     refused: AtomicBool,
     /// Every key the server asked during this run.
@@ -207,8 +210,9 @@ impl Session {
         f: impl FnOnce(&Self, &mut dyn Console) -> T + Send + 'static,
     ) -> Result<T, HandlerError> {
         let me = Arc::clone(self);
+        let turn = Arc::clone(&self.turn).lock_owned().await;
         tokio::task::spawn_blocking(move || {
-            let _turn = lock(&me.turn);
+            let _turn = turn;
             me.progress.interrupt();
             let mut console = crate::prompt::console();
             f(&me, &mut *console)
@@ -226,5 +230,35 @@ pub(crate) fn claimed_name(info: &tern_protocol::Implementation) -> String {
     match info.title.as_deref().filter(|t| *t != info.name) {
         Some(title) => format!("\"{}\" ({name} {version})", tern::safe::line(title)),
         None => format!("\"{name}\" {version}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A round's questions are answered concurrently; the terminal takes
+    /// them in the order they were asked, whichever blocking thread starts
+    /// first.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn questions_take_the_terminal_in_the_order_they_were_asked() {
+        let session = Session::new("s".into(), "s".into(), None);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let turns = (0..16).map(|i| {
+            let order = Arc::clone(&order);
+            let session = Arc::clone(&session);
+            async move {
+                session
+                    .with_terminal(move |_, _| {
+                        // A question held on screen a moment, so the ones
+                        // behind it queue.
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                        lock(&order).push(i);
+                    })
+                    .await
+            }
+        });
+        futures_util::future::try_join_all(turns).await.unwrap();
+        assert_eq!(*lock(&order), (0..16).collect::<Vec<_>>());
     }
 }
