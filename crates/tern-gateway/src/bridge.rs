@@ -164,6 +164,7 @@ impl Downstream {
 fn outcome_to_json(outcome: Result<RelayOutcome, ErrorObject>) -> Value {
     match outcome {
         Ok(RelayOutcome::Complete(result)) => json!({"complete": result}),
+        Ok(RelayOutcome::Written(result)) => json!({"complete": result}),
         Ok(RelayOutcome::InputRequired { requests, routing }) => {
             json!({"inputRequired": {"requests": requests, "routing": routing}})
         }
@@ -605,6 +606,8 @@ impl Bridge {
                 header_params: send.header_params,
                 progress,
                 log_level: level,
+                // The params carry their own (`send.params`).
+                arguments: None,
                 on_notification: Some(&on_note),
                 on_live: Some(&on_live),
                 timeout: Some(timeout),

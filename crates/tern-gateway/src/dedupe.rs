@@ -89,6 +89,7 @@ fn store_failed(e: &StoreError) -> ErrorObject {
 fn encode(outcome: &Result<RelayOutcome, ErrorObject>) -> Outcome {
     let value = match outcome {
         Ok(RelayOutcome::Complete(result)) => json!({"c": result}),
+        Ok(RelayOutcome::Written(result)) => json!({"c": result}),
         Ok(RelayOutcome::InputRequired { requests, routing }) => {
             json!({"i": {"q": requests, "r": routing}})
         }

@@ -24,7 +24,7 @@ use crate::config::GatewayConfig;
 use crate::cursor::Cursors;
 use crate::dedupe;
 use crate::tasked;
-use crate::upstream::{Extras, Upstream};
+use crate::upstream::{Extras, Kind, Upstream};
 
 /// The default page size of the merged lists: 100.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -868,32 +868,35 @@ impl Gateway {
     )]
     async fn send_leg(&self, leg: RelayLeg) -> Result<RelayOutcome, ErrorObject> {
         let catalogue = self.catalogue();
-        let (index, mut params) = match leg.method {
+        // The params but for `arguments`, which the common leg writes from
+        // the request's own (`Extras::arguments`); the other paths get them
+        // copied in (`with_arguments`).
+        let (index, mut params, named) = match leg.method {
             method::TOOLS_CALL => {
                 let route = catalogue.tools.route(&leg.target).ok_or_else(|| {
                     ErrorObject::invalid_params(format!("Unknown tool: {}", leg.target))
                 })?;
-                (
-                    route.upstream,
-                    json!({"name": route.name, "arguments": *leg.arguments}),
-                )
+                (route.upstream, json!({"name": route.name}), true)
             }
             method::PROMPTS_GET => {
                 let route = catalogue.prompts.route(&leg.target).ok_or_else(|| {
                     ErrorObject::invalid_params(format!("Unknown prompt: {}", leg.target))
                 })?;
-                (
-                    route.upstream,
-                    json!({"name": route.name, "arguments": *leg.arguments}),
-                )
+                (route.upstream, json!({"name": route.name}), true)
             }
             _ => {
                 let index = catalogue.resource_upstream(&leg.target).ok_or_else(|| {
                     ErrorObject::invalid_params("Resource not found")
                         .with_data(json!({"uri": leg.target}))
                 })?;
-                (index, json!({"uri": leg.target}))
+                (index, json!({"uri": leg.target}), false)
             }
+        };
+        let with_arguments = |mut params: Value| {
+            if named {
+                params["arguments"] = (*leg.arguments).clone();
+            }
+            params
         };
         let slots = self.slots();
         let upstream = &slots[index];
@@ -916,9 +919,6 @@ impl Gateway {
         if let Some(responses) = &leg.input_responses {
             params["inputResponses"] = serde_json::to_value(responses).unwrap_or_default();
         }
-        // The client's capabilities, never more (its Tasks extension
-        // included: the task ids that come back are wrapped).
-        let capabilities = leg.ctx.client_capabilities().clone();
         let header_params = catalogue
             .tools
             .headers
@@ -929,23 +929,28 @@ impl Gateway {
         if upstream.is_legacy() || bridged_round(&catalogue, &leg) {
             // Boxed, as the task paths below: a relayed 2026 leg, the
             // common one, stays small.
+            let params = with_arguments(params);
             return Box::pin(self.bridged(upstream, &catalogue, leg, params, header_params)).await;
         }
+        // The client's capabilities, never more (its Tasks extension
+        // included: the task ids that come back are wrapped).
         let ctx = leg.ctx.clone();
-        let tell = move |n: ServerNotification| bridge::relay_notification(&ctx, n);
+        let capabilities = ctx.client_capabilities();
+        let tell = |n: ServerNotification| bridge::relay_notification(&ctx, n);
         let extras = Extras {
             header_params,
             progress: leg.ctx.meta().progress_token.is_some(),
             log_level: leg.ctx.meta().log_level,
+            arguments: named.then_some(&*leg.arguments),
             on_notification: Some(&tell),
             ..Extras::default()
         };
         // A tool that turns out to require a task, for a client without
         // the extension: refused before it ran, so followed as a task.
-        let again =
-            tasked::may_follow(&leg).then(|| (params.clone(), extras.header_params.clone()));
-        let result = match upstream
-            .relay(leg.method, params, &capabilities, extras)
+        let again = tasked::may_follow(&leg)
+            .then(|| (with_arguments(params.clone()), extras.header_params.clone()));
+        let (written, kind) = match upstream
+            .relay_written(leg.method, params, capabilities, extras)
             .await
         {
             Err(e) if tasked::needs_tasks(&e) && again.is_some() => {
@@ -954,6 +959,11 @@ impl Gateway {
             }
             answer => answer?,
         };
+        if kind == Kind::Complete {
+            // Passed on as written: the common leg decodes nothing of it.
+            return Ok(RelayOutcome::Written(written));
+        }
+        let result = upstream.decode(&written)?;
         if result["resultType"] == "input_required" {
             let requests: InputRequests = match result.get("inputRequests") {
                 None | Some(Value::Null) => InputRequests::new(),

@@ -16,17 +16,13 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use tern_protocol::error::ErrorObject;
 
-/// The outcome label of an upstream's answer.
-pub(crate) fn outcome(answer: &Result<Value, ErrorObject>) -> &'static str {
+/// The outcome label of an upstream's answer: an answer is labelled by the kind of its result (`ok`,
+/// `input_required`, `task`), an error by what it says.
+pub(crate) fn outcome(answer: Result<&'static str, &ErrorObject>) -> &'static str {
     match answer {
-        Ok(v) => match v.get("resultType").and_then(Value::as_str) {
-            Some("input_required") => "input_required",
-            Some("task") => "task",
-            _ => "ok",
-        },
+        Ok(kind) => kind,
         // Down, not started: refused before anything was sent.
         Err(e)
             if e.data

@@ -527,6 +527,7 @@ impl ServerBuilder {
                 store,
                 clock: self.clock,
                 limits: self.limits,
+                info_json: crate::json::to_json(&self.info),
                 info: Arc::new(self.info),
                 progress_interval: self.config.progress_interval,
                 tasks,

@@ -119,13 +119,84 @@ impl Outgoing {
     }
 }
 
+/// A relayed request's params in parts ([`Outgoing::from_parts`]): written
+/// into the body as one object, no tree built for the whole.
+#[derive(Debug)]
+pub struct ParamsParts<'a, M> {
+    /// The params' members; a `_meta` among them is left out, and so is an
+    /// `arguments` when [`Self::arguments`] is given.
+    pub members: &'a serde_json::Map<String, serde_json::Value>,
+    /// `arguments`, shared with the caller rather than copied into
+    /// `members`.
+    pub arguments: Option<&'a serde_json::Value>,
+    /// `_meta`.
+    pub meta: &'a M,
+    /// The protocol version `meta` names (`MCP-Protocol-Version`).
+    pub protocol_version: &'a str,
+    /// The progress token `meta` carries, as JSON text (stdio routes
+    /// progress by it).
+    pub progress_token: Option<String>,
+}
+
+impl Outgoing {
+    /// [`Self::from_json`] with the params written from `parts`: a relay
+    /// that makes a `_meta` for each request, and forwards arguments it
+    /// shares with the request it serves, writes them once, with no tree
+    /// built for them. `Mcp-Name` is read from the members.
+    pub fn from_parts<M: serde::Serialize>(
+        id: RequestId,
+        method: &str,
+        parts: ParamsParts<'_, M>,
+        header_params: Vec<(String, String)>,
+    ) -> Result<Self, ClientError> {
+        let body = serde_json::to_string(&JsonRequest {
+            jsonrpc: "2.0",
+            id: &id,
+            method,
+            params: &parts,
+        })
+        .map_err(|e| {
+            ClientError::protocol(format!("the {method} request cannot be encoded")).because(e)
+        })?;
+        Ok(Self {
+            method: method.to_owned(),
+            name: tern_protocol::request::name_member(method)
+                .and_then(|member| parts.members.get(member)?.as_str())
+                .map(str::to_owned),
+            protocol_version: parts.protocol_version.to_owned(),
+            progress_token: parts.progress_token,
+            header_params,
+            body,
+            id,
+        })
+    }
+}
+
+impl<M: serde::Serialize> serde::Serialize for ParamsParts<'_, M> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = s.serialize_map(None)?;
+        for (name, value) in self.members {
+            let replaced = name == "_meta" || (name == "arguments" && self.arguments.is_some());
+            if !replaced {
+                map.serialize_entry(name, value)?;
+            }
+        }
+        if let Some(arguments) = self.arguments {
+            map.serialize_entry("arguments", arguments)?;
+        }
+        map.serialize_entry("_meta", self.meta)?;
+        map.end()
+    }
+}
+
 /// A JSON-RPC request around params already JSON.
 #[derive(serde::Serialize)]
-struct JsonRequest<'a> {
+struct JsonRequest<'a, P: ?Sized = serde_json::Value> {
     jsonrpc: &'static str,
     id: &'a RequestId,
     method: &'a str,
-    params: &'a serde_json::Value,
+    params: &'a P,
 }
 
 /// What comes back for one request: its notifications, then its response.
@@ -292,7 +363,7 @@ mod tests {
     use serde_json::json;
     use tern_protocol::{ClientRequest, RequestId};
 
-    use super::Outgoing;
+    use super::{Outgoing, ParamsParts};
 
     /// A relay's request written from JSON is the request written from its
     /// typed form: the same body (as JSON), name, version and progress token.
@@ -333,6 +404,32 @@ mod tests {
                 "{method}"
             );
             assert_eq!(from_json.header_params, from_typed.header_params);
+            // The same, written from parts: `_meta` from another value,
+            // `arguments` shared (what the params held of either left out).
+            params["_meta"] = json!({"stale": true});
+            let arguments = params.get("arguments").cloned();
+            if arguments.is_some() {
+                params["arguments"] = json!("stale");
+            }
+            let parts = Outgoing::from_parts(
+                RequestId::Number(3),
+                method,
+                ParamsParts {
+                    members: params.as_object().unwrap(),
+                    arguments: arguments.as_ref(),
+                    meta: &meta,
+                    protocol_version: "2026-07-28",
+                    progress_token: Some("\"p-7\"".into()),
+                },
+                vec![("H".into(), "v".into())],
+            )
+            .unwrap();
+            assert_eq!(body(&parts), body(&from_typed), "{method}");
+            assert_eq!(parts.body.matches("_meta").count(), 1);
+            assert!(!parts.body.contains("stale"), "{}", parts.body);
+            assert_eq!(parts.name, from_typed.name, "{method}");
+            assert_eq!(parts.protocol_version, from_typed.protocol_version);
+            assert_eq!(parts.progress_token, from_typed.progress_token);
         }
     }
 }

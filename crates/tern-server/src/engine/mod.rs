@@ -143,6 +143,9 @@ pub(crate) struct Engine {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) limits: CallLimits,
     pub(crate) info: Arc<Implementation>,
+    /// `info` written once, for the results stamped from text
+    /// (a relay's).
+    pub(crate) info_json: crate::json::Json,
     pub(crate) progress_interval: Duration,
     /// The task machinery (Tasks extension): its store and runners.
     pub(crate) tasks: Arc<crate::task::Tasks>,

@@ -53,6 +53,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tern_protocol::error::ErrorObject;
 use tern_protocol::meta::RequestMeta;
 use tern_protocol::result::CacheScope;
@@ -178,11 +179,18 @@ pub struct RelayLeg {
 }
 
 /// How a relayed leg ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum RelayOutcome {
     /// The method's result object, passed to the client as it is but for
     /// `_meta.serverInfo`, which is this server's.
     Complete(Value),
+    /// The method's result object as its sender wrote it (an upstream's
+    /// reply, undecoded): passed on as [`Self::Complete`] is, its members
+    /// copied as written rather than decoded into a tree and encoded again.
+    /// A text that is not one object with distinct member names, or that
+    /// spans lines, is decoded and written anew (what the client reads is
+    /// then the object it would read from [`Self::Complete`]).
+    Written(Box<RawValue>),
     /// The client must answer `requests` (none: a state-only round, the
     /// client comes back later); the next leg gets `routing` back.
     InputRequired {
@@ -193,6 +201,27 @@ pub enum RelayOutcome {
         /// [`crate::ServerBuilder::max_state_len`]).
         routing: Value,
     },
+}
+
+impl PartialEq for RelayOutcome {
+    /// Written results compare by their text.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Complete(a), Self::Complete(b)) => a == b,
+            (Self::Written(a), Self::Written(b)) => a.get() == b.get(),
+            (
+                Self::InputRequired {
+                    requests: a,
+                    routing: r,
+                },
+                Self::InputRequired {
+                    requests: b,
+                    routing: s,
+                },
+            ) => a == b && r == s,
+            _ => false,
+        }
+    }
 }
 
 /// What a relay follows for one `subscriptions/listen` stream

@@ -14,8 +14,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tern_protocol::error::{ErrorObject, code};
-use tern_protocol::meta::RequestMeta;
+use tern_protocol::meta::{RequestMeta, SERVER_INFO_KEY as SERVER_INFO};
 use tern_protocol::{InputRequests, InputRequiredResult, InputResponses, RequestId};
 use tern_seal::Claims;
 use tracing::Instrument as _;
@@ -117,7 +118,8 @@ async fn suspend(
         })
         .await?;
     match outcome {
-        RelayOutcome::Complete(result) => stamp(engine, result),
+        RelayOutcome::Complete(result) => stamp(&engine.info_json, result),
+        RelayOutcome::Written(result) => stamp_written(&engine.info_json, &result),
         RelayOutcome::InputRequired { requests, routing } => {
             check_declared(&requests, &capabilities)?;
             let round = opened.round + 1;
@@ -170,7 +172,7 @@ async fn awaiting(
         meta,
         call,
     };
-    let handler = move |ctx: Ctx| -> crate::future::BoxFuture<'static, Result<Value, ToolError>> {
+    let handler = move |ctx: Ctx| -> crate::future::BoxFuture<'static, Result<Done, ToolError>> {
         Box::pin(async move {
             let mut routing: Option<Value> = None;
             let mut responses = None;
@@ -202,7 +204,11 @@ async fn awaiting(
                 let (requests, next) = match outcome {
                     RelayOutcome::Complete(result) => {
                         unanswered.routing = None;
-                        return Ok(result);
+                        return Ok(Done::Tree(result));
+                    }
+                    RelayOutcome::Written(result) => {
+                        unanswered.routing = None;
+                        return Ok(Done::Written(result));
                     }
                     RelayOutcome::InputRequired { requests, routing } => (requests, routing),
                 };
@@ -237,8 +243,9 @@ async fn awaiting(
         .run(
             leg,
             Box::new(handler),
-            Box::new(|engine, out: Result<Value, ToolError>| match out {
-                Ok(result) => stamp(engine, result),
+            Box::new(|engine, out: Result<Done, ToolError>| match out {
+                Ok(Done::Tree(result)) => stamp(&engine.info_json, result),
+                Ok(Done::Written(result)) => stamp_written(&engine.info_json, &result),
                 Err(e) => Err(e
                     .error_object()
                     .unwrap_or_else(|| ErrorObject::new(code::INTERNAL_ERROR, "Internal error"))),
@@ -246,6 +253,12 @@ async fn awaiting(
             strategy,
         )
         .await
+}
+
+/// A live call's result, as the relay gave it.
+enum Done {
+    Tree(Value),
+    Written(Box<RawValue>),
 }
 
 /// A live round's routing while its questions are out: dropped still
@@ -286,7 +299,7 @@ fn check_declared(
 
 /// The relayed result with this server's `serverInfo` (`resultType` set to
 /// `complete` when it has none).
-fn stamp(engine: &Engine, mut result: Value) -> Result<Json, ErrorObject> {
+fn stamp(info: &RawValue, mut result: Value) -> Result<Json, ErrorObject> {
     let Some(object) = result.as_object_mut() else {
         tracing::error!("a relay answered a result that is not an object");
         return Err(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"));
@@ -302,11 +315,149 @@ fn stamp(engine: &Engine, mut result: Value) -> Result<Json, ErrorObject> {
     }
     if let Some(meta) = meta.as_object_mut() {
         meta.insert(
-            "io.modelcontextprotocol/serverInfo".into(),
-            serde_json::to_value(&*engine.info).unwrap_or_default(),
+            SERVER_INFO.into(),
+            serde_json::from_str(info.get()).unwrap_or_default(),
         );
     }
     Ok(to_json(&result))
+}
+
+/// [`stamp`] of a result as its sender wrote it, with no value tree: the
+/// top-level members and `_meta`'s copied as written, `resultType` added
+/// when absent, `_meta.serverInfo` this server's. A text this cannot pass
+/// through unchanged in meaning is decoded and stamped as a tree: one that
+/// is not an object, one whose member names repeat (a reader may take
+/// either of two `resultType`s; the tree keeps the last, as the gateway's
+/// own reading of it does), one with line breaks (they would end a stdio
+/// message early; outside strings they are only whitespace, and inside
+/// them JSON escapes them).
+fn stamp_written(info: &RawValue, written: &RawValue) -> Result<Json, ErrorObject> {
+    let text = written.get();
+    let tree = || {
+        serde_json::from_str(text).map_or_else(
+            |_| {
+                tracing::error!("a relay answered a result that is not JSON");
+                Err(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"))
+            },
+            |result| stamp(info, result),
+        )
+    };
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
+        return tree();
+    }
+    let Ok(Members(members)) = serde_json::from_str::<Members<'_>>(text) else {
+        return tree();
+    };
+    if !distinct(&members) {
+        return tree();
+    }
+    let meta = match members.iter().find(|(k, _)| k == "_meta") {
+        None => Vec::new(),
+        Some((_, meta)) => match serde_json::from_str::<Members<'_>>(meta.get()) {
+            Ok(Members(m)) => m,
+            // Not an object: replaced, as the tree's stamp replaces it.
+            Err(_) if !meta.get().starts_with('{') => Vec::new(),
+            Err(_) => return tree(),
+        },
+    };
+    Ok(to_json(&Stamped {
+        members: &members,
+        meta: &meta,
+        info,
+    }))
+}
+
+/// An object's members in order, each value as written.
+struct Members<'a>(Vec<(std::borrow::Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some((Name(name), value)) = map.next_entry::<Name<'de>, &RawValue>()? {
+                    members.push((name, value));
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// A member name, borrowed unless it has escapes.
+#[derive(Deserialize)]
+struct Name<'a>(#[serde(borrow)] std::borrow::Cow<'a, str>);
+
+/// No name twice (a result has a handful of members; past 32 the tree
+/// decides).
+fn distinct(members: &[(std::borrow::Cow<'_, str>, &RawValue)]) -> bool {
+    members.len() <= 32
+        && members
+            .iter()
+            .enumerate()
+            .all(|(i, (name, _))| members[..i].iter().all(|(other, _)| other != name))
+}
+
+/// The written result with its stamp.
+struct Stamped<'a> {
+    members: &'a [(std::borrow::Cow<'a, str>, &'a RawValue)],
+    meta: &'a [(std::borrow::Cow<'a, str>, &'a RawValue)],
+    info: &'a RawValue,
+}
+
+impl Serialize for Stamped<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = s.serialize_map(None)?;
+        let mut typed = false;
+        for (name, value) in self.members {
+            if name == "_meta" {
+                continue;
+            }
+            typed |= name == "resultType";
+            map.serialize_entry(name, value)?;
+        }
+        if !typed {
+            map.serialize_entry("resultType", "complete")?;
+        }
+        map.serialize_entry(
+            "_meta",
+            &StampedMeta {
+                members: self.meta,
+                info: self.info,
+            },
+        )?;
+        map.end()
+    }
+}
+
+/// `_meta` as written, `serverInfo` this server's.
+struct StampedMeta<'a> {
+    members: &'a [(std::borrow::Cow<'a, str>, &'a RawValue)],
+    info: &'a RawValue,
+}
+
+impl Serialize for StampedMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = s.serialize_map(None)?;
+        for (name, value) in self.members {
+            if name != SERVER_INFO {
+                map.serialize_entry(name, value)?;
+            }
+        }
+        map.serialize_entry(SERVER_INFO, self.info)?;
+        map.end()
+    }
 }
 
 /// The leg's context: no answers or memo (the relay's state is its own).
@@ -592,7 +743,7 @@ pub(crate) async fn complete(
     let params = serde_json::to_value(params)
         .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
     let result = relay.complete(params, principal).await?;
-    stamp(engine, result)
+    stamp(&engine.info_json, result)
 }
 
 /// A relayed `tasks/*` request, with this server's `serverInfo`.
@@ -606,5 +757,161 @@ pub(crate) async fn task<P: Serialize>(
     let params = serde_json::to_value(params)
         .map_err(|e| ErrorObject::new(code::INTERNAL_ERROR, e.to_string()))?;
     let result = relay.task(method, params, principal).await?;
-    stamp(engine, result)
+    stamp(&engine.info_json, result)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::{Just, any, prop, prop_assert, prop_assert_eq, prop_oneof, proptest};
+    use proptest::strategy::Strategy as _;
+    use serde_json::json;
+
+    use super::*;
+
+    fn info() -> Box<RawValue> {
+        serde_json::value::to_raw_value(&tern_protocol::Implementation::new("gateway", "1.0.0"))
+            .unwrap()
+    }
+
+    fn written(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    /// What the client reads: the stamp's text, decoded.
+    fn read(json: &Json) -> Value {
+        serde_json::from_str(json.get()).unwrap()
+    }
+
+    #[test]
+    fn a_written_result_keeps_its_members_and_takes_this_servers_info() {
+        let text = r#"{"content":[{"type":"text","text":"hi"}],"isError":false,"_meta":{"x":{"y":[1,2.50,"\u00e9"]},"io.modelcontextprotocol/serverInfo":{"name":"upstream","version":"9"}}}"#;
+        let out = stamp_written(&info(), &written(text)).unwrap();
+        assert_eq!(
+            read(&out),
+            json!({
+                "content": [{"type": "text", "text": "hi"}],
+                "isError": false,
+                "resultType": "complete",
+                "_meta": {
+                    "x": {"y": [1, 2.5, "é"]},
+                    "io.modelcontextprotocol/serverInfo": {"name": "gateway", "version": "1.0.0"},
+                },
+            })
+        );
+        // Copied as written, not re-encoded: the upstream's own spelling
+        // of a number and an escape passes through.
+        assert!(out.get().contains(r#"[1,2.50,"\u00e9"]"#), "{}", out.get());
+        assert!(!out.get().contains("upstream"), "{}", out.get());
+    }
+
+    #[test]
+    fn a_written_result_type_is_kept_and_a_missing_meta_is_added() {
+        let out = stamp_written(&info(), &written(r#"{"resultType":"complete","n":1}"#)).unwrap();
+        let v = read(&out);
+        assert_eq!(v["resultType"], "complete");
+        assert_eq!(v["n"], 1);
+        assert_eq!(v["_meta"][SERVER_INFO]["name"], "gateway");
+        assert_eq!(out.get().matches("resultType").count(), 1, "{}", out.get());
+    }
+
+    #[test]
+    fn a_meta_that_is_not_an_object_is_replaced() {
+        for meta in ["5", "\"x\"", "null", "[1]"] {
+            let text = format!(r#"{{"a":1,"_meta":{meta}}}"#);
+            let v = read(&stamp_written(&info(), &written(&text)).unwrap());
+            assert_eq!(
+                v["_meta"],
+                json!({SERVER_INFO: {"name": "gateway", "version": "1.0.0"}}),
+                "{meta}"
+            );
+        }
+    }
+
+    #[test]
+    fn repeated_names_are_read_as_the_tree_reads_them() {
+        // A second resultType must not reach a client that takes the last
+        // one while the gateway judged the first.
+        let text = r#"{"resultType":"complete","resultType":"input_required","a":1}"#;
+        let out = stamp_written(&info(), &written(text)).unwrap();
+        assert_eq!(out.get().matches("resultType").count(), 1, "{}", out.get());
+        assert_eq!(read(&out)["resultType"], "input_required");
+        let text = r#"{"_meta":{"a":1},"_meta":{"b":2}}"#;
+        let v = read(&stamp_written(&info(), &written(text)).unwrap());
+        assert_eq!(v["_meta"]["b"], 2);
+        assert!(v["_meta"].get("a").is_none());
+    }
+
+    #[test]
+    fn line_breaks_do_not_pass_through() {
+        let text = "{\n  \"content\": [\r\n    1\n  ],\n  \"_meta\": {\n\"k\": \"v\"\n}\n}";
+        let out = stamp_written(&info(), &written(text)).unwrap();
+        assert!(!out.get().contains(['\n', '\r']), "{:?}", out.get());
+        let v = read(&out);
+        assert_eq!(v["content"], json!([1]));
+        assert_eq!(v["_meta"]["k"], "v");
+    }
+
+    #[test]
+    fn a_result_that_is_not_an_object_is_an_internal_error() {
+        for text in ["[1]", "3", "\"s\"", "null"] {
+            let e = stamp_written(&info(), &written(text)).unwrap_err();
+            assert_eq!(e.code, code::INTERNAL_ERROR, "{text}");
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "\\PC{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((name(), inner), 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Names that clash often with the ones the stamp treats specially.
+    fn name() -> impl proptest::strategy::Strategy<Value = String> {
+        prop_oneof![
+            Just("_meta".to_owned()),
+            Just("resultType".to_owned()),
+            Just(SERVER_INFO.to_owned()),
+            "[a-z\"\\\\é\n]{0,4}",
+        ]
+    }
+
+    proptest! {
+        /// Any object, compact or pretty, written or as a tree: the client
+        /// reads the same result.
+        #[test]
+        fn the_written_stamp_reads_as_the_tree_stamp(
+            members in prop::collection::vec((name(), json_value()), 0..6),
+            meta in prop::collection::vec((name(), json_value()), 0..4),
+            with_meta in any::<bool>(),
+            pretty in any::<bool>(),
+        ) {
+            let mut object: serde_json::Map<String, Value> = members.into_iter().collect();
+            if with_meta {
+                object.insert("_meta".into(), Value::Object(meta.into_iter().collect()));
+            }
+            let tree = Value::Object(object);
+            let text = if pretty {
+                serde_json::to_string_pretty(&tree).unwrap()
+            } else {
+                serde_json::to_string(&tree).unwrap()
+            };
+            let by_text = stamp_written(&info(), &written(&text)).unwrap();
+            let by_tree = stamp(&info(), tree).unwrap();
+            prop_assert_eq!(read(&by_text), read(&by_tree));
+            prop_assert!(!by_text.get().contains('\n'));
+        }
+    }
 }
