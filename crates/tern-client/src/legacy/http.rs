@@ -370,13 +370,13 @@ impl LegacyHttp {
                 runtime.spawn(async move { session.post(note).await });
             }
         };
-        Ok(Exchange {
-            replies: rx,
-            cancel_on_drop: Some(CancelGuard {
+        Ok(Exchange::streamed(
+            rx,
+            Some(CancelGuard {
                 armed: true,
                 on_cancel: Some(Box::new(cancel)),
             }),
-        })
+        ))
     }
 
     /// POSTs `out`, with a new session and once more after a 404.

@@ -56,7 +56,7 @@ use tern_protocol::meta::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY,
 };
 use tern_protocol::{method, version};
-use tokio::sync::{OnceCell, mpsc};
+use tokio::sync::OnceCell;
 
 use crate::error::ClientError;
 use crate::handler::Roots;
@@ -183,9 +183,7 @@ fn discover_from(init: &Value, version: &str) -> Box<RawValue> {
 }
 
 fn answered(incoming: Incoming) -> Exchange {
-    let (tx, rx) = mpsc::channel(1);
-    let _ = tx.try_send(Ok(incoming));
-    Exchange::new(rx, None)
+    Exchange::answered(Ok(incoming))
 }
 
 /// Where the server is.

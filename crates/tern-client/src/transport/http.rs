@@ -267,9 +267,10 @@ async fn pump(
 }
 
 impl Transport for HttpTransport {
-    fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>> {
+    fn send(&self, mut out: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>> {
         Box::pin(async move {
-            let body = Bytes::from(out.body.clone());
+            // Moved, not copied: a retry after auth clones the `Bytes`.
+            let body = Bytes::from(std::mem::take(&mut out.body));
             let mut attempts = 0;
             let response = loop {
                 let mut request = self.request(body.clone(), &out.method, &out.protocol_version)?;
@@ -323,10 +324,7 @@ impl Transport for HttpTransport {
                 // One JSON reply: read here, no task spawned for it.
                 // Dropping this future drops the body, which closes the
                 // connection: the cancellation of the SSE case below.
-                let reply = json_reply(response, self.limits).await;
-                let (tx, rx) = mpsc::channel(1);
-                let _ = tx.try_send(reply);
-                return Ok(Exchange::new(rx, None));
+                return Ok(Exchange::answered(json_reply(response, self.limits).await));
             }
             let (tx, rx) = mpsc::channel(64);
             let task = tokio::spawn(pump(response, self.limits, tx));
@@ -337,10 +335,7 @@ impl Transport for HttpTransport {
                 armed: true,
                 on_cancel: Some(Box::new(move || task.abort())),
             };
-            Ok(Exchange {
-                replies: rx,
-                cancel_on_drop: Some(guard),
-            })
+            Ok(Exchange::streamed(rx, Some(guard)))
         })
     }
 

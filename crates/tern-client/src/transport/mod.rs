@@ -218,11 +218,36 @@ pub enum Incoming {
 /// HTTP closes the response stream, stdio sends `notifications/cancelled`.
 #[derive(Debug)]
 pub struct Exchange {
-    pub(crate) replies: mpsc::Receiver<Result<Incoming, ClientError>>,
+    /// The reply already here, read before `replies` (a one-reply exchange
+    /// has no channel).
+    ready: Option<Result<Incoming, ClientError>>,
+    replies: Option<mpsc::Receiver<Result<Incoming, ClientError>>>,
     pub(crate) cancel_on_drop: Option<CancelGuard>,
 }
 
 impl Exchange {
+    /// An exchange whose only reply is `reply`, already here (an HTTP
+    /// request answered with one JSON body): nothing to cancel, no channel.
+    pub fn answered(reply: Result<Incoming, ClientError>) -> Self {
+        Self {
+            ready: Some(reply),
+            replies: None,
+            cancel_on_drop: None,
+        }
+    }
+
+    /// Replies on `replies`, cancelled by `guard` when dropped early.
+    pub(crate) fn streamed(
+        replies: mpsc::Receiver<Result<Incoming, ClientError>>,
+        guard: Option<CancelGuard>,
+    ) -> Self {
+        Self {
+            ready: None,
+            replies: Some(replies),
+            cancel_on_drop: guard,
+        }
+    }
+
     /// An exchange whose replies arrive on `replies`, for transports written
     /// outside this crate. `on_cancel` runs if the exchange is dropped before
     /// its response arrived (the transport's way of cancelling the request).
@@ -230,18 +255,24 @@ impl Exchange {
         replies: mpsc::Receiver<Result<Incoming, ClientError>>,
         on_cancel: Option<Box<dyn FnOnce() + Send>>,
     ) -> Self {
-        Self {
+        Self::streamed(
             replies,
-            cancel_on_drop: on_cancel.map(|cancel| CancelGuard {
+            on_cancel.map(|cancel| CancelGuard {
                 armed: true,
                 on_cancel: Some(cancel),
             }),
-        }
+        )
     }
 
     /// The next reply, `None` when the transport closed without a response.
     pub async fn next(&mut self) -> Option<Result<Incoming, ClientError>> {
-        self.replies.recv().await
+        if let Some(reply) = self.ready.take() {
+            return Some(reply);
+        }
+        match &mut self.replies {
+            Some(replies) => replies.recv().await,
+            None => None,
+        }
     }
 
     /// The response arrived: dropping the exchange no longer cancels (for a

@@ -726,13 +726,13 @@ impl Transport for ChildProcess {
                     let _ = writer.send(note.to_string());
                 }
             };
-            Ok(Exchange {
-                replies: rx,
-                cancel_on_drop: Some(CancelGuard {
+            Ok(Exchange::streamed(
+                rx,
+                Some(CancelGuard {
                     armed: true,
                     on_cancel: Some(Box::new(cancel)),
                 }),
-            })
+            ))
         })
     }
 
