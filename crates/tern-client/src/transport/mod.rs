@@ -89,15 +89,7 @@ impl Outgoing {
         params: &serde_json::Value,
         header_params: Vec<(String, String)>,
     ) -> Result<Self, ClientError> {
-        let body = serde_json::to_string(&JsonRequest {
-            jsonrpc: "2.0",
-            id: &id,
-            method,
-            params,
-        })
-        .map_err(|e| {
-            ClientError::protocol(format!("the {method} request cannot be encoded")).because(e)
-        })?;
+        let body = json_request(&id, method, params)?;
         let meta = &params["_meta"];
         Ok(Self {
             method: method.to_owned(),
@@ -149,15 +141,7 @@ impl Outgoing {
         parts: ParamsParts<'_, M>,
         header_params: Vec<(String, String)>,
     ) -> Result<Self, ClientError> {
-        let body = serde_json::to_string(&JsonRequest {
-            jsonrpc: "2.0",
-            id: &id,
-            method,
-            params: &parts,
-        })
-        .map_err(|e| {
-            ClientError::protocol(format!("the {method} request cannot be encoded")).because(e)
-        })?;
+        let body = json_request(&id, method, &parts)?;
         Ok(Self {
             method: method.to_owned(),
             name: tern_protocol::request::name_member(method)
@@ -190,9 +174,26 @@ impl<M: serde::Serialize> serde::Serialize for ParamsParts<'_, M> {
     }
 }
 
+/// The JSON-RPC request `id` of `method` with `params`, written.
+fn json_request<P: serde::Serialize + ?Sized>(
+    id: &RequestId,
+    method: &str,
+    params: &P,
+) -> Result<String, ClientError> {
+    serde_json::to_string(&JsonRequest {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+    .map_err(|e| {
+        ClientError::protocol(format!("the {method} request cannot be encoded")).because(e)
+    })
+}
+
 /// A JSON-RPC request around params already JSON.
 #[derive(serde::Serialize)]
-struct JsonRequest<'a, P: ?Sized = serde_json::Value> {
+struct JsonRequest<'a, P: ?Sized> {
     jsonrpc: &'static str,
     id: &'a RequestId,
     method: &'a str,
