@@ -164,7 +164,14 @@ impl Downstream {
 fn outcome_to_json(outcome: Result<RelayOutcome, ErrorObject>) -> Value {
     match outcome {
         Ok(RelayOutcome::Complete(result)) => json!({"complete": result}),
-        Ok(RelayOutcome::Written(result)) => json!({"complete": result}),
+        // Between replicas as a tree (what a tree refuses, a number past
+        // `f64` say, is an internal error here rather than a panic).
+        Ok(RelayOutcome::Written(result)) => match serde_json::from_str::<Value>(result.get()) {
+            Ok(result) => json!({"complete": result}),
+            Err(_) => {
+                json!({"error": ErrorObject::new(code::INTERNAL_ERROR, "Internal error: the upstream's result cannot be forwarded")})
+            }
+        },
         Ok(RelayOutcome::InputRequired { requests, routing }) => {
             json!({"inputRequired": {"requests": requests, "routing": routing}})
         }

@@ -86,17 +86,42 @@ fn store_failed(e: &StoreError) -> ErrorObject {
     )
 }
 
+/// A stored outcome: `{"c": result}` or `{"i": {"q": requests, "r":
+/// routing}}`. A result is kept as written (an upstream's text may hold
+/// what a tree refuses: a number past `f64`, nesting past 128).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Record<'a> {
+    #[serde(borrow, skip_serializing_if = "Option::is_none")]
+    c: Option<&'a serde_json::value::RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    i: Option<Value>,
+}
+
 fn encode(outcome: &Result<RelayOutcome, ErrorObject>) -> Outcome {
-    let value = match outcome {
-        Ok(RelayOutcome::Complete(result)) => json!({"c": result}),
-        Ok(RelayOutcome::Written(result)) => json!({"c": result}),
-        Ok(RelayOutcome::InputRequired { requests, routing }) => {
-            json!({"i": {"q": requests, "r": routing}})
-        }
+    let tree;
+    let record = match outcome {
+        Ok(RelayOutcome::Complete(result)) => match serde_json::value::to_raw_value(result) {
+            Ok(raw) => {
+                tree = raw;
+                Record {
+                    c: Some(&tree),
+                    i: None,
+                }
+            }
+            Err(_) => return Outcome::Unknown,
+        },
+        Ok(RelayOutcome::Written(result)) => Record {
+            c: Some(result),
+            i: None,
+        },
+        Ok(RelayOutcome::InputRequired { requests, routing }) => Record {
+            c: None,
+            i: Some(json!({"q": requests, "r": routing})),
+        },
         Err(e) if e.code == codes::OUTCOME_UNKNOWN => return Outcome::Unknown,
         Err(e) => return Outcome::Error(e.clone()),
     };
-    match serde_json::value::to_raw_value(&value) {
+    match serde_json::value::to_raw_value(&record) {
         Ok(raw) => Outcome::Result(raw),
         Err(_) => Outcome::Unknown,
     }
@@ -108,11 +133,11 @@ fn decode(outcome: Outcome) -> Result<RelayOutcome, ErrorObject> {
         Outcome::Error(e) => return Err(e),
         _ => return Err(outcome_unknown()),
     };
-    let mut value: Value = serde_json::from_str(raw.get()).map_err(|_| outcome_unknown())?;
-    if let Some(result) = value.get_mut("c") {
-        return Ok(RelayOutcome::Complete(result.take()));
+    let record: Record<'_> = serde_json::from_str(raw.get()).map_err(|_| outcome_unknown())?;
+    if let Some(result) = record.c {
+        return Ok(RelayOutcome::Written(result.to_owned()));
     }
-    let round = &mut value["i"];
+    let mut round = record.i.ok_or_else(outcome_unknown)?;
     let requests: InputRequests =
         serde_json::from_value(round["q"].take()).map_err(|_| outcome_unknown())?;
     Ok(RelayOutcome::InputRequired {
@@ -211,8 +236,22 @@ mod tests {
 
     #[test]
     fn outcomes_round_trip() {
+        // A result comes back as the text it was stored as.
         let complete = Ok(RelayOutcome::Complete(json!({"content": []})));
-        assert_eq!(decode(encode(&complete)), complete);
+        let written = |t: &str| {
+            Ok(RelayOutcome::Written(
+                serde_json::value::RawValue::from_string(t.to_owned()).unwrap(),
+            ))
+        };
+        assert_eq!(decode(encode(&complete)), written(r#"{"content":[]}"#));
+        // What a tree refuses is stored and served as written, not lost.
+        for text in [
+            r#"{"content":[],"x":1e400}"#,
+            r#"{"s":"\udc00","n":123456789012345678901234567890}"#,
+        ] {
+            let outcome = written(text);
+            assert_eq!(decode(encode(&outcome)), outcome, "{text}");
+        }
         let round = Ok(RelayOutcome::InputRequired {
             requests: InputRequests::new(),
             routing: json!({"u": "x", "s": "abc"}),

@@ -579,7 +579,18 @@ impl Upstream {
                 let kind = Kind::of(&written);
                 (written, kind)
             });
-        let outcome = crate::metrics::outcome(answer.as_ref().map(|(_, kind)| kind.label()));
+        let outcome = crate::metrics::outcome(answer.as_ref().map(|(written, kind)| match kind {
+            // Rare (not an object, `resultType` named twice): the tree's
+            // reading labels it.
+            Kind::Unread => self.decode(written).map_or("ok", |tree| {
+                match tree["resultType"].as_str() {
+                    Some("input_required") => Kind::InputRequired.label(),
+                    Some("task") => Kind::Task.label(),
+                    _ => Kind::Complete.label(),
+                }
+            }),
+            kind => kind.label(),
+        }));
         span.record("outcome", outcome);
         crate::metrics::upstream_request(&self.config.name, method, outcome, started.elapsed());
         answer

@@ -187,9 +187,12 @@ pub enum RelayOutcome {
     /// The method's result object as its sender wrote it (an upstream's
     /// reply, undecoded): passed on as [`Self::Complete`] is, its members
     /// copied as written rather than decoded into a tree and encoded again.
-    /// A text that is not one object with distinct member names, or that
-    /// spans lines, is decoded and written anew (what the client reads is
-    /// then the object it would read from [`Self::Complete`]).
+    /// A text that is not one object with distinct member names (at the
+    /// top and in `_meta`), or that spans lines, is decoded and written
+    /// anew (what the client reads is then the object it would read from
+    /// [`Self::Complete`]). Deeper members pass as written, unread: what a
+    /// value tree would refuse or resolve (a number past `f64`, a repeated
+    /// name inside `content`) reaches the client as its sender wrote it.
     Written(Box<RawValue>),
     /// The client must answer `requests` (none: a state-only round, the
     /// client comes back later); the next leg gets `routing` back.

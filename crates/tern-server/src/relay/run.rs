@@ -326,11 +326,18 @@ fn stamp(info: &RawValue, mut result: Value) -> Result<Json, ErrorObject> {
 /// top-level members and `_meta`'s copied as written, `resultType` added
 /// when absent, `_meta.serverInfo` this server's. A text this cannot pass
 /// through unchanged in meaning is decoded and stamped as a tree: one that
-/// is not an object, one whose member names repeat (a reader may take
-/// either of two `resultType`s; the tree keeps the last, as the gateway's
-/// own reading of it does), one with line breaks (they would end a stdio
-/// message early; outside strings they are only whitespace, and inside
-/// them JSON escapes them).
+/// is not an object, one whose top-level or `_meta` member names repeat (a
+/// reader may take either of two `resultType`s; the tree keeps the last, as
+/// the gateway's own reading of it does), one with line breaks (they would
+/// end a stdio message early; outside strings they are only whitespace, and
+/// inside them JSON escapes them).
+///
+/// What lies deeper passes as written, where the tree would have read it:
+/// repeated names inside `content` or `structuredContent` reach the client
+/// unresolved, an integer past 64 bits keeps its digits, and text a tree
+/// refuses (a number past `f64`, nesting past 128, a lone surrogate
+/// escape), which the tree path answers `-32603`, reaches the client as
+/// sent — as it would from the server direct.
 fn stamp_written(info: &RawValue, written: &RawValue) -> Result<Json, ErrorObject> {
     let text = written.get();
     let tree = || {
@@ -354,10 +361,11 @@ fn stamp_written(info: &RawValue, written: &RawValue) -> Result<Json, ErrorObjec
     let meta = match members.iter().find(|(k, _)| k == "_meta") {
         None => Vec::new(),
         Some((_, meta)) => match serde_json::from_str::<Members<'_>>(meta.get()) {
-            Ok(Members(m)) => m,
+            Ok(Members(m)) if distinct(&m) => m,
             // Not an object: replaced, as the tree's stamp replaces it.
             Err(_) if !meta.get().starts_with('{') => Vec::new(),
-            Err(_) => return tree(),
+            // Names repeated (or an object unread): the tree decides.
+            Ok(_) | Err(_) => return tree(),
         },
     };
     Ok(to_json(&Stamped {
@@ -839,6 +847,11 @@ mod tests {
         let v = read(&stamp_written(&info(), &written(text)).unwrap());
         assert_eq!(v["_meta"]["b"], 2);
         assert!(v["_meta"].get("a").is_none());
+        // Inside `_meta` too.
+        let text = r#"{"_meta":{"k":1,"k":2}}"#;
+        let out = stamp_written(&info(), &written(text)).unwrap();
+        assert_eq!(out.get().matches("\"k\"").count(), 1, "{}", out.get());
+        assert_eq!(read(&out)["_meta"]["k"], 2);
     }
 
     #[test]
