@@ -964,7 +964,7 @@ impl Gateway {
             return Ok(RelayOutcome::Written(written));
         }
         let result = upstream.decode(&written)?;
-        if result["resultType"] == "input_required" {
+        if kind == Kind::InputRequired {
             let requests: InputRequests = match result.get("inputRequests") {
                 None | Some(Value::Null) => InputRequests::new(),
                 Some(r) => serde_json::from_value(r.clone()).map_err(|e| {
@@ -985,7 +985,7 @@ impl Gateway {
             return Ok(RelayOutcome::InputRequired { requests, routing });
         }
         let mut result = result;
-        if result["resultType"] == "task"
+        if kind == Kind::Task
             && let Some(id) = result["taskId"].as_str()
         {
             let wrapped = self.inner.options.cursors.wrap_task_id(

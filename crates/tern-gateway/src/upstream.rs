@@ -579,18 +579,7 @@ impl Upstream {
                 let kind = Kind::of(&written);
                 (written, kind)
             });
-        let outcome = crate::metrics::outcome(answer.as_ref().map(|(written, kind)| match kind {
-            // Rare (not an object, `resultType` named twice): the tree's
-            // reading labels it.
-            Kind::Unread => self.decode(written).map_or("ok", |tree| {
-                match tree["resultType"].as_str() {
-                    Some("input_required") => Kind::InputRequired.label(),
-                    Some("task") => Kind::Task.label(),
-                    _ => Kind::Complete.label(),
-                }
-            }),
-            kind => kind.label(),
-        }));
+        let outcome = crate::metrics::outcome(answer.as_ref().map(|(_, kind)| kind.label()));
         span.record("outcome", outcome);
         crate::metrics::upstream_request(&self.config.name, method, outcome, started.elapsed());
         answer
@@ -946,20 +935,18 @@ struct RelayedMeta<'a> {
     progress_token: Option<&'a str>,
 }
 
-/// What an upstream's result says it is, read from its `resultType` alone
-/// (the rest skipped, not decoded).
+/// What an upstream's result says it is, read from its `resultType` as a
+/// decoded tree reads it (the last, if named twice).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// No `resultType`, `complete`, or one the gateway does not know: a
-    /// result to pass on.
+    /// No `resultType`, `complete`, one the gateway does not know, or not
+    /// an object at all: a result to pass on (tern-server refuses one that
+    /// is not an object).
     Complete,
     /// `input_required`: questions for the client.
     InputRequired,
     /// `task`: a task was created.
     Task,
-    /// Not an object, a `resultType` that is not a string, or named twice:
-    /// for the decoded tree to decide.
-    Unread,
 }
 
 /// Where a member named `resultType` may begin.
@@ -972,19 +959,34 @@ impl Kind {
         match self {
             Self::InputRequired => "input_required",
             Self::Task => "task",
-            Self::Complete | Self::Unread => "ok",
+            Self::Complete => "ok",
         }
     }
 
     /// The kind `written` names: [`Self::Complete`] read from its bytes
     /// when they leave no doubt (no `"resultType"` in them, or one only,
     /// saying `complete`, and no `\u` escape that could spell another),
-    /// else from its `resultType` decoded.
+    /// else from its `resultType` decoded: alone, or, when that cannot be
+    /// read alone (named twice, not a string, not an object), from the
+    /// whole tree.
     pub fn of(written: &RawValue) -> Self {
         if Self::surely_complete(written.get()) {
             return Self::Complete;
         }
-        Self::read(written)
+        Self::read(written).unwrap_or_else(|| {
+            serde_json::from_str::<Value>(written.get()).map_or(Self::Complete, |tree| {
+                Self::named(tree["resultType"].as_str())
+            })
+        })
+    }
+
+    /// The kind a `resultType` names.
+    fn named(result_type: Option<&str>) -> Self {
+        match result_type {
+            Some("input_required") => Self::InputRequired,
+            Some("task") => Self::Task,
+            _ => Self::Complete,
+        }
     }
 
     /// The text names no other kind, by its bytes: no `"resultType"` in it,
@@ -1014,21 +1016,17 @@ impl Kind {
         rest.trim_ascii_start().starts_with(b"\"complete\"")
     }
 
-    /// The kind `written`'s `resultType` names, decoded.
-    fn read(written: &RawValue) -> Self {
+    /// The kind `written`'s `resultType` names, decoded alone; `None` when
+    /// it cannot be (see [`Self::of`]).
+    fn read(written: &RawValue) -> Option<Self> {
         #[derive(serde::Deserialize)]
         struct Head<'a> {
             #[serde(rename = "resultType", borrow)]
             result_type: Option<std::borrow::Cow<'a, str>>,
         }
-        match serde_json::from_str::<Head<'_>>(written.get()) {
-            Ok(head) => match head.result_type.as_deref() {
-                Some("input_required") => Self::InputRequired,
-                Some("task") => Self::Task,
-                _ => Self::Complete,
-            },
-            Err(_) => Self::Unread,
-        }
+        serde_json::from_str::<Head<'_>>(written.get())
+            .ok()
+            .map(|head| Self::named(head.result_type.as_deref()))
     }
 }
 
@@ -1195,16 +1193,18 @@ mod tests {
     fn a_result_the_head_cannot_read_goes_to_the_tree() {
         // Named twice: which one a reader takes is its own choice, so the
         // gateway decodes it (the tree keeps the last) rather than pass it.
-        assert_eq!(
-            kind(r#"{"resultType":"complete","resultType":"input_required"}"#),
-            Kind::Unread
-        );
-        assert_eq!(kind(r#"{"resultType":7}"#), Kind::Unread);
+        let read = |t: &str| Kind::read(&RawValue::from_string(t.to_owned()).unwrap());
+        let twice = r#"{"resultType":"complete","resultType":"input_required"}"#;
+        assert_eq!(read(twice), None);
+        assert_eq!(kind(twice), Kind::InputRequired);
+        let twice = r#"{"resultType":"task","resultType":"complete"}"#;
+        assert_eq!(kind(twice), Kind::Complete);
+        assert_eq!(read(r#"{"resultType":7}"#), None);
+        assert_eq!(kind(r#"{"resultType":7}"#), Kind::Complete);
         // Not an object: no kind to read. Passed on as complete, its
         // stamp refuses it (tern-server answers -32603), as the tree's does.
-        let read = |t: &str| Kind::read(&RawValue::from_string(t.to_owned()).unwrap());
-        assert_eq!(read("[1,2]"), Kind::Unread);
-        assert_eq!(read("\"complete\""), Kind::Unread);
+        assert_eq!(read("[1,2]"), None);
+        assert_eq!(read("\"complete\""), None);
         assert_eq!(kind("[1,2]"), Kind::Complete);
     }
 }

@@ -182,10 +182,6 @@ fn discover_from(init: &Value, version: &str) -> Box<RawValue> {
     serde_json::value::to_raw_value(&result).unwrap_or_default()
 }
 
-fn answered(incoming: Incoming) -> Exchange {
-    Exchange::answered(Ok(incoming))
-}
-
 /// Where the server is.
 enum Wire {
     Stdio {
@@ -596,7 +592,9 @@ impl Transport for DualEra {
                     _,
                 ) => {
                     if out.method == method::DISCOVER {
-                        return Ok(answered(Incoming::Result(discover_from(init, version))));
+                        return Ok(Exchange::answered(Ok(Incoming::Result(discover_from(
+                            init, version,
+                        )))));
                     }
                     let out = legacy_outgoing(out, version)?;
                     let session = task::Session::Stdio(Arc::clone(child));
@@ -612,10 +610,10 @@ impl Transport for DualEra {
                 (Leg::Http, Wire::Http { legacy, .. }) => {
                     if out.method == method::DISCOVER {
                         let version = legacy.version();
-                        return Ok(answered(Incoming::Result(discover_from(
+                        return Ok(Exchange::answered(Ok(Incoming::Result(discover_from(
                             &legacy.init_result(),
                             &version,
-                        ))));
+                        )))));
                     }
                     let version = legacy.version();
                     let out = legacy_outgoing(out, &version)?;

@@ -395,7 +395,23 @@ mod tests {
     use serde_json::json;
     use tern_protocol::{ClientRequest, RequestId};
 
-    use super::{Outgoing, ParamsParts};
+    use super::{Exchange, Incoming, Outgoing, ParamsParts};
+
+    /// A one-reply exchange gives its reply, then says the exchange is
+    /// over, as a channel whose sender is gone does.
+    #[tokio::test]
+    async fn an_answered_exchange_gives_its_reply_then_none() {
+        let raw = serde_json::value::RawValue::from_string(r#"{"ok":true}"#.into()).unwrap();
+        let mut exchange = Exchange::answered(Ok(Incoming::Result(raw)));
+        match exchange.next().await {
+            Some(Ok(Incoming::Result(r))) => assert_eq!(r.get(), r#"{"ok":true}"#),
+            other => panic!("the reply first, got {other:?}"),
+        }
+        assert!(exchange.next().await.is_none());
+        assert!(exchange.next().await.is_none());
+        // Nothing to cancel: dropping it early runs nothing.
+        assert!(exchange.cancel_on_drop.is_none());
+    }
 
     /// A relay's request written from JSON is the request written from its
     /// typed form: the same body (as JSON), name, version and progress token.

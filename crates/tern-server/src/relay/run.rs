@@ -343,7 +343,9 @@ fn stamp_written(info: &RawValue, written: &RawValue) -> Result<Json, ErrorObjec
     let tree = || {
         serde_json::from_str(text).map_or_else(
             |_| {
-                tracing::error!("a relay answered a result that is not JSON");
+                // JSON, but not what a value tree holds (a number past
+                // `f64`, nesting past 128) on the path that needs one.
+                tracing::error!("a relay answered a result that cannot be decoded");
                 Err(ErrorObject::new(code::INTERNAL_ERROR, "Internal error"))
             },
             |result| stamp(info, result),
@@ -375,8 +377,12 @@ fn stamp_written(info: &RawValue, written: &RawValue) -> Result<Json, ErrorObjec
     }))
 }
 
-/// An object's members in order, each value as written.
-struct Members<'a>(Vec<(std::borrow::Cow<'a, str>, &'a RawValue)>);
+/// A member: its name (borrowed unless it has escapes), its value as
+/// written.
+type Member<'a> = (std::borrow::Cow<'a, str>, &'a RawValue);
+
+/// An object's members in order.
+struct Members<'a>(Vec<Member<'a>>);
 
 impl<'de> Deserialize<'de> for Members<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -407,7 +413,7 @@ struct Name<'a>(#[serde(borrow)] std::borrow::Cow<'a, str>);
 
 /// No name twice (a result has a handful of members; past 32 the tree
 /// decides).
-fn distinct(members: &[(std::borrow::Cow<'_, str>, &RawValue)]) -> bool {
+fn distinct(members: &[Member<'_>]) -> bool {
     members.len() <= 32
         && members
             .iter()
@@ -417,8 +423,8 @@ fn distinct(members: &[(std::borrow::Cow<'_, str>, &RawValue)]) -> bool {
 
 /// The written result with its stamp.
 struct Stamped<'a> {
-    members: &'a [(std::borrow::Cow<'a, str>, &'a RawValue)],
-    meta: &'a [(std::borrow::Cow<'a, str>, &'a RawValue)],
+    members: &'a [Member<'a>],
+    meta: &'a [Member<'a>],
     info: &'a RawValue,
 }
 
@@ -450,7 +456,7 @@ impl Serialize for Stamped<'_> {
 
 /// `_meta` as written, `serverInfo` this server's.
 struct StampedMeta<'a> {
-    members: &'a [(std::borrow::Cow<'a, str>, &'a RawValue)],
+    members: &'a [Member<'a>],
     info: &'a RawValue,
 }
 
