@@ -31,8 +31,14 @@ use crate::rendered::Rendered;
 
 /// Where a request's notifications go: the transport's stream for that
 /// request (stdio's output, or the POST's SSE stream).
+///
+/// The queue holds boxes: tokio's channel allocates its slots 32 at a time
+/// and a `ServerNotification` is about 200 bytes, so a queue of the values
+/// themselves held 6 KiB for each open stream, most of them never written
+/// (a held SSE stream sends a notification now and then). A box costs one
+/// allocation per notification sent instead.
 #[derive(Debug, Clone)]
-pub struct Notifier(mpsc::Sender<ServerNotification>);
+pub struct Notifier(mpsc::Sender<Box<ServerNotification>>);
 
 impl Notifier {
     /// A notifier and the receiving end the transport drains. Sends never
@@ -44,7 +50,7 @@ impl Notifier {
     }
 
     pub(crate) fn send(&self, notification: ServerNotification) -> bool {
-        match self.0.try_send(notification) {
+        match self.0.try_send(Box::new(notification)) {
             Ok(()) => true,
             Err(e) => {
                 tracing::debug!(error = %e, "notification dropped");
@@ -58,18 +64,18 @@ impl Notifier {
 /// raised, in order, for its transport to write. Also a
 /// [`futures_core::Stream`].
 #[derive(Debug)]
-pub struct Notifications(mpsc::Receiver<ServerNotification>);
+pub struct Notifications(mpsc::Receiver<Box<ServerNotification>>);
 
 impl Notifications {
     /// The next notification; `None` once every [`Notifier`] is gone and the
     /// queue is drained.
     pub async fn recv(&mut self) -> Option<ServerNotification> {
-        self.0.recv().await
+        self.0.recv().await.map(|n| *n)
     }
 
     /// The next notification already queued, without waiting.
     pub fn try_recv(&mut self) -> Option<ServerNotification> {
-        self.0.try_recv().ok()
+        self.0.try_recv().ok().map(|n| *n)
     }
 
     /// Polls for the next notification.
@@ -77,7 +83,7 @@ impl Notifications {
         &mut self,
         cx: &mut std::task::Context<'_>,
     ) -> Poll<Option<ServerNotification>> {
-        self.0.poll_recv(cx)
+        self.0.poll_recv(cx).map(|n| n.map(|n| *n))
     }
 }
 
@@ -88,7 +94,7 @@ impl futures_core::Stream for Notifications {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> Poll<Option<ServerNotification>> {
-        self.0.poll_recv(cx)
+        self.0.poll_recv(cx).map(|n| n.map(|n| *n))
     }
 }
 
