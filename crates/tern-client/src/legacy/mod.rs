@@ -574,8 +574,25 @@ pub(crate) fn accept_initialize(raw: &RawValue) -> Result<(String, Value), Clien
 
 impl Transport for DualEra {
     fn send(&self, out: Outgoing) -> BoxFuture<'_, Result<Exchange, ClientError>> {
+        // A server known to be modern, the common case once detected: its
+        // wire's own future. The arms below (the era probe, a 2025
+        // session's listen and task paths) make this function's future
+        // large, and a box copies a future whole, on every request.
+        if matches!(self.leg.get(), Some(Leg::Modern)) {
+            match &self.wire {
+                #[cfg(feature = "http")]
+                Wire::Http { modern, .. } => return modern.send(out),
+                Wire::Stdio { child, .. } => {
+                    let child = Arc::clone(&lock(child));
+                    return Box::pin(async move { child.send(out).await });
+                }
+            }
+        }
         Box::pin(async move {
-            let leg = self.leg.get_or_try_init(|| self.detect(&out)).await?;
+            let leg = self
+                .leg
+                .get_or_try_init(|| Box::pin(self.detect(&out)))
+                .await?;
             match (leg, &self.wire) {
                 #[cfg(feature = "http")]
                 (Leg::Modern, Wire::Http { modern, .. }) => modern.send(out).await,
