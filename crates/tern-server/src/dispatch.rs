@@ -123,6 +123,41 @@ async fn relay_task<P: serde::Serialize>(
 }
 
 /// The relay, when it serves `kind`.
+/// A `tools/call`: the registry's tool, or else the relay's. The relay's
+/// future is boxed, as the prompt and resource ones: inline, it would size
+/// every call's future past the tool's own.
+async fn call_tool(
+    engine: &Arc<crate::engine::Engine>,
+    entry: Option<Arc<crate::tool::ToolEntry>>,
+    relay: Option<Arc<dyn crate::relay::Relay>>,
+    id: RequestId,
+    params: tern_protocol::tool::CallToolRequestParams,
+    call: CallContext,
+    strategy: Strategy,
+) -> Result<Json, ErrorObject> {
+    match relay {
+        Some(relay) => Box::pin(relay::call_tool(engine, relay, id, params, call, strategy)).await,
+        None => crate::tool::call(engine, entry, id, params, call, strategy).await,
+    }
+}
+
+/// A `prompts/get`: the registry's prompt, or else the relay's (boxed, as
+/// in [`call_tool`]).
+async fn get_prompt(
+    engine: &Arc<crate::engine::Engine>,
+    def: Option<Arc<crate::prompt::PromptDef>>,
+    relay: Option<Arc<dyn crate::relay::Relay>>,
+    id: RequestId,
+    params: tern_protocol::prompt::GetPromptRequestParams,
+    call: CallContext,
+    strategy: Strategy,
+) -> Result<Json, ErrorObject> {
+    match relay {
+        Some(relay) => Box::pin(relay::get_prompt(engine, relay, id, params, call, strategy)).await,
+        None => crate::prompt::get(engine, def, id, params, call, strategy).await,
+    }
+}
+
 fn relayed(registry: &Registry, kind: ListKind) -> Option<Arc<dyn crate::relay::Relay>> {
     registry.relay.clone().filter(|r| r.lists().contains(&kind))
 }
@@ -320,22 +355,27 @@ impl Server {
                     .await
             }
             ClientRequest::ListPrompts(p) => self.list(&registry, ListKind::Prompts, p, call).await,
+            // One await per arm, in a function of its own: the params,
+            // held across two awaits here, were kept apart from every other
+            // arm's state (a coroutine overlaps only the locals live at one
+            // suspension), which made this future 5.6 KiB where its largest
+            // arm needs 3.2 KiB — copied into its box on every call, and
+            // held for as long as an SSE stream is open.
             ClientRequest::CallTool(p) => {
                 let entry = registry.tools.get(&p.name).cloned();
-                if let (None, Some(relay)) = (&entry, relayed(&registry, ListKind::Tools)) {
-                    // Boxed, as the prompt and resource arms: each would
-                    // otherwise size every call's future (5.4 KiB, copied
-                    // into its box per call) past the tool arm's 2.1 KiB.
-                    return Box::pin(relay::call_tool(engine, relay, id, p, call, strategy)).await;
-                }
-                crate::tool::call(engine, entry, id, p, call, strategy).await
+                let relay = entry
+                    .is_none()
+                    .then(|| relayed(&registry, ListKind::Tools))
+                    .flatten();
+                call_tool(engine, entry, relay, id, p, call, strategy).await
             }
             ClientRequest::GetPrompt(p) => {
                 let def = registry.prompts.get(&p.name).cloned();
-                if let (None, Some(relay)) = (&def, relayed(&registry, ListKind::Prompts)) {
-                    return Box::pin(relay::get_prompt(engine, relay, id, p, call, strategy)).await;
-                }
-                crate::prompt::get(engine, def, id, p, call, strategy).await
+                let relay = def
+                    .is_none()
+                    .then(|| relayed(&registry, ListKind::Prompts))
+                    .flatten();
+                get_prompt(engine, def, relay, id, p, call, strategy).await
             }
             ClientRequest::ReadResource(p) => {
                 Box::pin(self.read_resource(&registry, id, p, call, strategy)).await
@@ -350,7 +390,9 @@ impl Server {
                 relay::complete(engine, &*relay, &p, call.principal).await
             }
             ClientRequest::Completion(p) => Ok(to_json(&self.complete(&registry, p).await)),
-            ClientRequest::Listen(p) => self.listen(&id, p, call).await,
+            // Boxed, the listen and task arms: each future is larger than
+            // a tool call's, and would size every request's.
+            ClientRequest::Listen(p) => Box::pin(self.listen(&id, p, call)).await,
             ClientRequest::GetTask(p) if relays_tasks(&registry) => {
                 relay_task(engine, &registry, method::TASKS_GET, &p.meta, &p, call).await
             }
@@ -360,9 +402,9 @@ impl Server {
             ClientRequest::CancelTask(p) if relays_tasks(&registry) => {
                 relay_task(engine, &registry, method::TASKS_CANCEL, &p.meta, &p, call).await
             }
-            ClientRequest::GetTask(p) => engine.tasks.get(p, &call).await,
-            ClientRequest::UpdateTask(p) => engine.tasks.update(p, &call).await,
-            ClientRequest::CancelTask(p) => engine.tasks.cancel(p, &call).await,
+            ClientRequest::GetTask(p) => Box::pin(engine.tasks.get(p, &call)).await,
+            ClientRequest::UpdateTask(p) => Box::pin(engine.tasks.update(p, &call)).await,
+            ClientRequest::CancelTask(p) => Box::pin(engine.tasks.cancel(p, &call)).await,
             ClientRequest::ListSkills(p) => skills(&registry)
                 .and_then(|s| crate::skill::list(s, p.cursor.as_deref(), page_size, hints, meta())),
             ClientRequest::GetSkill(p) => {
