@@ -122,7 +122,6 @@ async fn relay_task<P: serde::Serialize>(
     relay::task(engine, &*relay, method, params, call.principal).await
 }
 
-/// The relay, when it serves `kind`.
 /// A `tools/call`: the registry's tool, or else the relay's. The relay's
 /// future is boxed, as the prompt and resource ones: inline, it would size
 /// every call's future past the tool's own.
@@ -158,6 +157,7 @@ async fn get_prompt(
     }
 }
 
+/// The relay, when it serves `kind`.
 fn relayed(registry: &Registry, kind: ListKind) -> Option<Arc<dyn crate::relay::Relay>> {
     registry.relay.clone().filter(|r| r.lists().contains(&kind))
 }
@@ -355,12 +355,11 @@ impl Server {
                     .await
             }
             ClientRequest::ListPrompts(p) => self.list(&registry, ListKind::Prompts, p, call).await,
-            // One await per arm, in a function of its own: the params,
-            // held across two awaits here, were kept apart from every other
-            // arm's state (a coroutine overlaps only the locals live at one
-            // suspension), which made this future 5.6 KiB where its largest
-            // arm needs 3.2 KiB — copied into its box on every call, and
-            // held for as long as an SSE stream is open.
+            // One await per arm, each in a function of its own: a coroutine
+            // overlaps only the locals live at one suspension, so params
+            // held across two awaits here would take a slot beside every
+            // other arm's state, in a future copied into its box on every
+            // call and held for as long as an SSE stream is open.
             ClientRequest::CallTool(p) => {
                 let entry = registry.tools.get(&p.name).cloned();
                 let relay = entry
