@@ -53,6 +53,16 @@ struct Routes {
     roots_answered: Arc<tokio::sync::Notify>,
 }
 
+/// How many turns of the scheduler a burst of requests to the child may
+/// wait for more to join it before it is written.
+const BURST_TURNS: usize = 8;
+
+/// One line and its newline, into the child's buffered input.
+async fn put<W: tokio::io::AsyncWrite + Unpin>(input: &mut W, line: &str) -> std::io::Result<()> {
+    input.write_all(line.as_bytes()).await?;
+    input.write_all(b"\n").await
+}
+
 /// The error a request gets once the child closed its output.
 fn closed_error(exit: &ChildExit, max_line: usize) -> ClientError {
     if exit.line_too_long {
@@ -315,18 +325,43 @@ impl ChildProcess {
             return Err(ClientError::transport("the child's pipes are missing"));
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let routes: Arc<Mutex<Routes>> = Arc::default();
+        let writer_routes = Arc::clone(&routes);
         tokio::spawn(async move {
             // Buffered, flushed when nothing more is queued: a line and its
             // newline in one write, a burst of lines in one (the pipe is
             // unbuffered: each write_all was a system call of its own).
             let mut stdin = tokio::io::BufWriter::with_capacity(64 * 1024, stdin);
-            while let Some(line) = rx.recv().await {
-                if stdin.write_all(line.as_bytes()).await.is_err()
-                    || stdin.write_all(b"\n").await.is_err()
-                {
+            'lines: while let Some(line) = rx.recv().await {
+                if put(&mut stdin, &line).await.is_err() {
                     break;
                 }
-                if rx.is_empty() && stdin.flush().await.is_err() {
+                if !rx.is_empty() {
+                    continue;
+                }
+                // With other requests in flight (a gateway's many callers
+                // sharing one child), the tasks already woken are likely to
+                // queue more: let them run, and write what they queued in
+                // the same write, for as long as each turn of the scheduler
+                // brings more (at most `BURST_TURNS`). Each write wakes the
+                // child, and a child on this core is a switch away and back.
+                // One request alone is written at once.
+                if lock(&writer_routes).pending.len() > 1 {
+                    for _ in 0..BURST_TURNS {
+                        tokio::task::yield_now().await;
+                        let mut more = false;
+                        while let Ok(line) = rx.try_recv() {
+                            if put(&mut stdin, &line).await.is_err() {
+                                break 'lines;
+                            }
+                            more = true;
+                        }
+                        if !more {
+                            break;
+                        }
+                    }
+                }
+                if stdin.flush().await.is_err() {
                     break;
                 }
             }
@@ -347,7 +382,6 @@ impl ChildProcess {
             rx: exit_rx,
             tail: Arc::clone(&tail),
         };
-        let routes: Arc<Mutex<Routes>> = Arc::default();
         lock(&routes).writer = Some(tx.downgrade());
         let reader_routes = Arc::clone(&routes);
         let listeners: Arc<SessionListeners> = Arc::default();

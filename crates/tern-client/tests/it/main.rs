@@ -45,6 +45,7 @@ macro_rules! each_way {
     };
 }
 
+mod burst;
 mod child;
 mod death;
 mod driver;
