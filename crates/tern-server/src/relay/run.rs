@@ -104,7 +104,8 @@ async fn suspend(
     let opened = open(engine, &request)?;
     tracing::Span::current().record("round", opened.round + 1);
     let ctx = context(engine, &request, opened.call_id, opened.round + 1);
-    let capabilities = request.meta.client_capabilities.clone();
+    // Shared, not copied: only a question needs them.
+    let meta = Arc::clone(&request.meta);
     let outcome = relay
         .call(RelayLeg {
             ctx,
@@ -121,7 +122,7 @@ async fn suspend(
         RelayOutcome::Complete(result) => stamp(&engine.info_json, result),
         RelayOutcome::Written(result) => stamp_written(&engine.info_json, &result),
         RelayOutcome::InputRequired { requests, routing } => {
-            check_declared(&requests, &capabilities)?;
+            check_declared(&requests, &meta.client_capabilities)?;
             let round = opened.round + 1;
             engine.check_round(round)?;
             let token = seal(

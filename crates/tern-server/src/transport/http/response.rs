@@ -38,7 +38,21 @@ pub(super) fn overloaded(
 }
 
 pub(super) fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    json_response_in(status, body, 256)
+}
+
+/// [`json_response`] written into a buffer of `capacity` bytes to start
+/// with: a reply's size is known from its result's, and a buffer that
+/// grows copies what it holds at each step.
+fn json_response_in(
+    status: StatusCode,
+    body: &impl serde::Serialize,
+    capacity: usize,
+) -> Response<Body> {
+    let mut bytes = Vec::with_capacity(capacity);
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        bytes.clear();
+    }
     let mut response = Response::new(Body::from(bytes));
     *response.status_mut() = status;
     response
@@ -99,7 +113,12 @@ pub(super) fn reply_response(reply: &Reply) -> Response<Body> {
         }
         return response;
     }
-    json_response(status_of(reply), reply)
+    // The envelope around the result: `{"jsonrpc":"2.0","id":…,"result":}`.
+    let capacity = match &reply.outcome {
+        Ok(result) => result.get().len() + 64,
+        Err(_) => 256,
+    };
+    json_response_in(status_of(reply), reply, capacity)
 }
 
 pub(super) fn sse_response(stream: SseStream) -> Response<Body> {
