@@ -234,8 +234,18 @@ pub struct Exchange {
     /// The reply already here, read before `replies` (a one-reply exchange
     /// has no channel).
     ready: Option<Result<Incoming, ClientError>>,
-    replies: Option<mpsc::Receiver<Result<Incoming, ClientError>>>,
+    replies: Option<Replies>,
     pub(crate) cancel_on_drop: Option<CancelGuard>,
+}
+
+/// Where an exchange's replies come from.
+#[derive(Debug)]
+enum Replies {
+    /// One by one (HTTP's streams, transports outside this crate).
+    Plain(mpsc::Receiver<Result<Incoming, ClientError>>),
+    /// Boxed, by a transport with many requests in flight on one link
+    /// (stdio): a channel of boxes allocates small blocks of slots.
+    Boxed(mpsc::Receiver<Box<Result<Incoming, ClientError>>>),
 }
 
 impl Exchange {
@@ -256,7 +266,19 @@ impl Exchange {
     ) -> Self {
         Self {
             ready: None,
-            replies: Some(replies),
+            replies: Some(Replies::Plain(replies)),
+            cancel_on_drop: guard,
+        }
+    }
+
+    /// Replies on `replies`, boxed, cancelled by `guard` when dropped early.
+    pub(crate) fn streamed_boxed(
+        replies: mpsc::Receiver<Box<Result<Incoming, ClientError>>>,
+        guard: Option<CancelGuard>,
+    ) -> Self {
+        Self {
+            ready: None,
+            replies: Some(Replies::Boxed(replies)),
             cancel_on_drop: guard,
         }
     }
@@ -283,7 +305,8 @@ impl Exchange {
             return Some(reply);
         }
         match &mut self.replies {
-            Some(replies) => replies.recv().await,
+            Some(Replies::Plain(replies)) => replies.recv().await,
+            Some(Replies::Boxed(replies)) => replies.recv().await.map(|reply| *reply),
             None => None,
         }
     }

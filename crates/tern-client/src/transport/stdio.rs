@@ -27,7 +27,10 @@ use super::{BoxFuture, CancelGuard, Exchange, Incoming, Outgoing, SessionListene
 use crate::error::ClientError;
 use crate::limits::{Limit, Limits};
 
-type Reply = mpsc::Sender<Result<Incoming, ClientError>>;
+/// Where a request's replies go. Boxed: tokio's channel allocates its slots
+/// 32 at a time, and a reply is about 200 bytes, so every request in flight
+/// held 6.4 KiB of slots it mostly never used; a box is made per reply.
+type Reply = mpsc::Sender<Box<Result<Incoming, ClientError>>>;
 
 #[derive(Default)]
 struct Routes {
@@ -430,7 +433,7 @@ impl ChildProcess {
                 r.pending.drain().map(|(_, tx)| tx).collect()
             };
             for tx in pending {
-                let _ = tx.send(Err(closed_error(&exit, max_line))).await;
+                let _ = tx.send(Box::new(Err(closed_error(&exit, max_line)))).await;
             }
             reader_listeners.end();
             let _ = exit_tx.send(Some(exit));
@@ -608,7 +611,7 @@ async fn dispatch(routes: &Arc<Mutex<Routes>>, listeners: &SessionListeners, lin
         }
     };
     if let Some(tx) = tx {
-        let _ = tx.send(reply).await;
+        let _ = tx.send(Box::new(reply)).await;
     }
 }
 
@@ -665,7 +668,7 @@ async fn server_request(routes: &Arc<Mutex<Routes>>, request: &tern_protocol::js
             let roots_question = matches!(live.request(), tern_protocol::InputRequest::Roots(_));
             let taker = if let Some((taker, tx)) = asker {
                 *lock(routes).asked.entry(taker.clone()).or_default() += 1;
-                let _ = tx.send(Ok(Incoming::Request(live))).await;
+                let _ = tx.send(Box::new(Ok(Incoming::Request(live)))).await;
                 Some(taker)
             } else {
                 super::asks::answer_standing(live, roots);
@@ -760,7 +763,7 @@ impl Transport for ChildProcess {
                     let _ = writer.send(note.to_string());
                 }
             };
-            Ok(Exchange::streamed(
+            Ok(Exchange::streamed_boxed(
                 rx,
                 Some(CancelGuard {
                     armed: true,
