@@ -180,8 +180,7 @@ fn json_request<P: serde::Serialize + ?Sized>(
     method: &str,
     params: &P,
 ) -> Result<String, ClientError> {
-    let failed =
-        |e| ClientError::protocol(format!("the {method} request cannot be encoded")).because(e);
+    let failed = || ClientError::protocol(format!("the {method} request cannot be encoded"));
     // Room for a typical request from the start (`to_string` starts at 128
     // bytes and grows twice for most).
     let mut body = Vec::with_capacity(REQUEST_CAPACITY);
@@ -194,9 +193,9 @@ fn json_request<P: serde::Serialize + ?Sized>(
             params,
         },
     )
-    .map_err(failed)?;
+    .map_err(|e| failed().because(e))?;
     // serde_json writes UTF-8 only; the check is a pass over ASCII.
-    String::from_utf8(body).map_err(|e| failed(<serde_json::Error as serde::ser::Error>::custom(e)))
+    String::from_utf8(body).map_err(|e| failed().because(e))
 }
 
 /// What a request's body is given to start with: a `tools/call` with its
@@ -446,6 +445,50 @@ mod tests {
         assert!(exchange.next().await.is_none());
         // Nothing to cancel: dropping it early runs nothing.
         assert!(exchange.cancel_on_drop.is_none());
+    }
+
+    /// A boxed exchange (stdio's) gives its replies in order, unboxed,
+    /// then says the exchange is over once the sender is gone.
+    #[tokio::test]
+    async fn a_boxed_exchange_gives_its_replies_in_order_then_none() {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let mut exchange = Exchange::streamed_boxed(rx, None);
+        let raw = serde_json::value::RawValue::from_string(r#"{"n":1}"#.into()).unwrap();
+        tx.send(Box::new(Ok(Incoming::Result(raw)))).await.unwrap();
+        tx.send(Box::new(Err(crate::ClientError::transport("gone"))))
+            .await
+            .unwrap();
+        drop(tx);
+        match exchange.next().await {
+            Some(Ok(Incoming::Result(r))) => assert_eq!(r.get(), r#"{"n":1}"#),
+            other => panic!("the result first, got {other:?}"),
+        }
+        match exchange.next().await {
+            Some(Err(e)) => assert_eq!(e.to_string(), "gone"),
+            other => panic!("the error second, got {other:?}"),
+        }
+        assert!(exchange.next().await.is_none());
+    }
+
+    /// A request's body is written whole, past its first buffer too; one
+    /// that cannot be encoded is a clear error naming its method.
+    #[test]
+    fn a_request_body_is_written_whole_or_refused_by_name() {
+        let long = "x".repeat(3 * super::REQUEST_CAPACITY);
+        let body = super::json_request(
+            &RequestId::Number(7),
+            "tools/call",
+            &json!({"name": "echo", "arguments": {"text": long}}),
+        )
+        .unwrap();
+        let read: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(read["params"]["arguments"]["text"], long.as_str());
+        assert_eq!(read["id"], 7);
+        // A map keyed by something that is not a string has no JSON form.
+        let unwritable: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let e = super::json_request(&RequestId::Number(8), "tools/call", &unwritable).unwrap_err();
+        assert_eq!(e.to_string(), "the tools/call request cannot be encoded");
+        assert!(format!("{e:#}").contains("key must be a string"), "{e:#}");
     }
 
     /// A relay's request written from JSON is the request written from its
